@@ -1,0 +1,141 @@
+"""The one global, flat conversation (`history`) and its invariant.
+
+Rules (../shared/spec/storage-model.md, "One global, flat history"):
+1. `history` is ONE conversation for the whole browser, a flat list of records; it never
+   changes with the active tab (ADR-0002).
+2. A record is `{role, content, ...}`: `content` is a string, or a list of parts
+   `[{type: "text", text}, {type: "image_url", image_url: {url}}]`. Extra fields are kept as they
+   are (`imagesSeen`, `videoSrc`, `stopped`, `createdAt`, ...), so a record survives a round trip
+   through code that does not know them.
+3. One send = exactly one user bubble: regenerate removes the old answer before the new turn,
+   edit & resend removes the edited bubble and everything after it before sending.
+4. Reading never destroys: records that are not valid are left out of the conversation shown,
+   and `read_history` reports them so the caller can keep the raw value before its next write.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import MarginError
+from .ports import StorageArea
+from .storage import HISTORY
+
+ROLES = ("user", "assistant", "system")
+
+
+@dataclass(frozen=True)
+class Record:
+    role: str
+    content: str | list[dict[str, Any]]
+    # Every other stored field, kept verbatim.
+    fields: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, value: Any) -> "Record":
+        if not isinstance(value, dict):
+            raise ValueError("a record is not an object")
+        role = value.get("role")
+        content = value.get("content")
+        if role not in ROLES:
+            raise ValueError(f"unknown role {role!r}")
+        if isinstance(content, list):
+            if not all(isinstance(part, dict) and isinstance(part.get("type"), str) for part in content):
+                raise ValueError("a content part is not {type, ...}")
+        elif not isinstance(content, str):
+            raise ValueError("content is neither text nor a list of parts")
+        rest = {k: v for k, v in value.items() if k not in ("role", "content")}
+        return cls(role=role, content=content, fields=rest)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"role": self.role, "content": self.content, **self.fields}
+
+    @property
+    def parts(self) -> list[dict[str, Any]]:
+        if isinstance(self.content, str):
+            return [{"type": "text", "text": self.content}] if self.content else []
+        return self.content
+
+    @property
+    def text(self) -> str:
+        """The record's text, parts joined, images left out."""
+        if isinstance(self.content, str):
+            return self.content
+        return "\n".join(p.get("text", "") for p in self.content if p.get("type") == "text")
+
+    @property
+    def image_parts(self) -> list[dict[str, Any]]:
+        return [p for p in self.parts if p.get("type") == "image_url"]
+
+    def with_fields(self, **changes: Any) -> "Record":
+        return Record(self.role, self.content, {**self.fields, **changes})
+
+
+@dataclass(frozen=True)
+class HistoryRead:
+    records: list[Record]
+    # The raw stored value when some of it could not be read; None when all of it was fine.
+    unreadable_raw: Any = None
+
+
+def parse_history(raw: Any) -> HistoryRead:
+    if raw is None:
+        return HistoryRead([])
+    if not isinstance(raw, list):
+        return HistoryRead([], unreadable_raw=raw)
+    records: list[Record] = []
+    bad = False
+    for item in raw:
+        try:
+            records.append(Record.from_json(item))
+        except ValueError:
+            bad = True
+    return HistoryRead(records, unreadable_raw=raw if bad else None)
+
+
+async def read_history(area: StorageArea) -> HistoryRead:
+    stored = await area.get([HISTORY])
+    return parse_history(stored.get(HISTORY))
+
+
+def history_json(records: list[Record]) -> list[dict[str, Any]]:
+    return [r.to_json() for r in records]
+
+
+async def write_history(area: StorageArea, records: list[Record], read: HistoryRead | None = None) -> None:
+    """Write the conversation. If `read` found unreadable records, keep the raw value first."""
+    items: dict[str, Any] = {HISTORY: history_json(records)}
+    if read is not None and read.unreadable_raw is not None:
+        # Never lose what we could not parse: park it beside, in the same atomic write.
+        items["historyUnreadable"] = read.unreadable_raw
+    await area.set(items)
+
+
+def user_record(text: str, images: list[dict[str, Any]] | None = None, **fields: Any) -> Record:
+    """A user bubble: plain text, or parts when it carries images."""
+    if not images:
+        return Record("user", text, dict(fields))
+    parts: list[dict[str, Any]] = []
+    if text:
+        parts.append({"type": "text", "text": text})
+    parts.extend(images)
+    return Record("user", parts, dict(fields))
+
+
+def for_regenerate(records: list[Record]) -> list[Record]:
+    """The conversation without the answer to regenerate: everything after the last user record."""
+    for index in range(len(records) - 1, -1, -1):
+        if records[index].role == "user":
+            return records[: index + 1]
+    raise MarginError("nothing_to_regenerate", "There is no question to answer again yet.")
+
+
+def for_edit(records: list[Record], index: int) -> list[Record]:
+    """The conversation without the edited bubble and everything after it."""
+    if not (0 <= index < len(records)) or records[index].role != "user":
+        raise MarginError(
+            "edit_target_gone",
+            "That message is no longer in the conversation. Reopen the panel and try again.",
+        )
+    return records[:index]

@@ -1,0 +1,169 @@
+"""The in-memory twin of `margin.platform`, for CPython tests and benchmarks.
+
+It keeps chrome.storage's semantics that the core relies on:
+- values round-trip through JSON (a tuple comes back a list, a set fails like Chrome's);
+- absent keys are absent from a `get`;
+- a multi-key `set` is all or nothing;
+- there is no get-everything call; every key read is recorded in `reads` so tests can prove
+  what was (and was not) read;
+- `fail_after_writes=k` makes the store "die" after k successful writes (set or remove), for
+  crash-safety tests: every later call raises `StoreCrashed` and changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .ports import HttpRequest, Platform, TransportError, WebTab
+
+
+class StoreCrashed(Exception):
+    """The simulated process died: nothing more is written."""
+
+
+class MemoryStorageArea:
+    def __init__(self, initial: dict[str, Any] | None = None, *, fail_after_writes: int | None = None,
+                 quota_bytes: int | None = None):
+        self._data: dict[str, str] = {}
+        self.reads: list[str] = []
+        self.writes: list[dict[str, Any] | tuple[str, list[str]]] = []
+        self.fail_after_writes = fail_after_writes
+        self.quota_bytes = quota_bytes
+        self._crashed = False
+        for key, value in (initial or {}).items():
+            self._data[key] = json.dumps(value)
+
+    # -- the StorageArea protocol ------------------------------------------------------------
+    async def get(self, keys: list[str]) -> dict[str, Any]:
+        self._check_alive()
+        if not isinstance(keys, (list, tuple)):
+            raise TypeError("get() takes a list of keys; reading everything is not allowed")
+        self.reads.extend(keys)
+        return {k: json.loads(self._data[k]) for k in keys if k in self._data}
+
+    async def set(self, items: dict[str, Any]) -> None:
+        self._before_write()
+        encoded = {k: json.dumps(v) for k, v in items.items()}  # raises before anything changes
+        if self.quota_bytes is not None:
+            after = {**self._data, **encoded}
+            used = sum(len(k) + len(v) for k, v in after.items())
+            if used > self.quota_bytes:
+                raise QuotaExceeded("Resource::kQuotaBytes quota exceeded")
+        self._data.update(encoded)
+        self.writes.append(dict(items))
+
+    async def remove(self, keys: list[str]) -> None:
+        self._before_write()
+        for k in keys:
+            self._data.pop(k, None)
+        self.writes.append(("remove", list(keys)))
+
+    # -- test helpers -------------------------------------------------------------------------
+    def snapshot(self) -> dict[str, Any]:
+        """Everything stored (for assertions only; the core cannot call this)."""
+        return {k: json.loads(v) for k, v in self._data.items()}
+
+    def keys(self) -> list[str]:
+        return sorted(self._data)
+
+    def revive(self) -> None:
+        """A new process starts on the same data."""
+        self._crashed = False
+        self.fail_after_writes = None
+
+    def _check_alive(self) -> None:
+        if self._crashed:
+            raise StoreCrashed()
+
+    def _before_write(self) -> None:
+        self._check_alive()
+        if self.fail_after_writes is not None and len(self.writes) >= self.fail_after_writes:
+            self._crashed = True
+            raise StoreCrashed()
+
+
+class QuotaExceeded(Exception):
+    pass
+
+
+# -- HTTP -------------------------------------------------------------------------------------
+
+Handler = Callable[[HttpRequest], "ScriptedResponse | Awaitable[ScriptedResponse]"]
+
+
+@dataclass
+class ScriptedResponse:
+    """A response whose body arrives as the given text chunks, in order."""
+
+    status: int = 200
+    chunks: list[str] = field(default_factory=list)
+    headers: dict[str, str] = field(default_factory=lambda: {"content-type": "text/event-stream"})
+    # Raise this TransportError kind when the reader reaches `fail_at` chunks ("timeout", ...).
+    fail_at: int | None = None
+    fail_kind: str = "timeout"
+    closed: bool = False
+    _index: int = 0
+
+    async def read_chunk(self) -> str | None:
+        if self.closed:
+            return None
+        if self.fail_at is not None and self._index >= self.fail_at:
+            raise TransportError(self.fail_kind, "scripted")
+        if self._index >= len(self.chunks):
+            return None
+        chunk = self.chunks[self._index]
+        self._index += 1
+        return chunk
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+class ScriptedTransport:
+    """Answers each request with the next scripted response (or a handler's), recording requests."""
+
+    def __init__(self, responses: Iterable[ScriptedResponse | TransportError | Handler] = ()):
+        self.queue = list(responses)
+        self.requests: list[HttpRequest] = []
+
+    def json_bodies(self) -> list[Any]:
+        return [json.loads(r.body) if r.body else None for r in self.requests]
+
+    async def open(self, request: HttpRequest) -> ScriptedResponse:
+        self.requests.append(request)
+        if not self.queue:
+            raise TransportError("connect", "no scripted response left")
+        item = self.queue.pop(0)
+        if isinstance(item, TransportError):
+            raise item
+        if callable(item) and not isinstance(item, ScriptedResponse):
+            result = item(request)
+            if hasattr(result, "__await__"):
+                result = await result
+            return result
+        return item
+
+
+class MemoryTabs:
+    def __init__(self, tab: WebTab | None = None, screenshot: str = ""):
+        self.tab = tab
+        self.screenshot = screenshot
+
+    async def active_web_tab(self) -> WebTab | None:
+        return self.tab
+
+    async def capture_visible(self, window_id: int) -> str:
+        return self.screenshot
+
+
+def memory_platform(local: dict[str, Any] | None = None, transport: ScriptedTransport | None = None,
+                    **kwargs: Any) -> Platform:
+    return Platform(
+        local=MemoryStorageArea(local, **kwargs),
+        session=MemoryStorageArea(),
+        transport=transport or ScriptedTransport(),
+        tabs=MemoryTabs(),
+    )

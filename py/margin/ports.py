@@ -1,0 +1,92 @@
+"""The seams: the only ways the core reaches the outside world.
+
+Rule 1: the core never imports `js` or `pyodide`; it receives a `Platform` and talks to its
+`local` and `session` storage areas, its HTTP `transport` and its `tabs`.
+Rule 2: a storage area behaves like chrome.storage: values are JSON (they round-trip through
+JSON), absent keys are absent from the result, a multi-key `set` is all or nothing, and there is
+no "get everything" call at all (see the GET_ALL_KEYS contract in `margin.storage`).
+Rule 3: HTTP is one method, `open()`, which resolves once the status and headers arrived; the
+body is then read chunk by chunk (decoded text) until `None`, or abandoned with `aclose()`.
+
+`margin.platform` implements these over the JS bridge; `margin.platform_memory` implements them in
+memory for CPython tests and benchmarks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+class StorageArea(Protocol):
+    async def get(self, keys: list[str]) -> dict[str, Any]: ...
+
+    async def set(self, items: dict[str, Any]) -> None: ...
+
+    async def remove(self, keys: list[str]) -> None: ...
+
+
+@dataclass(frozen=True)
+class HttpRequest:
+    method: str
+    url: str
+    headers: dict[str, str] = field(default_factory=dict)
+    body: str | None = None
+    # Seconds to wait for the status line and headers; the body has its own idle timeout.
+    timeout: float = 60.0
+
+
+class HttpResponse(Protocol):
+    status: int
+    headers: dict[str, str]
+
+    async def read_chunk(self) -> str | None:
+        """The next piece of the body as text, or None at the end."""
+        ...
+
+    async def aclose(self) -> None:
+        """Abort the request; reading afterwards returns None."""
+        ...
+
+
+class Transport(Protocol):
+    async def open(self, request: HttpRequest) -> HttpResponse:
+        """Send `request`. Raises `TransportError` when no HTTP response arrives."""
+        ...
+
+
+class TransportError(Exception):
+    """No HTTP response: `kind` is "connect" (refused, DNS, offline, CORS), "timeout" or "aborted"."""
+
+    def __init__(self, kind: str, detail: str = ""):
+        super().__init__(f"{kind}: {detail}" if detail else kind)
+        self.kind = kind
+        self.detail = detail
+
+
+@dataclass(frozen=True)
+class WebTab:
+    id: int
+    window_id: int
+    url: str
+    title: str
+
+
+class Tabs(Protocol):
+    async def active_web_tab(self) -> WebTab | None:
+        """The active http(s)/file tab of the last focused normal window, never an extension page."""
+        ...
+
+    async def capture_visible(self, window_id: int) -> str:
+        """A PNG data URL of what the window shows."""
+        ...
+
+
+@dataclass
+class Platform:
+    """Everything the core may touch, injected once per process."""
+
+    local: StorageArea
+    session: StorageArea
+    transport: Transport
+    tabs: Tabs

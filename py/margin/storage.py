@@ -1,0 +1,88 @@
+"""The storage contract: which keys exist in chrome.storage.local, their defaults, and getAll.
+
+Rules (../shared/spec/storage-model.md, "The GET_ALL_KEYS contract"):
+1. `DEFAULTS` names every light key with its default. `history` is in it but is heavy (it can
+   hold megabytes of images), so it is read by address only (`margin.history`).
+2. `GET_ALL_KEYS` = DEFAULTS minus `history`, plus the three option settings: a FIXED list.
+   `get_all()` reads exactly that list and never asks for everything (`get(null)` would
+   deserialize every image and every session snapshot on every turn).
+3. Keys read by address stay out of the list: `history`, and every `session_<id>` body.
+4. A new key that get_all's consumers must see goes into the list, and into docs/storage.md.
+
+The side panel paints the conversation before Python is up by reading `history` itself; the key
+names it uses are generated from this module at build time (`contract_for_js()`).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from .ports import StorageArea
+
+HISTORY = "history"
+HISTORY_SESSION_ID = "historySessionId"
+SAVED_SESSIONS = "savedSessions"
+PROVIDERS = "providers"
+ACTIVE_PROVIDER_ID = "activeProviderId"
+UI_LANGUAGE = "uiLanguage"
+SESSION_BODY_PREFIX = "session_"
+
+DEFAULTS: dict[str, Any] = {
+    # The one global, flat conversation: [{role, content, ...}] (margin.history).
+    HISTORY: [],
+    # The saved session the current history was opened from (or last saved to), or None.
+    HISTORY_SESSION_ID: None,
+    # The light session index [{id, name, createdAt, pinned, textDigest}] (margin.sessions).
+    SAVED_SESSIONS: [],
+}
+
+# The three settings of the options page.
+OPTION_DEFAULTS: dict[str, Any] = {
+    PROVIDERS: [],
+    ACTIVE_PROVIDER_ID: None,
+    # "auto" follows the browser's UI language; "en", "zh", ... force one.
+    UI_LANGUAGE: "auto",
+}
+
+GET_ALL_KEYS: tuple[str, ...] = tuple(
+    [key for key in DEFAULTS if key != HISTORY] + list(OPTION_DEFAULTS)
+)
+
+
+def session_body_key(session_id: str) -> str:
+    return f"{SESSION_BODY_PREFIX}{session_id}"
+
+
+def default_of(key: str) -> Any:
+    if key in DEFAULTS:
+        return copy.deepcopy(DEFAULTS[key])
+    return copy.deepcopy(OPTION_DEFAULTS[key])
+
+
+async def get_all(area: StorageArea) -> dict[str, Any]:
+    """Every light key, with defaults filled in for the absent ones. Never reads history or bodies."""
+    stored = await area.get(list(GET_ALL_KEYS))
+    return {key: stored[key] if key in stored else default_of(key) for key in GET_ALL_KEYS}
+
+
+async def get_one(area: StorageArea, key: str) -> Any:
+    """One key by address, or its default when absent."""
+    stored = await area.get([key])
+    return stored[key] if key in stored else default_of(key)
+
+
+def contract_for_js() -> dict[str, Any]:
+    """What the JS pages may know of storage: key names only (they never write)."""
+    return {
+        "keys": {
+            "history": HISTORY,
+            "historySessionId": HISTORY_SESSION_ID,
+            "savedSessions": SAVED_SESSIONS,
+            "providers": PROVIDERS,
+            "activeProviderId": ACTIVE_PROVIDER_ID,
+            "uiLanguage": UI_LANGUAGE,
+        },
+        "sessionBodyPrefix": SESSION_BODY_PREFIX,
+        "getAllKeys": list(GET_ALL_KEYS),
+    }
