@@ -139,3 +139,11 @@ def for_edit(records: list[Record], index: int) -> list[Record]:
             "That message is no longer in the conversation. Reopen the panel and try again.",
         )
     return records[:index]
+
+
+async def handle_clear(platform, payload: dict) -> dict:
+    """`history.clear`: empty the conversation (what was in it stays in its saved session, if any)."""
+    from .storage import HISTORY_SESSION_ID
+
+    await platform.local.set({HISTORY: [], HISTORY_SESSION_ID: None})
+    return {}

@@ -1,0 +1,164 @@
+// The one thin module between Python and the browser APIs it needs (the Python half is
+// py/margin/platform.py). Every function takes and returns JSON strings, and none throws:
+// a reply is {ok: true, value} or {ok: false, error: {kind, message}}.
+// Modelled on uBlock Origin Lite's ext.js: one small module over browser APIs, no throwing.
+
+const reply = (value) => JSON.stringify({ ok: true, value: value === undefined ? null : value });
+const failed = (kind, error) =>
+  JSON.stringify({ ok: false, error: { kind, message: String(error?.message ?? error) } });
+
+function area(name) {
+  if (name !== 'local' && name !== 'session') throw new Error(`unknown storage area ${name}`);
+  return chrome.storage[name];
+}
+
+export async function storageGet(areaName, keysJson) {
+  try {
+    const keys = JSON.parse(keysJson);
+    // Never get(null): the GET_ALL_KEYS contract (storage-model.md) forbids reading everything.
+    if (!Array.isArray(keys)) return failed('bad_request', 'storageGet takes a list of keys');
+    return reply(await area(areaName).get(keys));
+  } catch (error) {
+    return failed('storage', error);
+  }
+}
+
+export async function storageSet(areaName, itemsJson) {
+  try {
+    await area(areaName).set(JSON.parse(itemsJson));
+    return reply(null);
+  } catch (error) {
+    return failed('storage', error);
+  }
+}
+
+export async function storageRemove(areaName, keysJson) {
+  try {
+    await area(areaName).remove(JSON.parse(keysJson));
+    return reply(null);
+  } catch (error) {
+    return failed('storage', error);
+  }
+}
+
+// -- HTTP: fetch with a streaming body reader and abort --------------------------------------
+
+const responses = new Map(); // handle -> {reader, decoder, controller}
+let nextHandle = 1;
+
+function transportKind(error, controller) {
+  if (controller.signal.reason === 'timeout') return 'timeout';
+  if (controller.signal.aborted) return 'aborted';
+  return 'connect';
+}
+
+export async function httpOpen(specJson) {
+  const spec = JSON.parse(specJson);
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort('timeout'), spec.timeoutMs || 60000);
+  try {
+    const response = await fetch(spec.url, {
+      method: spec.method,
+      headers: spec.headers,
+      body: spec.body ?? undefined,
+      signal: controller.signal,
+      credentials: 'omit',
+      cache: 'no-store',
+    });
+    clearTimeout(timer);
+    const handle = nextHandle++;
+    responses.set(handle, {
+      reader: response.body ? response.body.getReader() : null,
+      decoder: new TextDecoder(),
+      controller,
+    });
+    const headers = {};
+    response.headers.forEach((value, key) => { headers[key] = value; });
+    return reply({ handle, status: response.status, headers });
+  } catch (error) {
+    clearTimeout(timer);
+    return failed(transportKind(error, controller), error);
+  }
+}
+
+// The next piece of the body as text, or null at its end.
+export async function httpRead(handle) {
+  const entry = responses.get(handle);
+  if (!entry || !entry.reader) {
+    responses.delete(handle);
+    return reply(null);
+  }
+  try {
+    const { done, value } = await entry.reader.read();
+    if (done) {
+      responses.delete(handle);
+      const tail = entry.decoder.decode();
+      return reply(tail || null);
+    }
+    return reply(entry.decoder.decode(value, { stream: true }));
+  } catch (error) {
+    responses.delete(handle);
+    return failed(entry.controller.signal.aborted ? 'aborted' : 'connect', error);
+  }
+}
+
+export async function httpAbort(handle) {
+  const entry = responses.get(handle);
+  responses.delete(handle);
+  if (entry) entry.controller.abort('stopped');
+  return reply(null);
+}
+
+// -- tabs ---------------------------------------------------------------------------------
+
+const WEB_URL = /^(https?|file):/i;
+
+// The active web tab of the last focused normal window: never an extension page, so
+// "Screenshot" and "Attach page" also work when the panel's page is open in a tab of its own.
+export async function activeWebTab() {
+  try {
+    const win = await chrome.windows.getLastFocused({ windowTypes: ['normal'] });
+    const [tab] = await chrome.tabs.query({ active: true, windowId: win.id });
+    if (!tab || !WEB_URL.test(tab.url || '')) return reply(null);
+    return reply({ id: tab.id, windowId: tab.windowId, url: tab.url, title: tab.title || '' });
+  } catch (error) {
+    return failed('tabs', error);
+  }
+}
+
+export async function captureVisibleTab(windowId) {
+  try {
+    return reply(await chrome.tabs.captureVisibleTab(windowId, { format: 'png' }));
+  } catch (error) {
+    return failed('tabs', error);
+  }
+}
+
+// -- Pyodide packages and turn ports (set up by background.js) -------------------------------
+
+let pyodideInstance = null;
+export function attachPyodide(pyodide) { pyodideInstance = pyodide; }
+
+export async function loadPackage(name) {
+  try {
+    await pyodideInstance.loadPackage(name, { messageCallback: () => {} });
+    return reply(null);
+  } catch (error) {
+    return failed('package', error);
+  }
+}
+
+export const turnPorts = new Map(); // turnId -> chrome.runtime.Port
+
+// Returns false when the panel's port is gone (the turn then stops).
+export function postTurnEvent(turnId, eventJson) {
+  const port = turnPorts.get(turnId);
+  if (!port) return false;
+  try {
+    port.postMessage(JSON.parse(eventJson));
+    return true;
+  } catch {
+    turnPorts.delete(turnId);
+    return false;
+  }
+}

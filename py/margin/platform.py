@@ -1,0 +1,138 @@
+"""The browser side of the seams in `margin.ports`: the ONLY module that imports `js`/`pyodide`.
+
+Everything crosses the boundary as JSON strings (platform.md: no proxies to destroy, no Map
+surprises). The JS half is `extension/bridge.js`; its functions never throw: they answer
+`{ok: true, value}` or `{ok: false, error: {kind, message}}`, and this module turns failures into
+`StorageError` / `TransportError`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import margin_bridge  # registered by the service worker: pyodide.registerJsModule("margin_bridge", bridge)
+
+from .errors import StorageError
+from .ports import HttpRequest, Platform, TransportError, WebTab
+
+
+async def _call(function_name: str, *args: Any) -> Any:
+    reply = json.loads(await getattr(margin_bridge, function_name)(*args))
+    if reply.get("ok"):
+        return reply.get("value")
+    error = reply.get("error") or {}
+    raise _BridgeFailure(error.get("kind", "unknown"), error.get("message", ""))
+
+
+class _BridgeFailure(Exception):
+    def __init__(self, kind: str, message: str):
+        super().__init__(f"{kind}: {message}")
+        self.kind = kind
+        self.message = message
+
+
+def _storage_error(failure: _BridgeFailure) -> StorageError:
+    if "quota" in failure.message.lower():
+        return StorageError(
+            "storage_full",
+            "Chrome's storage for Margin is full, so this change was not saved. "
+            "Delete old sessions or export a backup and remove some images, then try again.",
+        )
+    return StorageError("storage_failed", f"Chrome could not save Margin's data ({failure.message}).")
+
+
+class ChromeStorageArea:
+    """chrome.storage.<area> through the bridge."""
+
+    def __init__(self, area: str):
+        self.area = area
+
+    async def get(self, keys: list[str]) -> dict[str, Any]:
+        try:
+            return await _call("storageGet", self.area, json.dumps(list(keys)))
+        except _BridgeFailure as failure:
+            raise _storage_error(failure) from None
+
+    async def set(self, items: dict[str, Any]) -> None:
+        try:
+            await _call("storageSet", self.area, json.dumps(items, ensure_ascii=False))
+        except _BridgeFailure as failure:
+            raise _storage_error(failure) from None
+
+    async def remove(self, keys: list[str]) -> None:
+        try:
+            await _call("storageRemove", self.area, json.dumps(list(keys)))
+        except _BridgeFailure as failure:
+            raise _storage_error(failure) from None
+
+
+class FetchResponse:
+    def __init__(self, handle: int, status: int, headers: dict[str, str]):
+        self._handle = handle
+        self.status = status
+        self.headers = headers
+        self._closed = False
+
+    async def read_chunk(self) -> str | None:
+        if self._closed:
+            return None
+        try:
+            value = await _call("httpRead", self._handle)
+        except _BridgeFailure as failure:
+            self._closed = True
+            raise TransportError(failure.kind, failure.message) from None
+        if value is None:
+            self._closed = True
+        return value
+
+    async def aclose(self) -> None:
+        if not self._closed:
+            self._closed = True
+            await _call("httpAbort", self._handle)
+
+
+class FetchTransport:
+    async def open(self, request: HttpRequest) -> FetchResponse:
+        spec = {
+            "method": request.method,
+            "url": request.url,
+            "headers": request.headers,
+            "body": request.body,
+            "timeoutMs": int(request.timeout * 1000),
+        }
+        try:
+            value = await _call("httpOpen", json.dumps(spec, ensure_ascii=False))
+        except _BridgeFailure as failure:
+            raise TransportError(failure.kind, failure.message) from None
+        return FetchResponse(value["handle"], value["status"], value["headers"])
+
+
+class ChromeTabs:
+    async def active_web_tab(self) -> WebTab | None:
+        value = await _call("activeWebTab")
+        if value is None:
+            return None
+        return WebTab(id=value["id"], window_id=value["windowId"], url=value["url"], title=value["title"])
+
+    async def capture_visible(self, window_id: int) -> str:
+        return await _call("captureVisibleTab", window_id)
+
+
+async def load_package(name: str) -> None:
+    await _call("loadPackage", name)
+
+
+def post_turn_event(turn_id: str, event: dict[str, Any]) -> bool:
+    """Send a turn event to its panel; False when the panel's port is gone."""
+    return bool(margin_bridge.postTurnEvent(turn_id, json.dumps(event, ensure_ascii=False)))
+
+
+def browser_platform() -> Platform:
+    return Platform(
+        local=ChromeStorageArea("local"),
+        session=ChromeStorageArea("session"),
+        transport=FetchTransport(),
+        tabs=ChromeTabs(),
+        load_package=load_package,
+    )

@@ -1,0 +1,109 @@
+"""The GET_ALL_KEYS contract and the history invariant, against chrome.storage's semantics."""
+
+from margin import history, storage
+from margin.history import Record, for_edit, for_regenerate, user_record
+from margin.platform_memory import MemoryStorageArea
+
+from helpers import run
+
+
+def test_get_all_keys_is_defaults_minus_history_plus_the_three_option_settings():
+    assert storage.HISTORY in storage.DEFAULTS
+    assert storage.HISTORY not in storage.GET_ALL_KEYS
+    expected = [k for k in storage.DEFAULTS if k != storage.HISTORY] + [
+        storage.PROVIDERS, storage.ACTIVE_PROVIDER_ID, storage.UI_LANGUAGE,
+    ]
+    assert list(storage.GET_ALL_KEYS) == expected
+    assert not any(k.startswith(storage.SESSION_BODY_PREFIX) for k in storage.GET_ALL_KEYS)
+
+
+def test_get_all_reads_exactly_the_fixed_list_never_history_nor_bodies():
+    big_image = "data:image/png;base64," + "A" * 200_000
+    area = MemoryStorageArea({
+        "history": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": big_image}}]}],
+        "session_abc": {"history": []},
+        "savedSessions": [{"id": "abc", "name": "x", "createdAt": 1, "pinned": False, "textDigest": ""}],
+        "providers": [{"id": "p1"}],
+    })
+    value = run(storage.get_all(area))
+    assert area.reads == list(storage.GET_ALL_KEYS)
+    assert "history" not in value and "session_abc" not in value
+    assert value["providers"] == [{"id": "p1"}]
+    assert value["uiLanguage"] == "auto"  # absent -> default
+    assert value["historySessionId"] is None
+
+
+def test_get_all_defaults_are_fresh_copies():
+    area = MemoryStorageArea()
+    first = run(storage.get_all(area))
+    first["savedSessions"].append("mutated")
+    assert run(storage.get_all(area))["savedSessions"] == []
+
+
+def test_memory_store_round_trips_json_and_is_all_or_nothing():
+    area = MemoryStorageArea()
+    run(area.set({"a": (1, 2)}))
+    assert run(area.get(["a", "missing"])) == {"a": [1, 2]}
+    try:
+        run(area.set({"b": 1, "c": {1, 2}}))  # a set is not JSON: nothing is written
+    except TypeError:
+        pass
+    assert run(area.get(["b", "c"])) == {}
+
+
+def test_history_round_trips_unknown_fields_and_keeps_unreadable_records():
+    raw = [
+        {"role": "user", "content": "hi", "createdAt": 5, "videoSrc": "https://v"},
+        {"role": "robot", "content": "?"},
+        {"role": "assistant", "content": "hello", "stopped": True},
+    ]
+    area = MemoryStorageArea({"history": raw})
+    read = run(history.read_history(area))
+    assert [r.role for r in read.records] == ["user", "assistant"]
+    assert read.records[0].fields == {"createdAt": 5, "videoSrc": "https://v"}
+    assert read.unreadable_raw == raw
+    run(history.write_history(area, read.records, read))
+    stored = area.snapshot()
+    assert stored["historyUnreadable"] == raw  # nothing silently lost
+    assert stored["history"][0] == raw[0]
+
+
+def test_history_that_is_not_a_list_is_kept_aside():
+    area = MemoryStorageArea({"history": "garbage"})
+    read = run(history.read_history(area))
+    assert read.records == [] and read.unreadable_raw == "garbage"
+
+
+def _conversation():
+    return [
+        user_record("q1"), Record("assistant", "a1"),
+        user_record("q2"), Record("assistant", "a2"),
+    ]
+
+
+def test_regenerate_removes_the_old_answer_first():
+    kept = for_regenerate(_conversation())
+    assert [r.text for r in kept] == ["q1", "a1", "q2"]
+    assert sum(r.role == "user" for r in kept) == 2
+
+
+def test_edit_removes_the_bubble_and_everything_after():
+    kept = for_edit(_conversation(), 2)
+    assert [r.text for r in kept] == ["q1", "a1"]
+
+
+def test_edit_of_a_record_that_is_not_a_user_bubble_is_refused():
+    import pytest
+
+    from margin.errors import MarginError
+
+    with pytest.raises(MarginError) as info:
+        for_edit(_conversation(), 1)
+    assert info.value.code == "edit_target_gone"
+
+
+def test_user_record_with_images_is_parts_text_first():
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+    record = user_record("look", [image])
+    assert record.to_json()["content"] == [{"type": "text", "text": "look"}, image]
+    assert record.text == "look" and record.image_parts == [image]
