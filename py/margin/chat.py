@@ -1,0 +1,284 @@
+"""A chat turn (docs/protocol.md, "A turn"): store the question, stream the answer, store it.
+
+Rules:
+1. The user's message is stored BEFORE the request goes out (`started` says so); if anything
+   later fails, it stays stored and the panel shows it with the error.
+2. One send = one user bubble: regenerate drops the old answer, edit drops the edited bubble and
+   everything after it, each before the new turn (`margin.history`).
+3. The answer is stored once, at the end: `done` -> the full answer; `stopped` -> what arrived,
+   marked `stopped: True` (nothing if nothing arrived); `error` -> no answer record at all (a cut
+   stream too: a half answer that looks whole would mislead).
+4. Images are stamped `imagesSeen` only after a successful answer, so a failed or stopped turn
+   sends the pixels again next time.
+5. Storage is never trusted across an await: the answer is appended to a fresh read, and only if
+   that conversation still holds this turn's question (a clear or a session switch meanwhile
+   means the answer is not saved into someone else's conversation).
+6. Stop is prompt: every wait on the network races the stop event; the panel's port closing
+   (emit failing) is a stop too. The body has an idle timeout (`BODY_IDLE_TIMEOUT`).
+7. One turn at a time per process. Every outcome is ONE terminal event (done, stopped or error);
+   `run_turn` emits MarginErrors itself and lets only bugs escape.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from . import images, options
+from .errors import MarginError, ProviderError, StorageError
+from .history import HistoryRead, Record, for_edit, for_regenerate, read_history, user_record, write_history
+from .ports import Platform
+from .providers import provider_module
+
+# Seconds without a body chunk before the answer is given up as timed out.
+BODY_IDLE_TIMEOUT = 60.0
+
+_turn_running = False
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class _Stopped(Exception):
+    """The user stopped the turn (or closed the panel)."""
+
+
+async def run_turn(platform: Platform, start: dict, emit: Callable[[dict], None], stop: asyncio.Event) -> None:
+    global _turn_running
+    if _turn_running:
+        _safe_emit(emit, _error_event(MarginError(
+            "turn_in_progress", "An answer is still being written. Stop it or wait for it to finish.")))
+        return
+    _turn_running = True
+    try:
+        await _Turn(platform, emit, stop).run(start)
+    finally:
+        _turn_running = False
+
+
+def _error_event(error: MarginError) -> dict[str, Any]:
+    return {"event": "error", "error": error.to_json()}
+
+
+def _safe_emit(emit: Callable[[dict], None], event: dict[str, Any]) -> bool:
+    try:
+        emit(event)
+        return True
+    except Exception:  # noqa: BLE001 - the port is gone; nobody is listening any more
+        return False
+
+
+# -- the records a turn stores --------------------------------------------------------------
+
+async def new_user_record(platform: Platform, text: Any, attachments: Any) -> Record:
+    """The user's bubble: the text as typed, each attachment checked and kept as an image part."""
+    if not isinstance(text, str):
+        text = ""
+    if attachments is None:
+        attachments = []
+    if not isinstance(attachments, list):
+        raise MarginError("not_an_image", "The attached images could not be read. Attach them again.")
+    parts = [images.attachment_to_part(await images.check_attachment(platform, a)) for a in attachments]
+    if not text.strip() and not parts:
+        raise MarginError("empty_message", "Type a message or attach an image first.")
+    return user_record(text, parts, createdAt=now_ms())
+
+
+async def conversation_for(platform: Platform, start: Any, records: list[Record]) -> list[Record]:
+    """The stored conversation this turn answers, old bubbles removed, the new one appended."""
+    action = start.get("action") if isinstance(start, dict) else None
+    if action == "send":
+        return records + [await new_user_record(platform, start.get("text"), start.get("images"))]
+    if action == "regenerate":
+        return for_regenerate(records)
+    if action == "edit":
+        index = start.get("index")
+        if not isinstance(index, int) or isinstance(index, bool):
+            raise MarginError("edit_target_gone", "Margin could not tell which message to edit. Try again.")
+        kept = for_edit(records, index)
+        return kept + [await new_user_record(platform, start.get("text"), start.get("images"))]
+    raise MarginError("bad_turn", "Margin did not understand what to do with this message. Reload the panel.")
+
+
+def _same_question(a: Record, b: Record) -> bool:
+    return a.role == b.role == "user" and a.text == b.text and a.fields.get("createdAt") == b.fields.get("createdAt")
+
+
+def _storage_failure(error: Exception, doing: str) -> MarginError:
+    if isinstance(error, MarginError):
+        return error
+    return StorageError(
+        "storage_failed",
+        f"Margin could not {doing} ({error}). If Chrome's storage is full, delete old sessions or "
+        "large images, then try again.",
+    )
+
+
+# -- the turn -------------------------------------------------------------------------------
+
+class _Turn:
+    def __init__(self, platform: Platform, emit: Callable[[dict], None], stop: asyncio.Event):
+        self.platform = platform
+        self._emit = emit
+        self.stop = stop
+        self.port_gone = False
+
+    def emit(self, event: dict[str, Any]) -> None:
+        if self.port_gone:
+            return
+        if not _safe_emit(self._emit, event):
+            self.port_gone = True
+            self.stop.set()
+
+    async def run(self, start: dict) -> None:
+        try:
+            settings = await options.read_options(self.platform)
+            provider = options.active_provider_of(settings)
+            question = await self._store_question(start)
+        except MarginError as error:
+            # Nothing new is stored: the panel keeps the draft.
+            self.emit(_error_event(error))
+            return
+        self.emit({"event": "started"})
+
+        stream = None
+        try:
+            request_records = await images.prepare_request_history(
+                self.platform, question, language=options.model_language(settings))
+            module = provider_module(provider["type"])
+            stream = await self._race(module.open_stream(self.platform.transport, provider, request_records))
+            while True:
+                got = await self._race(stream.read(), timeout=BODY_IDLE_TIMEOUT)
+                if got is None:
+                    break
+                for piece in got:
+                    self.emit({"event": "delta", "text": piece})
+                if self.stop.is_set():
+                    raise _Stopped()
+        except _Stopped:
+            if stream is not None:
+                await stream.aclose()
+            await self._finish_stopped(question, provider, stream.text if stream is not None else "")
+            return
+        except ProviderError as error:
+            if stream is not None:
+                await stream.aclose()
+            if error.code == "aborted":  # the transport saw our own abort
+                await self._finish_stopped(question, provider, stream.text if stream is not None else "")
+                return
+            self.emit(_error_event(error))
+            return
+        except MarginError as error:
+            if stream is not None:
+                await stream.aclose()
+            self.emit(_error_event(error))
+            return
+
+        if stream.usage_unsupported:
+            try:
+                await options.mark_usage_unsupported(self.platform, provider["id"])
+            except Exception:  # noqa: BLE001 - only an optimisation is lost; the answer matters
+                pass
+        answer = Record("assistant", stream.text, self._answer_fields(provider, stream.usage))
+        try:
+            saved = await self._store_answer(question, answer, stamp=True)
+        except MarginError as error:
+            self.emit(_error_event(error))
+            return
+        if not saved:
+            self.emit(_error_event(_conversation_changed()))
+            return
+        self.emit({"event": "done"})
+
+    async def _store_question(self, start: dict) -> list[Record]:
+        read = await self._read()
+        conversation = await conversation_for(self.platform, start, read.records)
+        unchanged = len(conversation) == len(read.records) and read.unreadable_raw is None
+        if not unchanged:
+            try:
+                await write_history(self.platform.local, conversation, read)
+            except Exception as error:  # noqa: BLE001
+                raise _storage_failure(error, "save your message") from None
+        return conversation
+
+    async def _read(self) -> HistoryRead:
+        try:
+            return await read_history(self.platform.local)
+        except Exception as error:  # noqa: BLE001
+            raise _storage_failure(error, "read the conversation") from None
+
+    async def _store_answer(self, question: list[Record], answer: Record, *, stamp: bool) -> bool:
+        """Append `answer` to a fresh read of the conversation; False if that is not ours any more."""
+        read = await self._read()
+        current = read.records
+        n = len(question)
+        if len(current) < n or not _same_question(current[n - 1], question[n - 1]):
+            return False
+        records = current[:n] + [answer]
+        if stamp:
+            records = images.stamp_images_seen(records)
+        try:
+            await write_history(self.platform.local, records, read)
+        except Exception as error:  # noqa: BLE001
+            raise _storage_failure(error, "save the answer") from None
+        return True
+
+    async def _finish_stopped(self, question: list[Record], provider: dict[str, Any], text: str) -> None:
+        if text:
+            answer = Record("assistant", text, {**self._answer_fields(provider, None), "stopped": True})
+            try:
+                saved = await self._store_answer(question, answer, stamp=False)
+            except MarginError as error:
+                self.emit(_error_event(error))
+                return
+            if not saved:
+                self.emit(_error_event(_conversation_changed()))
+                return
+        self.emit({"event": "stopped"})
+
+    @staticmethod
+    def _answer_fields(provider: dict[str, Any], usage: dict[str, Any] | None) -> dict[str, Any]:
+        fields: dict[str, Any] = {"createdAt": now_ms(), "model": provider["model"]}
+        if usage:
+            kept = {k: v for k, v in usage.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+            if kept:
+                fields["usage"] = kept
+        return fields
+
+    async def _race(self, awaitable: Awaitable[Any], timeout: float | None = None) -> Any:
+        """Await `awaitable`, unless stop comes first (_Stopped) or `timeout` passes (timeout error)."""
+        if self.stop.is_set():
+            if asyncio.iscoroutine(awaitable):
+                awaitable.close()
+            raise _Stopped()
+        work = asyncio.ensure_future(awaitable)
+        stopper = asyncio.ensure_future(self.stop.wait())
+        try:
+            done, _ = await asyncio.wait({work, stopper}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopper.cancel()
+        if work in done:
+            return work.result()
+        work.cancel()
+        try:
+            await work
+        except (asyncio.CancelledError, Exception):  # noqa: BLE001 - it is abandoned either way
+            pass
+        if self.stop.is_set():
+            raise _Stopped()
+        raise ProviderError(
+            "timeout",
+            f"The provider sent nothing for {int(timeout or 0)} seconds, so Margin gave up on this "
+            "answer. Try again; if it keeps happening, check the server or choose a faster model.",
+        )
+
+
+def _conversation_changed() -> MarginError:
+    return MarginError(
+        "conversation_changed",
+        "The conversation changed while the answer was being written (cleared or switched), "
+        "so the answer was not saved. Ask again if you still need it.",
+    )

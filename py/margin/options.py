@@ -1,0 +1,170 @@
+"""The options page's settings: providers, the active provider, the UI language.
+
+Rules:
+1. Three keys of `margin.storage` (`providers`, `activeProviderId`, `uiLanguage`), read by
+   address with their defaults. They are in GET_ALL_KEYS, so `app.state` sees them too, with API
+   keys masked (`mask_key`).
+2. `options.save` validates EVERYTHING before writing ANYTHING, then writes the keys in one
+   `set` (all or nothing). Invalid input is `invalid_options` with a sentence naming the field.
+3. `activeProviderId` always names a saved provider; when it does not (or is absent) the first
+   provider is active. No provider at all is `no_provider` when a turn needs one.
+4. `supportsUsage: false` (the server refused `stream_options`) is learned by a turn and kept
+   across saves of the same provider at the same address.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .errors import MarginError, StorageError
+from .ports import Platform
+from .providers import normalize_provider, provider_module
+from .storage import ACTIVE_PROVIDER_ID, OPTION_DEFAULTS, PROVIDERS, UI_LANGUAGE, default_of
+
+OPTION_KEYS = tuple(OPTION_DEFAULTS)
+_LANGUAGE_TAG = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$")
+
+NO_PROVIDER = (
+    "Set up a model provider in Margin's options first (right-click the toolbar icon → Options)."
+)
+
+
+def mask_key(key: Any) -> str:
+    """An API key as a page may show it without holding it: "sk-…wxyz", or "" for no key."""
+    if not isinstance(key, str) or not key:
+        return ""
+    if len(key) < 12:
+        return "•" * 8
+    return f"{key[:3]}…{key[-4:]}"
+
+
+async def read_options(platform: Platform) -> dict[str, Any]:
+    """The three settings, defaults filled in; providers that are not objects are left out."""
+    try:
+        stored = await platform.local.get(list(OPTION_KEYS))
+    except MarginError:
+        raise
+    except Exception as error:  # noqa: BLE001
+        raise StorageError("storage_failed", f"Margin could not read its settings ({error}). Reload the extension.") from None
+    providers = stored.get(PROVIDERS, default_of(PROVIDERS))
+    if not isinstance(providers, list):
+        providers = []
+    providers = [p for p in providers if isinstance(p, dict)]
+    active_id = stored.get(ACTIVE_PROVIDER_ID)
+    if not any(p.get("id") == active_id for p in providers):
+        active_id = providers[0].get("id") if providers else None
+    language = stored.get(UI_LANGUAGE, default_of(UI_LANGUAGE))
+    if not isinstance(language, str) or not (language == "auto" or _LANGUAGE_TAG.match(language)):
+        language = "auto"
+    return {PROVIDERS: providers, ACTIVE_PROVIDER_ID: active_id, UI_LANGUAGE: language}
+
+
+def model_language(settings: dict[str, Any]) -> str:
+    """The language for text the model reads (image placeholders): "auto" means English."""
+    language = settings.get(UI_LANGUAGE) or "auto"
+    return "en" if language == "auto" else language
+
+
+def active_provider_of(settings: dict[str, Any]) -> dict[str, Any]:
+    providers = settings[PROVIDERS]
+    if not providers:
+        raise MarginError("no_provider", NO_PROVIDER)
+    chosen = next((p for p in providers if p.get("id") == settings[ACTIVE_PROVIDER_ID]), providers[0])
+    return normalize_provider(chosen)
+
+
+async def active_provider(platform: Platform) -> dict[str, Any]:
+    return active_provider_of(await read_options(platform))
+
+
+async def mark_usage_unsupported(platform: Platform, provider_id: str) -> None:
+    """Remember that this provider refuses `stream_options` (so later turns do not ask)."""
+    stored = await platform.local.get([PROVIDERS])
+    providers = stored.get(PROVIDERS)
+    if not isinstance(providers, list):
+        return
+    changed = False
+    updated = []
+    for provider in providers:
+        if isinstance(provider, dict) and provider.get("id") == provider_id and provider.get("supportsUsage") is not False:
+            provider = {**provider, "supportsUsage": False}
+            changed = True
+        updated.append(provider)
+    if changed:
+        await platform.local.set({PROVIDERS: updated})
+
+
+# -- handlers -------------------------------------------------------------------------------
+
+async def handle_get(platform: Platform, payload: dict) -> dict[str, Any]:
+    """`options.get`: the settings, API keys included (the options page shows them masked in a field)."""
+    return await read_options(platform)
+
+
+async def handle_save(platform: Platform, payload: dict) -> dict[str, Any]:
+    """`options.save`: validate all, then write all in one `set`; returns the saved, normalized value."""
+    raw_providers = payload.get("providers")
+    if not isinstance(raw_providers, list):
+        raise MarginError("invalid_options", "The list of providers is missing. Reload the options page and save again.")
+    providers = [normalize_provider(p, i) for i, p in enumerate(raw_providers)]
+    seen: set[str] = set()
+    for provider in providers:
+        if provider["id"] in seen:
+            raise MarginError(
+                "invalid_options",
+                f"Two providers share the id “{provider['id']}”. Reload the options page and save again.",
+            )
+        seen.add(provider["id"])
+
+    active_id = payload.get("activeProviderId")
+    if active_id is None or active_id == "":
+        active_id = providers[0]["id"] if providers else None
+    elif not any(p["id"] == active_id for p in providers):
+        raise MarginError(
+            "invalid_options",
+            "The active provider is not in the list of providers. Choose one of them and save again.",
+        )
+
+    items: dict[str, Any] = {PROVIDERS: providers, ACTIVE_PROVIDER_ID: active_id}
+    if "uiLanguage" in payload:
+        language = payload["uiLanguage"]
+        if not isinstance(language, str) or not (language == "auto" or _LANGUAGE_TAG.match(language)):
+            raise MarginError(
+                "invalid_options",
+                "The interface language must be “auto” or a language code such as “en” or “zh-CN”.",
+            )
+        items[UI_LANGUAGE] = language
+
+    before = await read_options(platform)
+    _keep_learned_usage(providers, before[PROVIDERS])
+    try:
+        await platform.local.set(items)
+    except MarginError:
+        raise
+    except Exception as error:  # noqa: BLE001
+        raise StorageError(
+            "storage_failed",
+            f"Margin could not save the options ({error}). If storage is full, delete old sessions, then save again.",
+        ) from None
+    return {
+        PROVIDERS: providers,
+        ACTIVE_PROVIDER_ID: active_id,
+        UI_LANGUAGE: items.get(UI_LANGUAGE, before[UI_LANGUAGE]),
+    }
+
+
+def _keep_learned_usage(providers: list[dict[str, Any]], stored: list[dict[str, Any]]) -> None:
+    learned = {p.get("id"): p.get("baseUrl") for p in stored if p.get("supportsUsage") is False}
+    for provider in providers:
+        if provider["id"] in learned and learned[provider["id"]] == provider["baseUrl"]:
+            provider["supportsUsage"] = False
+
+
+async def handle_test(platform: Platform, payload: dict) -> dict[str, Any]:
+    """`provider.test`: `{ok, message}`; an incomplete form is a sentence too, not an error."""
+    try:
+        provider = normalize_provider(payload.get("provider"))
+    except MarginError as error:
+        return {"ok": False, "message": error.message}
+    return await provider_module(provider["type"]).test_connection(platform, provider)

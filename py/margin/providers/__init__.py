@@ -1,0 +1,251 @@
+"""Model providers: one module per wire protocol, all with the same functions.
+
+Rules:
+1. A provider config is plain JSON: `{id, type, name, baseUrl, apiKey, model}` (plus
+   `supportsUsage: false` once a server has refused `stream_options`). `normalize_provider` is
+   the only gate into storage: it names the first bad field in a plain sentence.
+2. `PROVIDER_TYPES` maps a `type` to its module, imported on first use (a cold start imports
+   only the provider it needs). Every provider module offers the same three functions:
+   - `build_chat_request(provider, records, *, stream, include_usage) -> HttpRequest`
+   - `async open_stream(transport, provider, records) -> stream` whose `read()` returns the next
+     text pieces (a list, maybe empty, per body chunk) or None at the end, and `aclose()`;
+     after the end it tells `usage`, `finish_reason`, `usage_unsupported`, `text`;
+   - `async test_connection(platform, provider) -> {ok, message}`.
+   Adding `anthropic`, `gemini` or `openai-responses` = a sibling module + one line here.
+3. Every failure a user can see is a `ProviderError(code, sentence with a next step)`; the
+   helpers below are shared by all provider modules so the sentences stay alike. Provider text
+   quoted in a sentence is cut to about 200 characters.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import uuid
+from types import ModuleType
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..errors import MarginError, ProviderError
+from ..ports import TransportError
+
+PROVIDER_TYPES: dict[str, dict[str, str]] = {
+    "openai": {
+        "module": "margin.providers.openai",
+        "label": "OpenAI-compatible (OpenAI, Ollama, LM Studio, llama.cpp, vLLM, OpenRouter, Groq)",
+    },
+}
+
+PROVIDER_FIELDS = ("id", "type", "name", "baseUrl", "apiKey", "model", "supportsUsage")
+QUOTE_LIMIT = 200
+
+
+def provider_module(provider_type: str) -> ModuleType:
+    entry = PROVIDER_TYPES.get(provider_type)
+    if entry is None:
+        raise MarginError(
+            "invalid_options",
+            f"Margin does not support the provider type “{provider_type}”. "
+            f"Choose one of: {', '.join(PROVIDER_TYPES)} in Margin's options.",
+        )
+    return importlib.import_module(entry["module"])
+
+
+# -- validation -----------------------------------------------------------------------------
+
+def normalize_provider(value: Any, position: int | None = None) -> dict[str, Any]:
+    """A clean provider config, or MarginError("invalid_options") naming the bad field."""
+    where = "The provider" if position is None else f"Provider {position + 1}"
+    if not isinstance(value, dict):
+        raise MarginError("invalid_options", f"{where} is not a set of settings. Fill in the provider form again.")
+    name = value.get("name")
+    if isinstance(name, str) and name.strip():
+        where = f"{where} (“{_cut(name.strip(), 60)}”)"
+
+    def bad(sentence: str) -> MarginError:
+        return MarginError("invalid_options", f"{where}: {sentence}")
+
+    provider_type = value.get("type", "openai")
+    if provider_type not in PROVIDER_TYPES:
+        raise bad(f"the type “{provider_type}” is not supported; choose one of: {', '.join(PROVIDER_TYPES)}.")
+
+    base_url = value.get("baseUrl")
+    if not isinstance(base_url, str) or not base_url.strip():
+        raise bad("the Base URL is empty. Enter one, for example https://api.openai.com/v1 or http://localhost:11434/v1.")
+    base_url = normalize_base_url(base_url)
+    parts = urlsplit(base_url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise bad("the Base URL must start with http:// or https://, for example https://api.openai.com/v1.")
+
+    model = value.get("model")
+    if not isinstance(model, str) or not model.strip():
+        raise bad("the Model is empty. Enter the model's name, for example gpt-4o-mini or llama3.2.")
+
+    api_key = value.get("apiKey", "")
+    if api_key is None:
+        api_key = ""
+    if not isinstance(api_key, str):
+        raise bad("the API key must be text.")
+
+    provider_id = value.get("id")
+    if provider_id is None or provider_id == "":
+        provider_id = uuid.uuid4().hex[:12]
+    if not isinstance(provider_id, str):
+        raise bad("its id must be text.")
+
+    if name is None or (isinstance(name, str) and not name.strip()):
+        name = f"{model.strip()} at {parts.hostname}"
+    if not isinstance(name, str):
+        raise bad("the Name must be text.")
+
+    clean: dict[str, Any] = {
+        "id": provider_id,
+        "type": provider_type,
+        "name": name.strip(),
+        "baseUrl": base_url,
+        # Keys pasted from a page often carry a newline or spaces.
+        "apiKey": api_key.strip(),
+        "model": model.strip(),
+    }
+    if value.get("supportsUsage") is False:
+        clean["supportsUsage"] = False
+    return clean
+
+
+def normalize_base_url(base_url: str) -> str:
+    """Trailing slashes and a pasted "/chat/completions" are tolerated."""
+    url = base_url.strip().rstrip("/")
+    if url.endswith("/chat/completions"):
+        url = url[: -len("/chat/completions")].rstrip("/")
+    return url
+
+
+def host_of(url: str) -> str:
+    parts = urlsplit(url)
+    if not parts.hostname:
+        return url
+    return f"{parts.hostname}:{parts.port}" if parts.port else parts.hostname
+
+
+# -- errors shared by every provider --------------------------------------------------------
+
+def _cut(text: str, limit: int = QUOTE_LIMIT) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def quote(text: str) -> str:
+    return f"“{_cut(text)}”"
+
+
+def extract_error_message(body: str) -> str | None:
+    """The provider's own error message from a body, in any of the usual shapes.
+
+    OpenAI / llama.cpp / Groq / OpenRouter: {"error": {"message": ...}}; Ollama: {"error": "..."};
+    vLLM: {"message": ...}; FastAPI-style servers: {"detail": ...}; Gemini: [{"error": {...}}].
+    A short plain-text body (not HTML) is its own message.
+    """
+    text = (body or "").strip()
+    if not text:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        if text.startswith("<"):
+            return None
+        return text
+    if isinstance(value, list) and value:
+        value = value[0]
+    if not isinstance(value, dict):
+        return None
+    error = value.get("error")
+    if isinstance(error, dict):
+        for key in ("message", "msg", "detail"):
+            if isinstance(error.get(key), str) and error[key].strip():
+                return error[key]
+        return json.dumps(error, ensure_ascii=False)
+    if isinstance(error, str) and error.strip():
+        return error
+    for key in ("message", "detail"):
+        if isinstance(value.get(key), str) and value[key].strip():
+            return value[key]
+        if isinstance(value.get(key), list) and value[key]:
+            return json.dumps(value[key], ensure_ascii=False)
+    return None
+
+
+def header(headers: dict[str, str], name: str) -> str | None:
+    wanted = name.lower()
+    for key, value in (headers or {}).items():
+        if key.lower() == wanted:
+            return value
+    return None
+
+
+def http_error(status: int, body: str, headers: dict[str, str], provider: dict[str, Any]) -> ProviderError:
+    """The ProviderError for an HTTP status that is not success."""
+    said = extract_error_message(body)
+    tail = f" The provider said: {quote(said)}." if said else ""
+    host = host_of(provider.get("baseUrl", ""))
+    model = provider.get("model", "")
+    if status in (401, 403):
+        return ProviderError(
+            "bad_key",
+            f"The provider rejected the API key ({status}). Check the key in Margin's options.{tail}",
+        )
+    if status == 404:
+        return ProviderError(
+            "not_found",
+            f"The provider at {provider.get('baseUrl', '')} does not know the model “{model}” or that address "
+            f"(404). Check the model name and the Base URL in Margin's options.{tail}",
+        )
+    if status == 429:
+        retry_after = (header(headers, "retry-after") or "").strip()
+        wait = (
+            f"Wait {retry_after} seconds and try again."
+            if retry_after.isdigit()
+            else "Wait a little and try again."
+        )
+        return ProviderError("rate_limited", f"The provider is limiting requests (429). {wait}{tail}")
+    if status == 400 or status == 422:
+        detail = f": {quote(said)}" if said else ""
+        return ProviderError(
+            "bad_request",
+            f"The provider refused the request ({status}){detail}. "
+            "Check the model and settings in Margin's options, or start a new session if the "
+            "conversation is very long.",
+        )
+    if status == 408:
+        return ProviderError("timeout", f"{host} took too long to answer (408). Try again.{tail}")
+    if status == 413:
+        return ProviderError(
+            "bad_request",
+            "The request is too large for the provider (413). Remove some images or start a new session.",
+        )
+    if status >= 500:
+        return ProviderError(
+            "provider_down",
+            f"The provider's server at {host} failed ({status}). Try again in a moment.{tail}",
+        )
+    return ProviderError(
+        "provider_error",
+        f"The provider answered with an error ({status}). Check the provider in Margin's options.{tail}",
+    )
+
+
+def transport_error(error: TransportError, provider: dict[str, Any]) -> ProviderError:
+    """No HTTP response. `aborted` (we stopped it) becomes code "aborted", which is not a failure."""
+    host = host_of(provider.get("baseUrl", ""))
+    if error.kind == "aborted":
+        return ProviderError("aborted", "The answer was stopped.")
+    if error.kind == "timeout":
+        return ProviderError(
+            "timeout",
+            f"{host} did not answer in time. Try again; if it keeps happening, check the server or "
+            "choose a faster model.",
+        )
+    return ProviderError(
+        "unreachable",
+        f"Margin could not reach {host}. Check that the server is running (for Ollama: "
+        "`ollama serve`), that the Base URL is right, and that you are online.",
+    )

@@ -1,0 +1,348 @@
+"""OpenAI Chat Completions, and every server that speaks it (Ollama, LM Studio, llama.cpp,
+vLLM, OpenRouter, Groq): the provider is chosen by its base URL.
+
+Rules:
+1. Requests are compact, deterministic JSON (fixed key order, no spaces, UTF-8 kept), so the
+   prefix of turn N+1's body is byte-identical to turn N's: providers' prompt caches keep hitting.
+2. Records become wire messages with `role` and `content` only; parts keep only wire keys
+   (`text`; `image_url.url`/`detail`), never our own (`meta`, `createdAt`, `imagesSeen`, ...).
+   A parts list holding text only is sent as one string: older local servers accept nothing else.
+3. `Authorization` is sent only when there is a key (local servers need none).
+4. The stream parser is sans-IO (SSE events in, text pieces out). `[DONE]` or a `finish_reason`
+   ends a stream honestly; a body that ends with neither was cut ("stream_cut"), and the partial
+   text stays on the stream for the caller.
+5. `stream_options.include_usage` is asked for unless the provider said it cannot
+   (`supportsUsage: false`); a 400 that names `stream_options` is retried once without it and the
+   stream reports `usage_unsupported` so the caller can remember.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from ..errors import ProviderError
+from ..history import Record
+from ..ports import HttpRequest, Platform, Transport, TransportError
+from ..sse import SSEDecoder, SSEEvent
+from . import extract_error_message, header, host_of, http_error, normalize_base_url, quote, transport_error
+
+# Seconds to wait for the status line and headers (a local server may load the model first).
+HEADERS_TIMEOUT = 120.0
+# Seconds to read an error body or a non-streaming answer; bytes kept of it.
+BODY_TIMEOUT = 30.0
+BODY_LIMIT = 256 * 1024
+
+
+def chat_url(base_url: str) -> str:
+    return normalize_base_url(base_url) + "/chat/completions"
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def wire_part(part: dict[str, Any]) -> dict[str, Any] | None:
+    kind = part.get("type")
+    if kind == "text":
+        return {"type": "text", "text": str(part.get("text", ""))}
+    if kind == "image_url":
+        image = part.get("image_url") or {}
+        wired: dict[str, Any] = {"url": image.get("url", "")}
+        if image.get("detail") in ("auto", "low", "high"):
+            wired["detail"] = image["detail"]
+        return {"type": "image_url", "image_url": wired}
+    return None  # a part type this wire does not carry
+
+
+def wire_message(record: Record) -> dict[str, Any]:
+    if isinstance(record.content, str):
+        return {"role": record.role, "content": record.content}
+    parts = [w for w in (wire_part(p) for p in record.content) if w is not None]
+    if all(p["type"] == "text" for p in parts):
+        return {"role": record.role, "content": "\n".join(p["text"] for p in parts)}
+    return {"role": record.role, "content": parts}
+
+
+def headers_for(provider: dict[str, Any], *, stream: bool) -> dict[str, str]:
+    headers = {"Content-Type": "application/json"}
+    if stream:
+        headers["Accept"] = "text/event-stream"
+    key = (provider.get("apiKey") or "").strip()
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    return headers
+
+
+def build_chat_request(provider: dict[str, Any], messages: list[Record], *, stream: bool,
+                       include_usage: bool = True) -> HttpRequest:
+    body: dict[str, Any] = {
+        "model": provider["model"],
+        "messages": [wire_message(r) for r in messages],
+        "stream": stream,
+    }
+    if stream and include_usage:
+        body["stream_options"] = {"include_usage": True}
+    return HttpRequest(
+        method="POST",
+        url=chat_url(provider["baseUrl"]),
+        headers=headers_for(provider, stream=stream),
+        body=dumps(body),
+        timeout=HEADERS_TIMEOUT,
+    )
+
+
+# -- the stream, sans-IO --------------------------------------------------------------------
+
+class StreamParser:
+    """SSE events of a Chat Completions stream in, text pieces out."""
+
+    def __init__(self) -> None:
+        self.pieces: list[str] = []
+        self.done = False  # "[DONE]" arrived
+        self.finish_reason: str | None = None
+        self.usage: dict[str, Any] | None = None
+
+    @property
+    def text(self) -> str:
+        return "".join(self.pieces)
+
+    def feed(self, event: SSEEvent) -> list[str]:
+        if self.done:
+            return []
+        data = event.data.strip()
+        if data == "[DONE]":
+            self.done = True
+            return []
+        if not data:
+            return []
+        try:
+            chunk = json.loads(data)
+        except ValueError:
+            raise ProviderError(
+                "bad_stream",
+                f"The provider sent something that is not a chat stream: {quote(data)}. "
+                "Check that the Base URL points at an OpenAI-compatible API (it usually ends in /v1).",
+            ) from None
+        said = _error_in(chunk)
+        if event.event == "error" and said is None:
+            said = data
+        if said is not None:
+            raise ProviderError(
+                "provider_error",
+                f"The provider stopped with an error: {quote(said)}. Try again, or check the provider "
+                "in Margin's options.",
+            )
+        if not isinstance(chunk, dict):
+            raise ProviderError("bad_stream", f"The provider sent an unexpected stream item: {quote(data)}.")
+        out: list[str] = []
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
+            self.usage = usage
+        for choice in chunk.get("choices") or []:
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta") or {}
+            content = delta.get("content") if isinstance(delta, dict) else None
+            if isinstance(content, str) and content:
+                out.append(content)
+            if choice.get("finish_reason"):
+                self.finish_reason = str(choice["finish_reason"])
+        self.pieces.extend(out)
+        return out
+
+    def check_end(self) -> None:
+        """The body ended: fine after [DONE] or a finish_reason; otherwise the stream was cut."""
+        if self.done or self.finish_reason is not None:
+            return
+        error = ProviderError(
+            "stream_cut",
+            "The connection to the provider broke before the answer was finished. Try again.",
+        )
+        error.partial_text = self.text  # type: ignore[attr-defined]
+        raise error
+
+
+def _error_in(chunk: Any) -> str | None:
+    if not isinstance(chunk, dict):
+        return None
+    error = chunk.get("error")
+    if error is None:
+        return None
+    if isinstance(error, dict):
+        return str(error.get("message") or json.dumps(error, ensure_ascii=False))
+    return str(error)
+
+
+class ChatStream:
+    """An open streaming answer: `read()` gives text pieces per body chunk, None at the end."""
+
+    def __init__(self, response: Any, provider: dict[str, Any], *, usage_unsupported: bool = False):
+        self._response = response
+        self._provider = provider
+        self._decoder = SSEDecoder()
+        self._parser = StreamParser()
+        self._finished = False
+        self.usage_unsupported = usage_unsupported
+
+    @property
+    def text(self) -> str:
+        return self._parser.text
+
+    @property
+    def usage(self) -> dict[str, Any] | None:
+        return self._parser.usage
+
+    @property
+    def finish_reason(self) -> str | None:
+        return self._parser.finish_reason
+
+    async def read(self) -> list[str] | None:
+        if self._finished:
+            return None
+        try:
+            chunk = await self._response.read_chunk()
+        except TransportError as error:
+            self._finished = True
+            raised = transport_error(error, self._provider)
+            raised.partial_text = self.text  # type: ignore[attr-defined]
+            raise raised from None
+        if chunk is None:
+            self._finished = True
+            pieces = self._feed(self._decoder.close())
+            self._parser.check_end()
+            return pieces or None
+        pieces = self._feed(self._decoder.feed(chunk))
+        if self._parser.done:
+            self._finished = True
+            await self.aclose()
+        return pieces
+
+    def _feed(self, events: list[SSEEvent]) -> list[str]:
+        pieces: list[str] = []
+        for event in events:
+            pieces.extend(self._parser.feed(event))
+        return pieces
+
+    async def aclose(self) -> None:
+        self._finished = True
+        try:
+            await self._response.aclose()
+        except Exception:  # noqa: BLE001 - aborting a finished fetch may complain; nothing to do
+            pass
+
+
+async def read_body(response: Any, limit: int = BODY_LIMIT, timeout: float = BODY_TIMEOUT) -> str:
+    """The whole (bounded) body as text; what arrived before a failure or timeout."""
+    pieces: list[str] = []
+    size = 0
+
+    async def collect() -> None:
+        nonlocal size
+        while size < limit:
+            chunk = await response.read_chunk()
+            if chunk is None:
+                return
+            pieces.append(chunk)
+            size += len(chunk)
+
+    try:
+        await asyncio.wait_for(collect(), timeout)
+    except (TransportError, asyncio.TimeoutError):
+        pass
+    finally:
+        try:
+            await response.aclose()
+        except Exception:  # noqa: BLE001
+            pass
+    return "".join(pieces)[:limit]
+
+
+async def _send(transport: Transport, request: HttpRequest, provider: dict[str, Any]) -> Any:
+    try:
+        return await transport.open(request)
+    except TransportError as error:
+        raise transport_error(error, provider) from None
+
+
+async def open_stream(transport: Transport, provider: dict[str, Any], records: list[Record]) -> ChatStream:
+    """Send the request; raise the mapped ProviderError unless an event stream is coming."""
+    include_usage = provider.get("supportsUsage", True) is not False
+    usage_unsupported = False
+    request = build_chat_request(provider, records, stream=True, include_usage=include_usage)
+    response = await _send(transport, request, provider)
+    if response.status == 400 and include_usage:
+        body = await read_body(response)
+        if "stream_options" not in body:
+            raise http_error(response.status, body, response.headers, provider)
+        usage_unsupported = True
+        request = build_chat_request(provider, records, stream=True, include_usage=False)
+        response = await _send(transport, request, provider)
+    if not 200 <= response.status < 300:
+        body = await read_body(response)
+        raise http_error(response.status, body, response.headers, provider)
+    content_type = (header(response.headers, "content-type") or "").lower()
+    if content_type and "text/event-stream" not in content_type:
+        body = await read_body(response)
+        said = extract_error_message(body)
+        if said and "choices" not in body:
+            raise ProviderError(
+                "provider_error",
+                f"The provider answered with an error: {quote(said)}. Check the provider in Margin's options.",
+            )
+        raise ProviderError(
+            "bad_stream",
+            f"The provider answered, but not with a stream (content type “{content_type}”). Check that "
+            "the Base URL points at an OpenAI-compatible API (it usually ends in /v1).",
+        )
+    return ChatStream(response, provider, usage_unsupported=usage_unsupported)
+
+
+# -- "Test connection" ----------------------------------------------------------------------
+
+def _test_request(provider: dict[str, Any], *, max_tokens: bool) -> HttpRequest:
+    body: dict[str, Any] = {
+        "model": provider["model"],
+        "messages": [{"role": "user", "content": "Reply with OK."}],
+        "stream": False,
+    }
+    if max_tokens:
+        body["max_tokens"] = 1
+    return HttpRequest(
+        method="POST",
+        url=chat_url(provider["baseUrl"]),
+        headers=headers_for(provider, stream=False),
+        body=dumps(body),
+        timeout=HEADERS_TIMEOUT,
+    )
+
+
+async def test_connection(platform: Platform, provider: dict[str, Any]) -> dict[str, Any]:
+    """One tiny non-streaming request; a sentence the options page shows as it is."""
+    host = host_of(provider["baseUrl"])
+    try:
+        response = await _send(platform.transport, _test_request(provider, max_tokens=True), provider)
+        body = await read_body(response)
+        if response.status == 400 and "max_tokens" in body:
+            # Some OpenAI models accept only max_completion_tokens: ask again without a limit.
+            response = await _send(platform.transport, _test_request(provider, max_tokens=False), provider)
+            body = await read_body(response)
+        if not 200 <= response.status < 300:
+            raise http_error(response.status, body, response.headers, provider)
+    except ProviderError as error:
+        return {"ok": False, "message": error.message}
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict) or not isinstance(answer.get("choices"), list):
+        said = extract_error_message(body)
+        if said:
+            return {"ok": False, "message": f"{host} answered with an error: {quote(said)}."}
+        return {
+            "ok": False,
+            "message": f"{host} answered, but not like an OpenAI-compatible API. Check the Base URL "
+            "(it usually ends in /v1).",
+        }
+    return {"ok": True, "message": f"Connected to {host}: model {provider['model']} answered."}

@@ -1,0 +1,353 @@
+"""A chat turn as the user lives it: the question is kept, the answer streams in and is kept once."""
+
+import asyncio
+import json
+
+import pytest
+
+from margin import chat
+from margin.platform_memory import ScriptedResponse, ScriptedTransport, memory_platform
+
+PROVIDER = {"id": "p", "type": "openai", "name": "Local", "baseUrl": "http://localhost:11434/v1",
+            "apiKey": "", "model": "llama3.2"}
+SETTINGS = {"providers": [PROVIDER], "activeProviderId": "p"}
+PNG = ("data:image/png;base64,"
+       "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=")
+
+
+def sse(*items):
+    return "".join(f"data: {i if isinstance(i, str) else json.dumps(i)}\n\n" for i in items)
+
+
+def delta(text, finish=None):
+    return {"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": finish}]}
+
+
+def answer(*pieces, usage=None):
+    items = [delta(p) for p in pieces] + [delta("", "stop")]
+    if usage:
+        items.append({"choices": [], "usage": usage})
+    return ScriptedResponse(chunks=[sse(i) for i in items] + [sse("[DONE]")])
+
+
+class HangingResponse:
+    """Sends its chunks, then never sends anything again (a pending read), until aborted."""
+
+    status = 200
+    headers = {"content-type": "text/event-stream"}
+
+    def __init__(self, *chunks):
+        self.chunks = list(chunks)
+        self.closed = False
+        self._forever = asyncio.Event()
+
+    async def read_chunk(self):
+        if self.chunks:
+            return self.chunks.pop(0)
+        await self._forever.wait()
+
+    async def aclose(self):
+        self.closed = True
+
+
+class Turn:
+    """One run_turn with recorded events."""
+
+    def __init__(self, local=None, responses=(), **storage):
+        self.transport = ScriptedTransport(list(responses))
+        self.platform = memory_platform({**SETTINGS, **(local or {})}, self.transport, **storage)
+        self.events = []
+        self.stop = asyncio.Event()
+
+    def emit(self, event):
+        self.events.append(event)
+
+    async def run(self, start):
+        self.stop = asyncio.Event()
+        await asyncio.wait_for(chat.run_turn(self.platform, start, self.emit, self.stop), 5)
+
+    @property
+    def kinds(self):
+        return [e["event"] for e in self.events]
+
+    @property
+    def history(self):
+        return self.platform.local.snapshot().get("history", [])
+
+    @property
+    def texts(self):
+        return [(r["role"], r["content"] if isinstance(r["content"], str) else r["content"][0].get("text"))
+                for r in self.history]
+
+    def request(self, index=-1):
+        return self.transport.json_bodies()[index]
+
+
+def send(text, images=()):
+    return {"action": "send", "text": text, "images": list(images)}
+
+
+# -- send ---------------------------------------------------------------------------------------
+
+def test_the_question_is_stored_before_the_request_goes_out():
+    seen_at_request_time = []
+
+    def handler(request):
+        seen_at_request_time.append(turn.platform.local.snapshot()["history"])
+        return answer("Hi!")
+
+    turn = Turn(responses=[handler])
+    asyncio.run(turn.run(send("Hello?")))
+    assert [(r["role"], r["content"]) for r in seen_at_request_time[0]] == [("user", "Hello?")]
+    assert isinstance(seen_at_request_time[0][0]["createdAt"], int)
+
+
+def test_a_successful_turn_streams_pieces_and_stores_the_answer_once():
+    turn = Turn(responses=[answer("Hel", "lo", usage={"prompt_tokens": 4, "completion_tokens": 2})])
+    writes_before = len(turn.platform.local.writes)
+    asyncio.run(turn.run(send("Hi")))
+    assert turn.events == [{"event": "started"}, {"event": "delta", "text": "Hel"},
+                           {"event": "delta", "text": "lo"}, {"event": "done"}]
+    user, assistant = turn.history
+    assert user["role"] == "user" and user["content"] == "Hi"
+    assert assistant["role"] == "assistant" and assistant["content"] == "Hello"
+    assert assistant["model"] == "llama3.2"
+    assert assistant["usage"] == {"prompt_tokens": 4, "completion_tokens": 2}
+    assert isinstance(assistant["createdAt"], int) and "stopped" not in assistant
+    assert len(turn.platform.local.writes) - writes_before == 2  # the question, then the answer
+
+
+def test_the_request_carries_the_whole_conversation_in_order():
+    history = [{"role": "user", "content": "one"}, {"role": "assistant", "content": "two"}]
+    turn = Turn({"history": history}, [answer("four")])
+    asyncio.run(turn.run(send("three")))
+    assert turn.request()["messages"] == [
+        {"role": "user", "content": "one"}, {"role": "assistant", "content": "two"},
+        {"role": "user", "content": "three"}]
+    assert turn.request()["model"] == "llama3.2"
+
+
+def test_an_empty_message_stores_nothing_and_sends_nothing():
+    turn = Turn()
+    asyncio.run(turn.run(send("   ")))
+    assert turn.events == [{"event": "error", "error": {"code": "empty_message",
+                                                        "message": "Type a message or attach an image first."}}]
+    assert turn.history == [] and turn.transport.requests == []
+
+
+def test_without_a_provider_nothing_is_stored_and_the_sentence_points_at_options():
+    turn = Turn({"providers": [], "activeProviderId": None})
+    asyncio.run(turn.run(send("Hi")))
+    assert turn.kinds == ["error"] and turn.events[0]["error"]["code"] == "no_provider"
+    assert turn.history == []
+
+
+def test_a_picture_that_is_not_an_image_is_refused_before_anything_is_stored():
+    turn = Turn()
+    asyncio.run(turn.run(send("look", [{"dataUrl": "data:text/html;base64,PGI+"}])))
+    assert turn.kinds == ["error"] and turn.history == []
+
+
+# -- stop ------------------------------------------------------------------------------------------
+
+def test_stop_mid_stream_is_prompt_and_keeps_what_arrived_marked_stopped():
+    hanging = HangingResponse(sse(delta("Once upon")), sse(delta(" a time")))
+    turn = Turn(responses=[hanging])
+
+    def emit(event):
+        turn.events.append(event)
+        if event.get("text") == " a time":
+            # The next read will hang forever: only the stop race can end the turn.
+            asyncio.get_running_loop().call_soon(turn.stop.set)
+
+    async def go():
+        await asyncio.wait_for(chat.run_turn(turn.platform, send("Tell a story", [{"dataUrl": PNG}]), emit,
+                                             turn.stop), 2)
+
+    asyncio.run(go())
+    assert turn.kinds == ["started", "delta", "delta", "stopped"]
+    assert hanging.closed
+    user, assistant = turn.history
+    assert assistant == {"role": "assistant", "content": "Once upon a time", "stopped": True,
+                         "model": "llama3.2", "createdAt": assistant["createdAt"]}
+    assert "imagesSeen" not in user  # a stopped turn stamps nothing
+
+
+def test_stop_before_anything_arrived_stores_no_answer():
+    turn = Turn(responses=[HangingResponse()])
+
+    def emit(event):
+        turn.events.append(event)
+        if event["event"] == "started":
+            turn.stop.set()
+
+    asyncio.run(asyncio.wait_for(chat.run_turn(turn.platform, send("Hi"), emit, turn.stop), 2))
+    assert turn.kinds == ["started", "stopped"]
+    assert [r["role"] for r in turn.history] == ["user"]
+
+
+def test_a_closed_panel_stops_the_turn_and_keeps_the_partial():
+    hanging = HangingResponse(sse(delta("Part")), sse(delta("ial")))
+    turn = Turn(responses=[hanging])
+    calls = []
+
+    def emit(event):
+        calls.append(event)
+        if event["event"] == "delta":
+            raise RuntimeError("port disconnected")
+
+    asyncio.run(asyncio.wait_for(chat.run_turn(turn.platform, send("Hi"), emit, turn.stop), 2))
+    assert hanging.closed
+    assert turn.history[-1]["content"] == "Part" and turn.history[-1]["stopped"] is True
+    assert [e["event"] for e in calls] == ["started", "delta"]  # nothing posted to a dead port
+
+
+# -- errors ----------------------------------------------------------------------------------------
+
+def test_a_provider_error_keeps_the_question_and_adds_no_answer():
+    failure = ScriptedResponse(status=500, chunks=['{"error":"out of memory"}'],
+                               headers={"content-type": "application/json"})
+    turn = Turn(responses=[failure])
+    asyncio.run(turn.run(send("look", [{"dataUrl": PNG, "name": "dot.png"}])))
+    assert turn.kinds == ["started", "error"]
+    assert turn.events[-1]["error"]["code"] == "provider_down"
+    assert "out of memory" in turn.events[-1]["error"]["message"]
+    [user] = turn.history
+    assert user["role"] == "user" and "imagesSeen" not in user
+
+
+def test_a_cut_stream_is_an_error_and_the_half_answer_is_not_stored():
+    cut = ScriptedResponse(chunks=[sse(delta("Half"))])
+    turn = Turn(responses=[cut])
+    asyncio.run(turn.run(send("Hi")))
+    assert turn.kinds == ["started", "delta", "error"]
+    assert turn.events[-1]["error"]["code"] == "stream_cut"
+    assert [r["role"] for r in turn.history] == ["user"]
+
+
+def test_a_silent_body_times_out(monkeypatch):
+    monkeypatch.setattr(chat, "BODY_IDLE_TIMEOUT", 0.05)
+    hanging = HangingResponse(sse(delta("slow")))
+    turn = Turn(responses=[hanging])
+    asyncio.run(turn.run(send("Hi")))
+    assert turn.kinds == ["started", "delta", "error"]
+    assert turn.events[-1]["error"]["code"] == "timeout"
+    assert hanging.closed
+    assert [r["role"] for r in turn.history] == ["user"]
+
+
+def test_one_turn_at_a_time():
+    turn = Turn(responses=[HangingResponse(sse(delta("busy")))])
+    second_events = []
+
+    async def go():
+        first = asyncio.ensure_future(chat.run_turn(turn.platform, send("one"), turn.emit, turn.stop))
+        while "delta" not in turn.kinds:
+            await asyncio.sleep(0)
+        await chat.run_turn(turn.platform, send("two"), second_events.append, asyncio.Event())
+        turn.stop.set()
+        await asyncio.wait_for(first, 2)
+
+    asyncio.run(go())
+    assert second_events[0]["error"]["code"] == "turn_in_progress"
+    assert [r["content"] for r in turn.history] == ["one", "busy"]
+
+
+def test_storage_refusing_the_question_is_storage_failed_and_nothing_is_sent():
+    turn = Turn(responses=[answer("x")], quota_bytes=600)
+    asyncio.run(turn.run(send("x" * 1000)))
+    assert turn.kinds == ["error"]
+    error = turn.events[0]["error"]
+    assert error["code"] == "storage_failed" and "full" in error["message"]
+    assert turn.transport.requests == [] and turn.history == []
+
+
+def test_storage_refusing_the_answer_keeps_the_question():
+    turn = Turn(responses=[answer("fine")], fail_after_writes=1)
+    asyncio.run(turn.run(send("Hi")))
+    assert turn.kinds == ["started", "delta", "error"]
+    assert turn.events[-1]["error"]["code"] == "storage_failed"
+    assert [r["content"] for r in turn.history] == ["Hi"]
+
+
+def test_an_answer_is_not_saved_into_a_conversation_cleared_meanwhile():
+    hanging = HangingResponse(sse(delta("late")), sse(delta("", "stop")), sse("[DONE]"))
+    turn = Turn(responses=[hanging])
+
+    def emit(event):
+        turn.events.append(event)
+        if event["event"] == "delta":
+            turn.platform.local._data["history"] = "[]"  # the user pressed "New session" meanwhile
+
+    asyncio.run(asyncio.wait_for(chat.run_turn(turn.platform, send("Hi"), emit, turn.stop), 2))
+    assert turn.kinds[-1] == "error" and turn.events[-1]["error"]["code"] == "conversation_changed"
+    assert turn.history == []
+
+
+# -- regenerate and edit: one send = one bubble ------------------------------------------------------
+
+HISTORY = [
+    {"role": "user", "content": "first", "createdAt": 1},
+    {"role": "assistant", "content": "answer one", "createdAt": 2},
+    {"role": "user", "content": "second", "createdAt": 3},
+    {"role": "assistant", "content": "answer two", "createdAt": 4},
+]
+
+
+def test_regenerate_replaces_the_last_answer_with_one_new_one():
+    turn = Turn({"history": HISTORY}, [answer("answer two, again")])
+    asyncio.run(turn.run({"action": "regenerate"}))
+    assert turn.kinds[-1] == "done"
+    assert turn.texts == [("user", "first"), ("assistant", "answer one"), ("user", "second"),
+                          ("assistant", "answer two, again")]
+    assert [m["content"] for m in turn.request()["messages"]] == ["first", "answer one", "second"]
+
+
+def test_regenerate_after_a_failed_turn_answers_the_stored_question():
+    turn = Turn({"history": HISTORY[:3]}, [answer("answer two")])
+    asyncio.run(turn.run({"action": "regenerate"}))
+    assert turn.texts[-2:] == [("user", "second"), ("assistant", "answer two")]
+
+
+def test_edit_and_resend_removes_the_old_bubble_and_everything_after_it():
+    turn = Turn({"history": HISTORY}, [answer("new answer")])
+    asyncio.run(turn.run({"action": "edit", "index": 0, "text": "first, reworded", "images": []}))
+    assert turn.texts == [("user", "first, reworded"), ("assistant", "new answer")]
+    assert [m["content"] for m in turn.request()["messages"]] == ["first, reworded"]
+
+
+def test_edit_of_a_message_that_is_gone_changes_nothing():
+    turn = Turn({"history": HISTORY}, [answer("x")])
+    asyncio.run(turn.run({"action": "edit", "index": 1, "text": "not a user bubble", "images": []}))
+    assert turn.kinds == ["error"] and turn.events[0]["error"]["code"] == "edit_target_gone"
+    assert turn.history == HISTORY
+
+
+# -- images ------------------------------------------------------------------------------------------
+
+def test_images_are_sent_with_pixels_then_stamped_and_later_sent_as_a_placeholder():
+    turn = Turn(responses=[answer("A dot."), answer("Still a dot.")])
+    attachment = {"dataUrl": PNG, "name": "dot.png", "source": "paste", "capturedAt": 1764547200000,
+                  "alt": "", "extra": "dropped"}
+    asyncio.run(turn.run(send("What is this?", [attachment])))
+    assert turn.kinds[-1] == "done"
+    user = turn.history[0]
+    assert user["imagesSeen"] is True
+    assert user["content"][1] == {"type": "image_url", "image_url": {"url": PNG},
+                                  "meta": {"name": "dot.png", "source": "paste", "capturedAt": 1764547200000}}
+    first_request = json.dumps(turn.request(0))
+    assert PNG in first_request and "meta" not in first_request
+
+    asyncio.run(turn.run(send("And now?")))
+    second_request = json.dumps(turn.request(1))
+    assert PNG not in second_request and "Figure 1" in second_request
+    assert turn.history[0]["content"][1]["image_url"]["url"] == PNG  # pixels never destroyed
+
+
+def test_usage_refusal_is_remembered_on_the_provider():
+    refusal = ScriptedResponse(status=400, chunks=['{"error":{"message":"unknown field stream_options"}}'],
+                               headers={"content-type": "application/json"})
+    turn = Turn(responses=[refusal, answer("ok")])
+    asyncio.run(turn.run(send("Hi")))
+    assert turn.kinds[-1] == "done"
+    assert turn.platform.local.snapshot()["providers"][0]["supportsUsage"] is False

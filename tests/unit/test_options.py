@@ -1,0 +1,105 @@
+"""The options page's settings: validate everything before writing anything; the active provider."""
+
+import pytest
+
+from margin import options
+from margin.errors import MarginError
+from margin.platform_memory import ScriptedResponse, ScriptedTransport, memory_platform
+
+from helpers import run
+
+OPENAI = {"id": "a", "type": "openai", "name": "OpenAI", "baseUrl": "https://api.openai.com/v1",
+          "apiKey": "sk-abcdefghijklmnop", "model": "gpt-4o-mini"}
+OLLAMA = {"id": "b", "type": "openai", "name": "Ollama", "baseUrl": "http://localhost:11434/v1",
+          "apiKey": "", "model": "llama3.2"}
+
+
+def test_get_on_a_fresh_install_gives_the_defaults():
+    assert run(options.handle_get(memory_platform(), {})) == {
+        "providers": [], "activeProviderId": None, "uiLanguage": "auto"}
+
+
+def test_save_then_get_round_trips_keys_included():
+    platform = memory_platform()
+    saved = run(options.handle_save(platform, {"providers": [OPENAI, OLLAMA], "activeProviderId": "b",
+                                               "uiLanguage": "zh-CN"}))
+    assert saved == {"providers": [OPENAI, OLLAMA], "activeProviderId": "b", "uiLanguage": "zh-CN"}
+    assert run(options.handle_get(platform, {})) == saved
+    assert platform.local.snapshot()["providers"][0]["apiKey"] == "sk-abcdefghijklmnop"
+
+
+def test_save_writes_once_and_all_together():
+    platform = memory_platform()
+    run(options.handle_save(platform, {"providers": [OPENAI], "activeProviderId": "a", "uiLanguage": "en"}))
+    assert platform.local.writes == [{"providers": [OPENAI], "activeProviderId": "a", "uiLanguage": "en"}]
+
+
+def test_active_provider_defaults_to_the_first():
+    platform = memory_platform()
+    saved = run(options.handle_save(platform, {"providers": [OLLAMA, OPENAI]}))
+    assert saved["activeProviderId"] == "b"
+    assert run(options.active_provider(platform))["id"] == "b"
+
+
+@pytest.mark.parametrize("payload, words", [
+    ({"providers": [OPENAI, {**OLLAMA, "baseUrl": "localhost:11434"}], "activeProviderId": "a"}, "Provider 2"),
+    ({"providers": [OPENAI, {**OLLAMA, "model": ""}]}, "Model"),
+    ({"providers": [OPENAI], "activeProviderId": "zzz"}, "active provider"),
+    ({"providers": [OPENAI, {**OLLAMA, "id": "a"}]}, "share the id"),
+    ({"providers": [OPENAI], "uiLanguage": "Klingon!"}, "language"),
+    ({"providers": "nope"}, "providers"),
+])
+def test_invalid_input_writes_nothing_and_names_the_problem(payload, words):
+    platform = memory_platform({"providers": [OLLAMA], "activeProviderId": "b"})
+    with pytest.raises(MarginError) as caught:
+        run(options.handle_save(platform, payload))
+    assert caught.value.code == "invalid_options"
+    assert words in caught.value.message
+    assert platform.local.writes == []
+
+
+def test_save_without_ui_language_keeps_the_stored_one():
+    platform = memory_platform({"uiLanguage": "zh"})
+    saved = run(options.handle_save(platform, {"providers": [OPENAI], "activeProviderId": "a"}))
+    assert saved["uiLanguage"] == "zh"
+    assert platform.local.snapshot()["uiLanguage"] == "zh"
+
+
+def test_no_provider_is_a_plain_sentence_pointing_at_options():
+    with pytest.raises(MarginError) as caught:
+        run(options.active_provider(memory_platform()))
+    assert caught.value.code == "no_provider"
+    assert "Options" in caught.value.message
+
+
+def test_a_stale_active_id_falls_back_to_the_first_provider():
+    platform = memory_platform({"providers": [OLLAMA, OPENAI], "activeProviderId": "deleted"})
+    assert run(options.active_provider(platform))["id"] == "b"
+    assert run(options.handle_get(platform, {}))["activeProviderId"] == "b"
+
+
+def test_learned_usage_support_survives_a_save_of_the_same_provider():
+    platform = memory_platform({"providers": [OLLAMA], "activeProviderId": "b"})
+    run(options.mark_usage_unsupported(platform, "b"))
+    assert platform.local.snapshot()["providers"][0]["supportsUsage"] is False
+    saved = run(options.handle_save(platform, {"providers": [{**OLLAMA, "name": "Renamed"}]}))
+    assert saved["providers"][0]["supportsUsage"] is False
+    # A new address is a new server: ask again.
+    saved = run(options.handle_save(platform, {"providers": [{**OLLAMA, "baseUrl": "http://gpu-box:11434/v1"}]}))
+    assert "supportsUsage" not in saved["providers"][0]
+
+
+def test_mask_key():
+    assert options.mask_key("sk-abcdefghijklmnop") == "sk-…mnop"
+    assert options.mask_key("short") == "••••••••"
+    assert options.mask_key("") == ""
+    assert options.mask_key(None) == ""
+
+
+def test_handle_test_reports_a_sentence_for_an_incomplete_form_and_for_a_live_server():
+    result = run(options.handle_test(memory_platform(), {"provider": {**OLLAMA, "model": ""}}))
+    assert result["ok"] is False and "Model" in result["message"]
+    transport = ScriptedTransport([ScriptedResponse(
+        chunks=['{"choices":[{"message":{"content":"OK"}}]}'], headers={"content-type": "application/json"})])
+    result = run(options.handle_test(memory_platform(transport=transport), {"provider": OLLAMA}))
+    assert result == {"ok": True, "message": "Connected to localhost:11434: model llama3.2 answered."}
