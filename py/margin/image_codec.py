@@ -1,0 +1,164 @@
+"""Pixel work with Pillow: verify, thumbnail and request-side conversion of image bytes.
+
+Rule 1: this module is imported only when pixels must be touched (in Pyodide, after
+  `await platform.load_package("pillow")`); `margin.images` decides when, with stdlib sniffing.
+Rule 2: bytes in, bytes out; no storage, no data URLs, no records. Failures are `CodecError`
+  with a `kind` ("unidentified", "unsupported", "corrupt", "too_large").
+Rule 3: orientation is applied (EXIF) before resizing, so a thumbnail looks like the bubble did;
+  the aspect ratio is kept (each side rounded to the nearest pixel, at least 1).
+Rule 4: transparency is kept as PNG; everything opaque is encoded as JPEG (quality 80 for
+  thumbnails, 90 for the request), except few-colour pictures (diagrams, text) sent as PNG.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+
+from PIL import Image, ImageOps, UnidentifiedImageError
+
+THUMBNAIL_JPEG_QUALITY = 80
+REQUEST_JPEG_QUALITY = 90
+_FEW_COLOURS = 256
+_SWAPPING_ORIENTATIONS = (5, 6, 7, 8)
+
+
+class CodecError(Exception):
+    def __init__(self, kind: str, detail: str = ""):
+        super().__init__(f"{kind}: {detail}" if detail else kind)
+        self.kind = kind
+
+
+@dataclass(frozen=True)
+class Thumbnail:
+    mime: str
+    data: bytes
+    # The size of the picture it was made from, as displayed (EXIF orientation applied).
+    width: int
+    height: int
+
+
+def _open(data: bytes) -> Image.Image:
+    try:
+        return Image.open(io.BytesIO(data))
+    except UnidentifiedImageError as error:
+        raise CodecError("unidentified", str(error)) from None
+    except Image.DecompressionBombError as error:
+        raise CodecError("too_large", str(error)) from None
+    except Exception as error:  # Pillow raises OSError, SyntaxError, ValueError, struct.error...
+        raise CodecError("corrupt", str(error)) from None
+
+
+def _load(image: Image.Image) -> None:
+    try:
+        image.load()
+    except Image.DecompressionBombError as error:
+        raise CodecError("too_large", str(error)) from None
+    except Exception as error:
+        raise CodecError("corrupt", str(error)) from None
+
+
+def _displayed_size(image: Image.Image) -> tuple[int, int]:
+    width, height = image.size
+    try:
+        orientation = image.getexif().get(0x0112)
+    except Exception:
+        orientation = None
+    return (height, width) if orientation in _SWAPPING_ORIENTATIONS else (width, height)
+
+
+def verify(data: bytes, *, max_pixels: int | None = None) -> tuple[str, int, int]:
+    """Decode every pixel (of the first frame). Returns (Pillow format, width, height)."""
+    image = _open(data)
+    width, height = image.size
+    if max_pixels is not None and width * height > max_pixels:
+        raise CodecError("too_large", f"{width}x{height}")
+    _load(image)
+    return image.format or "", width, height
+
+
+def _has_alpha(image: Image.Image) -> bool:
+    return image.mode in ("RGBA", "LA", "PA", "RGBa", "La") or "transparency" in image.info
+
+
+def _normalized(image: Image.Image) -> Image.Image:
+    """RGB, L or RGBA: what JPEG/PNG encoders take, with deep and odd modes mapped sensibly."""
+    if image.mode in ("I;16", "I;16B", "I;16L", "I", "F"):
+        image = image.convert("I").point(lambda value: value * (1 / 256)).convert("L")
+    if _has_alpha(image):
+        return image.convert("RGBA")
+    if image.mode in ("RGB", "L"):
+        return image
+    if image.mode == "1":
+        return image.convert("L")
+    return image.convert("RGB")
+
+
+def _alpha_in_use(image: Image.Image) -> bool:
+    return image.mode == "RGBA" and image.getchannel("A").getextrema() != (255, 255)
+
+
+def _fitted(width: int, height: int, longest: int) -> tuple[int, int]:
+    scale = longest / max(width, height)
+    return max(1, round(width * scale)), max(1, round(height * scale))
+
+
+def _prepared(data: bytes, target_longest: int | None) -> tuple[Image.Image, int, int]:
+    """Opened, decoded (JPEG: at a reduced scale when that is enough), oriented and normalized."""
+    image = _open(data)
+    width, height = _displayed_size(image)
+    if target_longest is not None and image.format == "JPEG" and max(width, height) > target_longest:
+        raw_w, raw_h = image.size
+        image.draft("RGB", _fitted(raw_w, raw_h, target_longest))
+    _load(image)
+    try:
+        image = ImageOps.exif_transpose(image)
+    except Exception:
+        pass  # a broken EXIF block: keep the pixels as stored
+    return _normalized(image), width, height
+
+
+def _encode(image: Image.Image, *, jpeg_quality: int, prefer_png: bool = False) -> tuple[str, bytes]:
+    out = io.BytesIO()
+    if _alpha_in_use(image) or prefer_png:
+        image.save(out, "PNG")
+        return "image/png", out.getvalue()
+    if image.mode == "RGBA":
+        image = image.convert("RGB")
+    image.save(out, "JPEG", quality=jpeg_quality)
+    return "image/jpeg", out.getvalue()
+
+
+def downscale(data: bytes, longest_side: int) -> Thumbnail | None:
+    """A thumbnail whose longest side is `longest_side`, or None when the image is not bigger."""
+    image, width, height = _prepared(data, longest_side)
+    if max(width, height) <= longest_side:
+        return None
+    size = _fitted(width, height, longest_side)
+    thumb = image.resize(size, Image.Resampling.LANCZOS, reducing_gap=2.0)
+    mime, encoded = _encode(thumb, jpeg_quality=THUMBNAIL_JPEG_QUALITY)
+    return Thumbnail(mime, encoded, width, height)
+
+
+def _few_colours(image: Image.Image) -> bool:
+    probe = image if max(image.size) <= 1024 else image.resize(_fitted(*image.size, 1024), Image.Resampling.NEAREST)
+    return probe.getcolors(maxcolors=_FEW_COLOURS) is not None
+
+
+def for_request(data: bytes, *, max_bytes: int, max_side: int) -> tuple[str, bytes]:
+    """The image as a PNG or JPEG the model takes: within `max_side` pixels and `max_bytes`."""
+    image, width, height = _prepared(data, None)
+    prefer_png = _few_colours(image)
+    longest = min(max(width, height), max_side)
+    while True:
+        sized = image if longest >= max(width, height) else image.resize(
+            _fitted(width, height, longest), Image.Resampling.LANCZOS, reducing_gap=2.0)
+        mime, encoded = _encode(sized, jpeg_quality=REQUEST_JPEG_QUALITY, prefer_png=prefer_png)
+        if len(encoded) <= max_bytes:
+            return mime, encoded
+        if prefer_png:
+            prefer_png = False  # try JPEG at the same size first
+            continue
+        if longest <= 64:
+            raise CodecError("too_large", "cannot fit the request limit")
+        longest = int(longest * 0.75)
