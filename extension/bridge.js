@@ -43,18 +43,20 @@ export async function storageRemove(areaName, keysJson) {
 
 // -- HTTP: fetch with a streaming body reader and abort --------------------------------------
 
-const responses = new Map(); // handle -> {reader, decoder, controller}
-let nextHandle = 1;
+const responses = new Map(); // handle -> {reader, decoder, controller}; reader null until headers
 
-function transportKind(error, controller) {
+function transportKind(controller) {
   if (controller.signal.reason === 'timeout') return 'timeout';
   if (controller.signal.aborted) return 'aborted';
   return 'connect';
 }
 
-export async function httpOpen(specJson) {
+// Python picks the handle, so it can abort a request whose headers have not arrived yet.
+export async function httpOpen(handle, specJson) {
   const spec = JSON.parse(specJson);
   const controller = new AbortController();
+  const entry = { reader: null, decoder: new TextDecoder(), controller };
+  responses.set(handle, entry);
   const timer = setTimeout(() => controller.abort('timeout'), spec.timeoutMs || 60000);
   try {
     const response = await fetch(spec.url, {
@@ -66,18 +68,14 @@ export async function httpOpen(specJson) {
       cache: 'no-store',
     });
     clearTimeout(timer);
-    const handle = nextHandle++;
-    responses.set(handle, {
-      reader: response.body ? response.body.getReader() : null,
-      decoder: new TextDecoder(),
-      controller,
-    });
+    entry.reader = response.body ? response.body.getReader() : null;
     const headers = {};
     response.headers.forEach((value, key) => { headers[key] = value; });
-    return reply({ handle, status: response.status, headers });
+    return reply({ status: response.status, headers });
   } catch (error) {
     clearTimeout(timer);
-    return failed(transportKind(error, controller), error);
+    responses.delete(handle);
+    return failed(transportKind(controller), error);
   }
 }
 

@@ -8,6 +8,7 @@ surprises). The JS half is `extension/bridge.js`; its functions never throw: the
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -93,6 +94,9 @@ class FetchResponse:
 
 
 class FetchTransport:
+    def __init__(self) -> None:
+        self._next_handle = 1
+
     async def open(self, request: HttpRequest) -> FetchResponse:
         spec = {
             "method": request.method,
@@ -101,11 +105,17 @@ class FetchTransport:
             "body": request.body,
             "timeoutMs": int(request.timeout * 1000),
         }
+        handle = self._next_handle
+        self._next_handle += 1
         try:
-            value = await _call("httpOpen", json.dumps(spec, ensure_ascii=False))
+            value = await _call("httpOpen", handle, json.dumps(spec, ensure_ascii=False))
         except _BridgeFailure as failure:
             raise TransportError(failure.kind, failure.message) from None
-        return FetchResponse(value["handle"], value["status"], value["headers"])
+        except asyncio.CancelledError:
+            # Stopped before the headers arrived: abort the fetch too, not just our wait.
+            margin_bridge.httpAbort(handle)
+            raise
+        return FetchResponse(handle, value["status"], value["headers"])
 
 
 class ChromeTabs:
