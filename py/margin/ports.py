@@ -15,6 +15,7 @@ memory for CPython tests and benchmarks.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 
@@ -90,3 +91,13 @@ class Platform:
     session: StorageArea
     transport: Transport
     tabs: Tabs
+    # Makes a Pyodide package importable ("pillow"); a no-op under CPython, where it is installed.
+    load_package: Callable[[str], Awaitable[None]] = field(default=None)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.load_package is None:
+            self.load_package = _already_installed
+
+
+async def _already_installed(name: str) -> None:
+    return None
