@@ -1,0 +1,283 @@
+"""Sessions as the user sees them: new, list, search, open, rename, pin, delete + undo, export."""
+
+import asyncio
+import json
+
+import pytest
+
+from margin import sessions
+from margin.errors import MarginError
+from margin.platform_memory import memory_platform
+from margin.storage import HISTORY, HISTORY_SESSION_ID, SAVED_SESSIONS, session_body_key
+
+PIXELS = "data:image/png;base64," + "iVBORw0KGgo" * 500
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def user(text, image=None):
+    if image:
+        return {"role": "user", "content": [{"type": "text", "text": text},
+                                            {"type": "image_url", "image_url": {"url": image}}]}
+    return {"role": "user", "content": text}
+
+
+def answer(text):
+    return {"role": "assistant", "content": text}
+
+
+def chat(platform, *records):
+    run(platform.local.set({HISTORY: list(records)}))
+
+
+def new_session(platform):
+    return run(sessions.handle_new(platform, {}))["savedId"]
+
+
+def listed(platform, query=None):
+    payload = {} if query is None else {"query": query}
+    return run(sessions.handle_list(platform, payload))["sessions"]
+
+
+@pytest.fixture
+def platform():
+    return memory_platform()
+
+
+def test_new_session_saves_the_conversation_with_pixels_and_clears_it(platform):
+    chat(platform, user("What is in this photo?", PIXELS), answer("A cat."))
+    sid = new_session(platform)
+    data = platform.local.snapshot()
+    assert data[HISTORY] == [] and data[HISTORY_SESSION_ID] is None
+    assert data[session_body_key(sid)]["history"][0]["content"][1]["image_url"]["url"] == PIXELS
+    [entry] = data[SAVED_SESSIONS]
+    assert entry["name"] == "What is in this photo?"
+    assert entry["textDigest"] == "What is in this photo?\nA cat."  # no image bytes
+    assert new_session(platform) is None  # nothing to save: nothing happens
+    assert len(platform.local.snapshot()[SAVED_SESSIONS]) == 1
+
+
+def test_digest_is_capped():
+    long_text = "word " * 30_000
+    digest = sessions.text_digest([sessions.Record.from_json(user(long_text))])
+    assert len(digest) == sessions.DIGEST_CAP == 100_000
+
+
+def test_default_name_is_shortened_on_a_word_boundary():
+    name = sessions.shorten("Please summarise the following article about the history of the printing press in Europe")
+    assert name == "Please summarise the following article about the history…"
+    assert len(name) <= 60
+
+
+def test_reopened_session_is_updated_not_copied_and_other_bodies_untouched(platform):
+    chat(platform, user("first topic"))
+    first = new_session(platform)
+    chat(platform, user("second topic"))
+    second = new_session(platform)
+    run(sessions.handle_rename(platform, {"id": first, "name": "My first"}))
+    run(sessions.handle_open(platform, {"id": first}))
+    assert platform.local.snapshot()[HISTORY_SESSION_ID] == first
+    chat(platform, user("first topic"), answer("more on it"))
+    platform.local.writes.clear()
+    assert new_session(platform) == first
+    written = {k for w in platform.local.writes if isinstance(w, dict) for k in w}
+    assert session_body_key(second) not in written
+    index = {e["id"]: e for e in platform.local.snapshot()[SAVED_SESSIONS]}
+    assert len(index) == 2
+    assert index[first]["name"] == "My first"  # renamed: saving keeps the user's name
+    assert "more on it" in index[first]["textDigest"]
+
+
+def test_open_saves_the_open_conversation_first(platform):
+    chat(platform, user("saved one"))
+    saved = new_session(platform)
+    chat(platform, user("unsaved work"))
+    run(sessions.handle_open(platform, {"id": saved}))
+    data = platform.local.snapshot()
+    assert data[HISTORY] == [user("saved one")]
+    names = [e["name"] for e in data[SAVED_SESSIONS]]
+    assert "unsaved work" in names
+
+
+def test_saving_an_unchanged_conversation_writes_nothing(platform):
+    chat(platform, user("same"))
+    sid = new_session(platform)
+    run(sessions.handle_open(platform, {"id": sid}))
+    platform.local.writes.clear()
+    other = run(sessions.handle_open(platform, {"id": sid}))
+    assert other == {} and platform.local.writes == []
+
+
+def test_list_is_pinned_first_then_newest_and_never_reads_bodies(platform, monkeypatch):
+    clock = iter(range(1000, 100000, 1000))
+    monkeypatch.setattr(sessions, "now_ms", lambda: next(clock))
+    ids = []
+    for text in ("oldest", "middle", "newest"):
+        chat(platform, user(text))
+        ids.append(new_session(platform))
+    run(sessions.handle_pin(platform, {"id": ids[0], "pinned": True}))
+    platform.local.reads.clear()
+    names = [s["name"] for s in listed(platform)]
+    assert names == ["oldest", "newest", "middle"]
+    assert listed(platform, "midd")[0]["name"] == "middle"
+    assert not any(k.startswith("session_") for k in platform.local.reads)
+
+
+def seed(platform, *texts):
+    for text in texts:
+        chat(platform, user(text))
+        new_session(platform)
+
+
+@pytest.mark.parametrize("query, expected", [
+    ("CAFE", "Un café à Paris"),
+    ("creme brulee", "Crème brûlée recipe"),
+    ("привет", "ПРИВЕТ, как дела"),
+    ("世界", "你好世界，今天"),
+    ("STRASSE", "Die Straße entlang"),
+])
+def test_search_folds_case_diacritics_and_scripts(platform, query, expected):
+    seed(platform, "Un café à Paris", "Crème brûlée recipe", "ПРИВЕТ, как дела", "你好世界，今天",
+         "Die Straße entlang", "nothing here")
+    result = listed(platform, query)
+    assert [s["name"] for s in result] == [expected]
+
+
+def test_every_word_must_match_in_name_or_text(platform):
+    seed(platform, "apples and pears", "apples only")
+    run(sessions.handle_rename(platform, {"id": listed(platform, "only")[0]["id"], "name": "Fruit pears"}))
+    assert sorted(s["name"] for s in listed(platform, "apples pears")) == ["Fruit pears", "apples and pears"]
+    assert listed(platform, "apples kiwi") == []
+
+
+def test_highlights_point_at_the_match_in_preview_and_name(platform):
+    long_text = "intro " * 100 + "Ein schöner Tag in München"
+    seed(platform, long_text)
+    [item] = listed(platform, "munchen")
+    preview = item["preview"]
+    [[start, end]] = item["highlights"]["preview"]
+    assert preview[start:end] == "München"
+    assert preview.startswith("…")
+    assert item["highlights"]["name"] == []  # the name is the start of the text
+    seed(platform, "Ärger im Büro")
+    [item] = listed(platform, "BURO")
+    [[start, end]] = item["highlights"]["name"]
+    assert item["name"][start:end] == "Büro"
+
+
+def test_delete_then_undo_even_after_a_worker_restart(platform, monkeypatch):
+    chat(platform, user("keep me", PIXELS))
+    sid = new_session(platform)
+    body = platform.local.snapshot()[session_body_key(sid)]
+    token = run(sessions.handle_delete(platform, {"id": sid}))["undo"]
+    assert listed(platform) == []
+    # A new worker: no Python state survives, chrome.storage.session does.
+    sessions._locks.clear()
+    run(sessions.handle_undelete(platform, {"undo": token}))
+    assert [s["id"] for s in listed(platform)] == [sid]
+    assert platform.local.snapshot()[session_body_key(sid)] == body
+
+
+def test_delete_removes_the_body_after_the_undo_window(platform, monkeypatch):
+    chat(platform, user("bye"))
+    sid = new_session(platform)
+    token = run(sessions.handle_delete(platform, {"id": sid}))["undo"]
+    later = sessions.now_ms() + sessions.UNDO_MS + 1
+    monkeypatch.setattr(sessions, "now_ms", lambda: later)
+    listed(platform)
+    assert session_body_key(sid) not in platform.local.snapshot()
+    with pytest.raises(MarginError) as err:
+        run(sessions.handle_undelete(platform, {"undo": token}))
+    assert err.value.code == "undo_expired"
+
+
+def test_missing_body_shows_damaged_and_open_explains(platform):
+    chat(platform, user("fragile"))
+    sid = new_session(platform)
+    run(platform.local.remove([session_body_key(sid)]))
+    assert listed(platform)[0]["damaged"] is False  # not known yet: the list reads no body
+    with pytest.raises(MarginError) as err:
+        run(sessions.handle_open(platform, {"id": sid}))
+    assert err.value.code == "session_damaged" and "missing" in err.value.message
+    assert listed(platform)[0]["damaged"] is True
+
+
+def test_export_markdown_and_json(platform):
+    chat(platform, user("Describe this", PIXELS), answer("A **bold** answer."))
+    sid = new_session(platform)
+    md = run(sessions.handle_export(platform, {"id": sid, "format": "markdown"}))
+    assert md["filename"] == "Describe-this.md" and md["mimeType"] == "text/markdown"
+    assert md["text"].startswith("# Describe this\n")
+    assert "**You:**" in md["text"] and "**Assistant:**" in md["text"]
+    assert f"![image]({PIXELS})" in md["text"]
+    js = run(sessions.handle_export(platform, {"id": sid, "format": "json"}))
+    assert json.loads(js["text"])["history"][0]["content"][1]["image_url"]["url"] == PIXELS
+
+
+def test_rename_rejects_an_empty_name(platform):
+    seed(platform, "x")
+    sid = listed(platform)[0]["id"]
+    with pytest.raises(MarginError) as err:
+        run(sessions.handle_rename(platform, {"id": sid, "name": "   "}))
+    assert err.value.code == "bad_name"
+
+
+def test_unknown_session_says_so(platform):
+    with pytest.raises(MarginError) as err:
+        run(sessions.handle_open(platform, {"id": "nope"}))
+    assert err.value.code == "session_not_found"
+
+
+# -- the panel searches in JS with the same fold and the same results -------------------------------
+
+import shutil
+import subprocess
+from pathlib import Path
+
+PANEL = Path(__file__).resolve().parents[2] / "extension" / "sessions_panel.js"
+needs_node = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+
+
+def run_panel_js(tmp_path, script, data):
+    module = tmp_path / "panel.mjs"
+    module.write_text(PANEL.read_text(encoding="utf-8"), encoding="utf-8")
+    (tmp_path / "input.json").write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    runner = tmp_path / "run.mjs"
+    runner.write_text(
+        "import fs from 'fs';\nimport * as panel from './panel.mjs';\n"
+        "const input = JSON.parse(fs.readFileSync(new URL('./input.json', import.meta.url), 'utf8'));\n"
+        + script, encoding="utf-8")
+    out = subprocess.run(["node", str(runner)], capture_output=True, text=True, timeout=120, check=True)
+    return json.loads(out.stdout)
+
+
+@needs_node
+def test_js_fold_equals_python_fold_for_every_assigned_character(tmp_path):
+    import unicodedata
+
+    chars = [chr(cp) for cp in range(0x110000)
+             if not 0xD800 <= cp <= 0xDFFF and unicodedata.category(chr(cp)) != "Cn"]
+    expected = [sessions.fold(c) for c in chars]
+    got = run_panel_js(tmp_path, "console.log(JSON.stringify(input.map(panel.fold)));", chars)
+    differ = [(hex(ord(c)), e, g) for c, e, g in zip(chars, expected, got) if e != g]
+    assert differ == []
+
+
+@needs_node
+def test_js_search_returns_what_session_list_returns(tmp_path, platform):
+    seed(platform, "Un café à Paris, " + "notes " * 60 + "encore un CAFÉ", "Crème brûlée recipe",
+         "ПРИВЕТ, как дела", "你好世界，今天", "Die Straße entlang", "nothing here",
+         "Ärger im Büro mit dem Kaffee")
+    index = platform.local.snapshot()[SAVED_SESSIONS]
+    queries = ["", "cafe", "creme brulee", "привет", "世界", "strasse", "buro", "e", "zz", "un cafe"]
+    expected = [listed(platform, q) for q in queries]
+    for rows in expected:
+        for row in rows:
+            del row["savedAt"]
+    got = run_panel_js(tmp_path, """
+const rows = input.queries.map((q) => panel.searchSessions(input.index, q).map((r) => {
+  delete r.savedAt; return r; }));
+console.log(JSON.stringify(rows));""", {"index": index, "queries": queries})
+    assert got == expected
