@@ -1,0 +1,164 @@
+// Model output -> safe DOM. The model's text is untrusted input: it may carry hostile HTML.
+//
+// Rules:
+// 1. marked's output (raw HTML in the Markdown included) goes through DOMPurify with a small
+//    allow-list of Markdown's own elements and attributes: no script, iframe, form, svg, style,
+//    event handler, id or data- attribute reaches the page. Unknown elements are dropped with their
+//    text kept (script and style lose their text too).
+// 2. Links keep only http:, https: and mailto: targets (any other link loses its href and becomes
+//    plain text) and open in a new tab with rel="noopener noreferrer".
+// 3. Images only from data:image/ URLs (raster types): a remote image would be a tracking pixel.
+// 4. Code blocks get a language label and a "Copy code" button; highlighting is lazy (when a block
+//    scrolls into view, in idle time) so painting a long conversation stays fast. highlight.js is
+//    imported on first need.
+
+import { Marked } from "./vendor/marked.esm.js";
+import DOMPurify from "./vendor/purify.es.mjs";
+
+const escapeHtml = (text) =>
+  text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
+
+const marked = new Marked({ gfm: true, breaks: false });
+
+const ALLOWED_TAGS = [
+  "a", "p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "strong", "b", "em", "i", "del", "s",
+  "code", "pre", "blockquote", "ul", "ol", "li", "table", "thead", "tbody", "tr", "th", "td",
+  "img", "input", "span", "sup", "sub",
+];
+const ALLOWED_ATTR = ["href", "title", "src", "alt", "align", "start", "checked", "disabled", "type", "class"];
+const SAFE_LINK = /^(https?:|mailto:)/i;
+const SAFE_IMAGE = /^data:image\/(png|jpe?g|gif|webp|avif|bmp);/i;
+
+const purifier = DOMPurify(window);
+purifier.addHook("afterSanitizeAttributes", (node) => {
+  const tag = node.nodeName;
+  if (tag === "A") {
+    const href = (node.getAttribute("href") || "").trim();
+    if (!SAFE_LINK.test(href)) {
+      node.removeAttribute("href");
+    } else {
+      node.setAttribute("target", "_blank");
+      node.setAttribute("rel", "noopener noreferrer");
+    }
+  } else if (tag === "IMG") {
+    if (!SAFE_IMAGE.test(node.getAttribute("src") || "")) node.setAttribute("data-drop", "1");
+  } else if (tag === "INPUT") {
+    // GFM task lists only: a disabled checkbox, nothing that can submit or take input.
+    if (node.getAttribute("type") !== "checkbox") node.setAttribute("data-drop", "1");
+    node.setAttribute("disabled", "");
+  }
+  if (tag === "CODE" || tag === "SPAN") {
+    const cls = (node.getAttribute("class") || "").split(/\s+/).filter((c) => /^(language-[\w+#.-]+|hljs[\w-]*)$/.test(c));
+    if (cls.length) node.setAttribute("class", cls.join(" "));
+    else node.removeAttribute("class");
+  } else {
+    node.removeAttribute("class");
+  }
+});
+
+const PURIFY_CONFIG = {
+  ALLOWED_TAGS,
+  ALLOWED_ATTR,
+  ALLOW_DATA_ATTR: false,
+  ALLOW_ARIA_ATTR: false,
+  ALLOW_UNKNOWN_PROTOCOLS: false,
+  FORBID_CONTENTS: ["script", "style", "template", "noscript", "iframe", "object", "embed", "svg", "math", "textarea", "select", "title"],
+  RETURN_DOM_FRAGMENT: true,
+};
+
+// Turns Markdown into a sanitized DocumentFragment (no event handlers, no scripts, safe links).
+export function markdownFragment(text) {
+  let html;
+  try {
+    html = marked.parse(String(text ?? ""), { async: false });
+  } catch {
+    html = `<p>${escapeHtml(String(text ?? ""))}</p>`;
+  }
+  const fragment = purifier.sanitize(html, PURIFY_CONFIG);
+  for (const node of fragment.querySelectorAll("[data-drop]")) node.remove();
+  for (const pre of fragment.querySelectorAll("pre")) decorateCodeBlock(pre);
+  for (const table of fragment.querySelectorAll("table")) {
+    const scroller = document.createElement("div");
+    scroller.className = "table-scroll";
+    table.replaceWith(scroller);
+    scroller.append(table);
+  }
+  return fragment;
+}
+
+// Renders Markdown into `target`, replacing its children. `highlight: false` skips highlighting
+// (used while an answer streams: it is re-rendered every frame).
+export function renderMarkdown(target, text, { highlight = true } = {}) {
+  const fragment = markdownFragment(text);
+  target.replaceChildren(fragment);
+  if (highlight) for (const code of target.querySelectorAll("pre > code")) highlightLater(code);
+}
+
+function decorateCodeBlock(pre) {
+  const code = pre.querySelector("code");
+  const language = (code?.className.match(/language-([\w+#.-]+)/) || [])[1] || "";
+  const wrapper = document.createElement("div");
+  wrapper.className = "code-block";
+  const head = document.createElement("div");
+  head.className = "code-head";
+  const label = document.createElement("span");
+  label.className = "code-lang";
+  label.setAttribute("aria-hidden", "true");
+  label.textContent = language || "code";
+  const copy = document.createElement("button");
+  copy.type = "button";
+  copy.className = "btn ghost code-copy";
+  copy.setAttribute("aria-label", "Copy code");
+  copy.dataset.action = "copy-code";
+  copy.textContent = "Copy";
+  head.append(label, copy);
+  pre.replaceWith(wrapper);
+  wrapper.append(head, pre);
+}
+
+// --- Lazy highlighting -------------------------------------------------------------------------
+
+let hljsPromise = null;
+function loadHighlighter() {
+  hljsPromise ??= import("./vendor/highlight.min.js").then((module) => {
+    const hljs = module.default;
+    hljs.configure({ ignoreUnescapedHTML: true });
+    return hljs;
+  });
+  return hljsPromise;
+}
+
+const MAX_AUTO_DETECT_CHARS = 4000;
+const MAX_HIGHLIGHT_CHARS = 60000;
+
+async function highlightNow(code) {
+  if (!code.isConnected || code.dataset.highlighted) return;
+  const source = code.textContent;
+  if (source.length > MAX_HIGHLIGHT_CHARS) return;
+  const hljs = await loadHighlighter();
+  const language = (code.className.match(/language-([\w+#.-]+)/) || [])[1];
+  const known = language && hljs.getLanguage(language);
+  if (!known && source.length > MAX_AUTO_DETECT_CHARS) return;
+  // highlightElement rebuilds the element from its text: safe, it never parses markup.
+  if (!known) code.classList.remove(...[...code.classList].filter((c) => c.startsWith("language-")));
+  hljs.highlightElement(code);
+}
+
+const idle = window.requestIdleCallback
+  ? (fn) => window.requestIdleCallback(fn, { timeout: 500 })
+  : (fn) => setTimeout(fn, 16);
+
+const observer = "IntersectionObserver" in window
+  ? new IntersectionObserver((entries) => {
+      for (const entry of entries) {
+        if (!entry.isIntersecting) continue;
+        observer.unobserve(entry.target);
+        idle(() => highlightNow(entry.target));
+      }
+    }, { rootMargin: "300px 0px" })
+  : null;
+
+export function highlightLater(code) {
+  if (observer) observer.observe(code);
+  else idle(() => highlightNow(code));
+}

@@ -1,0 +1,277 @@
+// The options page: the saved providers, the active one, the provider form, the UI language.
+//
+// Rules:
+// 1. Everything is read with `options.get` and written with `options.save` (docs/protocol.md);
+//    the page never touches storage itself.
+// 2. A provider gets its id (`crypto.randomUUID()`) when it is first saved.
+// 3. "Test connection" tests what the form holds, saved or not.
+// 4. Confirmations go to role=status, failures to role=alert, each as one plain sentence.
+
+import { call, el, svg } from "./ui_common.js";
+
+const PRESETS = [
+  { name: "OpenAI", baseUrl: "https://api.openai.com/v1", model: "gpt-4o-mini" },
+  { name: "Ollama", baseUrl: "http://localhost:11434/v1", model: "llama3.2" },
+  { name: "LM Studio", baseUrl: "http://localhost:1234/v1", model: "local-model" },
+  { name: "llama.cpp", baseUrl: "http://localhost:8080/v1", model: "default" },
+  { name: "OpenRouter", baseUrl: "https://openrouter.ai/api/v1", model: "openai/gpt-4o-mini" },
+  { name: "Groq", baseUrl: "https://api.groq.com/openai/v1", model: "llama-3.1-8b-instant" },
+];
+
+const $ = (id) => document.getElementById(id);
+const form = {
+  root: $("provider-form"),
+  title: $("form-title"),
+  type: $("type"),
+  name: $("name"),
+  baseUrl: $("base-url"),
+  apiKey: $("api-key"),
+  model: $("model"),
+  toggleKey: $("toggle-key"),
+  save: $("save"),
+  test: $("test"),
+};
+
+const state = { providers: [], activeProviderId: null, uiLanguage: "auto", editingId: null };
+
+// --- Messages -----------------------------------------------------------------------------------
+
+// A hidden message keeps no text, so nothing stale can be read or announced later.
+function show(kind, sentence) {
+  for (const which of ["status", "alert"]) {
+    const on = which === kind;
+    $(`${which}-text`).textContent = on ? sentence : "";
+    $(`${which}-box`).hidden = !on;
+  }
+}
+const say = (sentence) => show("status", sentence);
+const warn = (sentence) => show("alert", sentence);
+const quiet = () => show(null, "");
+
+// --- The list of providers ----------------------------------------------------------------------
+
+function hostOf(url) {
+  try {
+    return new URL(url).host;
+  } catch {
+    return url || "";
+  }
+}
+
+function renderList() {
+  const list = $("provider-list");
+  $("providers-empty").hidden = state.providers.length > 0;
+  list.replaceChildren(
+    ...state.providers.map((provider) => {
+      const radioId = `active-${provider.id}`;
+      const radio = el("input", { type: "radio", name: "active-provider", id: radioId, value: provider.id });
+      radio.checked = provider.id === state.activeProviderId;
+      radio.addEventListener("change", () => setActive(provider.id));
+      const label = el(
+        "label",
+        { for: radioId, class: "provider-label" },
+        el("span", { class: "provider-name", text: provider.name || hostOf(provider.baseUrl) || "Unnamed provider" }),
+        el("span", { class: "provider-meta", text: [provider.model, hostOf(provider.baseUrl)].filter(Boolean).join(" · ") }),
+      );
+      const edit = el("button", { type: "button", class: "btn ghost", text: "Edit", "aria-label": `Edit ${provider.name || "provider"}` });
+      edit.addEventListener("click", () => {
+        quiet();
+        fillForm(provider);
+        form.name.focus();
+      });
+      const remove = el("button", { type: "button", class: "btn ghost danger", text: "Delete" });
+      remove.addEventListener("click", () => deleteProvider(provider.id));
+      const item = el("li", { class: "provider" }, radio, label, el("div", { class: "provider-actions" }, edit, remove));
+      item.classList.toggle("editing", provider.id === state.editingId);
+      item.classList.toggle("active", provider.id === state.activeProviderId);
+      return item;
+    }),
+  );
+}
+
+// --- The form -------------------------------------------------------------------------------------
+
+function fillForm(provider) {
+  state.editingId = provider?.id ?? null;
+  form.type.value = provider?.type || "openai";
+  form.name.value = provider?.name || "";
+  form.baseUrl.value = provider?.baseUrl || "";
+  form.apiKey.value = provider?.apiKey || "";
+  form.model.value = provider?.model || "";
+  form.title.textContent = provider ? `Edit “${provider.name || "provider"}”` : "New provider";
+  showKey(false);
+  markPreset();
+  renderList();
+}
+
+function formProvider() {
+  return {
+    id: state.editingId,
+    type: form.type.value,
+    name: form.name.value.trim(),
+    baseUrl: form.baseUrl.value.trim().replace(/\/+$/, ""),
+    apiKey: form.apiKey.value.trim(),
+    model: form.model.value.trim(),
+  };
+}
+
+// The sentence for the first problem in the form, or null when it can be saved.
+function problemWith(provider) {
+  if (!provider.baseUrl) return "Enter the Base URL, for example https://api.openai.com/v1, or pick a preset.";
+  let url;
+  try {
+    url = new URL(provider.baseUrl);
+  } catch {
+    return "The Base URL is not a web address. It should look like https://api.openai.com/v1.";
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") return "The Base URL must start with http:// or https://.";
+  if (!provider.model) return "Enter the model name, for example gpt-4o-mini.";
+  return null;
+}
+
+function markPreset() {
+  const url = form.baseUrl.value.trim().replace(/\/+$/, "");
+  for (const button of $("presets").children) button.setAttribute("aria-pressed", String(button.dataset.url === url));
+}
+
+for (const preset of PRESETS) {
+  const button = el("button", { type: "button", class: "btn preset", text: preset.name, "aria-pressed": "false", dataset: { url: preset.baseUrl } });
+  button.addEventListener("click", () => {
+    const previousPreset = PRESETS.find((p) => p.name === form.name.value.trim());
+    if (!form.name.value.trim() || previousPreset) form.name.value = preset.name;
+    form.baseUrl.value = preset.baseUrl;
+    form.model.placeholder = preset.model;
+    markPreset();
+    form.model.focus();
+  });
+  $("presets").append(button);
+}
+form.baseUrl.addEventListener("input", markPreset);
+
+function showKey(visible) {
+  form.apiKey.type = visible ? "text" : "password";
+  form.toggleKey.setAttribute("aria-pressed", String(visible));
+  form.toggleKey.title = visible ? "Hide key" : "Show key";
+  form.toggleKey.replaceChildren(svg(visible ? "eyeOff" : "eye"));
+}
+form.toggleKey.addEventListener("click", () => showKey(form.apiKey.type === "password"));
+
+// --- Saving -------------------------------------------------------------------------------------
+
+async function save(providers, activeProviderId, uiLanguage = state.uiLanguage) {
+  const value = await call("options.save", { providers, activeProviderId, uiLanguage });
+  state.providers = Array.isArray(value?.providers) ? value.providers : providers;
+  state.activeProviderId = value && "activeProviderId" in value ? value.activeProviderId : activeProviderId;
+  state.uiLanguage = value?.uiLanguage || uiLanguage;
+  renderList();
+}
+
+form.root.addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const provider = formProvider();
+  const problem = problemWith(provider);
+  if (problem) return warn(problem);
+  if (!provider.name) provider.name = PRESETS.find((p) => p.baseUrl === provider.baseUrl)?.name || hostOf(provider.baseUrl);
+  const isNew = !provider.id;
+  if (isNew) provider.id = crypto.randomUUID();
+  const providers = isNew
+    ? [...state.providers, provider]
+    : state.providers.map((p) => (p.id === provider.id ? { ...p, ...provider } : p));
+  const activeExists = state.providers.some((p) => p.id === state.activeProviderId);
+  const active = activeExists ? state.activeProviderId : provider.id;
+  form.save.disabled = true;
+  try {
+    await save(providers, active);
+    fillForm(state.providers.find((p) => p.id === provider.id) || provider);
+    say(
+      active === provider.id
+        ? `Saved “${provider.name}”. Margin uses it for the next message.`
+        : `Saved “${provider.name}”. Choose it in the list to use it.`,
+    );
+  } catch (error) {
+    if (isNew) provider.id = null;
+    warn(error.message);
+  } finally {
+    form.save.disabled = false;
+  }
+});
+
+async function setActive(id) {
+  const provider = state.providers.find((p) => p.id === id);
+  try {
+    await save(state.providers, id);
+    say(`Margin now uses “${provider?.name || "this provider"}”.`);
+  } catch (error) {
+    warn(error.message);
+    renderList();
+  }
+}
+
+async function deleteProvider(id) {
+  const provider = state.providers.find((p) => p.id === id);
+  const providers = state.providers.filter((p) => p.id !== id);
+  const active = state.activeProviderId === id ? providers[0]?.id ?? null : state.activeProviderId;
+  try {
+    await save(providers, active);
+    if (state.editingId === id) fillForm(null);
+    say(`Deleted “${provider?.name || "the provider"}”.`);
+  } catch (error) {
+    warn(error.message);
+  }
+}
+
+$("add-provider").addEventListener("click", () => {
+  quiet();
+  fillForm(null);
+  form.name.focus();
+});
+
+form.test.addEventListener("click", async () => {
+  const provider = formProvider();
+  const problem = problemWith(provider);
+  if (problem) return warn(problem);
+  quiet();
+  form.test.disabled = true;
+  form.test.classList.add("busy");
+  form.test.setAttribute("aria-busy", "true");
+  try {
+    const result = await call("provider.test", { provider: { ...provider, id: provider.id || "unsaved" } });
+    if (result?.ok) say(result.message || "The connection works.");
+    else warn(result?.message || "The provider did not answer as expected. Check the Base URL, key and model.");
+  } catch (error) {
+    warn(error.message);
+  } finally {
+    form.test.disabled = false;
+    form.test.classList.remove("busy");
+    form.test.removeAttribute("aria-busy");
+  }
+});
+
+$("ui-language").addEventListener("change", async (event) => {
+  const language = event.target.value;
+  try {
+    await save(state.providers, state.activeProviderId, language);
+    say("Language saved. It applies the next time the panel opens.");
+  } catch (error) {
+    warn(error.message);
+  }
+});
+
+// --- Load ---------------------------------------------------------------------------------------
+
+async function load() {
+  showKey(false);
+  try {
+    const value = await call("options.get", {});
+    state.providers = Array.isArray(value?.providers) ? value.providers : [];
+    state.activeProviderId = value?.activeProviderId ?? null;
+    state.uiLanguage = value?.uiLanguage || "auto";
+  } catch (error) {
+    warn(error.message);
+  }
+  $("ui-language").value = state.uiLanguage;
+  fillForm(state.providers.find((p) => p.id === state.activeProviderId) || null);
+  document.body.dataset.ready = "1";
+}
+
+load();
