@@ -256,34 +256,24 @@ def figure_label(number: int, meta: Any, *, language: str = "en", note: str = ""
         if not known:
             body = "用户之前发送的图片"
         else:
-            kind = {"screenshot": "屏幕截图", "paste": "粘贴的图片", "drop": "拖入的图片",
-                    "file": "图片文件"}.get(source, "图片")
-            body = kind
+            kind = {"screenshot": "截图", "paste": "粘贴", "drop": "拖入"}.get(source, "")
             if title:
-                body += f"「{title}」"
-            if name:
-                body += f"「{name}」"
-            if alt:
-                body += f"，描述：{alt}"
-            if when:
-                body += f"，{'截取' if source == 'screenshot' else '添加'}于 {when}"
+                kind = f"{kind or '图片'}「{title}」"
+            fields = [kind, f"「{name}」" if name else "", f"“{alt}”" if alt else "", when]
+            body = "，".join(f for f in fields if f) or "图片"
         if note:
             body += f"（{note}）"
         return f"[图{number}：{body}]"
     if not known:
         body = "an image the user sent earlier"
     else:
-        kind = {"screenshot": "screenshot", "paste": "pasted image", "drop": "dropped image",
-                "file": "image file"}.get(source, "image")
-        body = kind
+        # Terse on purpose: a placeholder is resent on every later turn, so each byte counts
+        # (the bound: seen images may cost at most 1% of the request).
+        kind = {"screenshot": "screenshot", "paste": "pasted", "drop": "dropped"}.get(source, "")
         if title:
-            body += f' of "{title}"'
-        if name:
-            body += f' "{name}"'
-        if alt:
-            body += f' described as "{alt}"'
-        if when:
-            body += f" {'captured' if source == 'screenshot' else 'attached'} {when}"
+            kind = f'{kind or "image"} "{title}"'
+        fields = [kind, name, f'"{alt}"' if alt else "", when]
+        body = ", ".join(f for f in fields if f) or "image"
     if note:
         body += f" ({note})"
     return f"[Figure {number}: {body}]"

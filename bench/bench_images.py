@@ -1,0 +1,339 @@
+"""Image figures of issue 4: what seen images cost a request, and what bounding parked pixels costs.
+
+Concept: three measurement functions in the style of `bench/run.py` (each takes the `Bench` of
+run.py, or None where no browser is needed, and returns a list of dicts with `Result`'s fields:
+`name, value, unit, target, compare, samples, note`), so run.py can append them with
+`Result(**d)`. Run alone: `MARGIN_DIST=dist/margin python3 bench/bench_images.py [--runs N]`.
+
+1. `request_bytes_ratio`: request bytes at turn N of a conversation with K SEEN images, against
+   the same conversation with the images removed, built by the Python core exactly as a turn
+   builds it (`prepare_history_for_model` + `providers.openai.build_chat_request`). Target: at most
+   1.01. Also reported, for scale: the same request if the pixels were resent.
+2. `bound_in_browser`: `images.bound` on ~20 MB of unseen phone-sized JPEGs (the newest record
+   protected), timed from an extension page in Chromium: cold (worker stopped: Pyodide boot +
+   Pillow load + work), first call with Python up (Pillow load + work), warm (Pillow loaded).
+   Storage is re-seeded before every call; the seeding is not timed.
+3. `bound_in_cpython`: the same bound on the same data under CPython, in a fresh subprocess so the
+   first call includes importing Pillow.
+
+Rules: the data is deterministic (seeded noise, fixed texts); every measured call is checked (the
+bound must end at or under 8 MB and report the 20 MB it started from), so a broken product gives
+an error, not a figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import io
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "py"))
+sys.path.insert(0, str(REPO / "tests" / "e2e"))
+
+UNSEEN_LIMIT = 8 * 1024 * 1024
+BOUND_PHOTOS = 7  # 2400x1600 JPEGs, ~3 MB of data URL each: ~21 MB in all
+PHOTO_SIZE = (2400, 1600)
+
+
+def _result(name: str, value: float | None, unit: str, target: float | None = None, *, compare: str = "below",
+            samples: list[float] | None = None, note: str = "") -> dict[str, Any]:
+    return {"name": name, "value": value, "unit": unit, "target": target, "compare": compare,
+            "samples": samples or [], "note": note}
+
+
+def _median(samples: list[float]) -> float:
+    return round(statistics.median(samples), 3)
+
+
+# --- data ------------------------------------------------------------------------------------------------
+
+
+def _data_url(mime: str, data: bytes) -> str:
+    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def photo_jpeg(seed: int, size: tuple[int, int] = PHOTO_SIZE) -> bytes:
+    """A phone-photo-sized JPEG that does not compress well (noise): ~2.6 MB at 2400x1600."""
+    from PIL import Image
+
+    random.seed(seed)
+    bands = [Image.effect_noise(size, 40 + (seed + i) % 30) for i in range(3)]
+    image = Image.merge("RGB", bands)
+    out = io.BytesIO()
+    image.save(out, "JPEG", quality=85)
+    return out.getvalue()
+
+
+_IMAGE_META = [
+    {"name": "IMG_2041.jpg", "source": "file", "capturedAt": 1764511500000},
+    {"name": "Screenshot of Pricing - Example Cloud Platform", "source": "screenshot", "capturedAt": 1764512100000},
+    {"name": "image.png", "source": "paste", "capturedAt": 1764512700000},
+    {"name": "whiteboard.jpg", "source": "drop", "capturedAt": 1764513300000},
+    {"name": "Screenshot of Error log - CI run #4821", "source": "screenshot", "capturedAt": 1764513900000},
+]
+
+
+def conversation(turns: int, images: int, *, seen: bool = True) -> list[dict[str, Any]]:
+    """`turns` user/assistant exchanges (harness.realistic_history texts); the first `images` user
+    turns, spread over the conversation, each carry one image (stamped seen when `seen`)."""
+    from harness import realistic_history
+
+    records = realistic_history(turns * 2)
+    step = max(1, turns // max(1, images))
+    with_image = {i * step for i in range(images)}
+    out = []
+    for index, record in enumerate(records):
+        record = dict(record, createdAt=1764511000000 + index * 60_000)
+        turn = index // 2
+        if record["role"] == "user" and turn in with_image:
+            n = sorted(with_image).index(turn)
+            url = _data_url("image/jpeg", photo_jpeg(n, (1280, 853)))
+            meta = dict(_IMAGE_META[n % len(_IMAGE_META)])
+            record["content"] = [
+                {"type": "image_url", "image_url": {"url": url}, "meta": meta},
+                {"type": "text", "text": record["content"]},
+            ]
+            if seen:
+                record["imagesSeen"] = True
+        out.append(record)
+    return out
+
+
+def without_images(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The same conversation with every image part removed (text parts kept as they were)."""
+    out = []
+    for record in records:
+        content = record["content"]
+        if isinstance(content, list):
+            content = [p for p in content if p.get("type") != "image_url"]
+            record = {k: v for k, v in record.items() if k != "imagesSeen"}
+            record["content"] = content
+        out.append(record)
+    return out
+
+
+def bound_history(photos: int = BOUND_PHOTOS) -> list[dict[str, Any]]:
+    """~20 MB of UNSEEN photos in user records (answers between): pixels parked by failed turns."""
+    records: list[dict[str, Any]] = []
+    for n in range(photos):
+        records.append({
+            "role": "user",
+            "content": [{"type": "text", "text": f"What is in photo {n + 1}?"},
+                        {"type": "image_url", "image_url": {"url": _data_url("image/jpeg", photo_jpeg(n))},
+                         "meta": {"name": f"IMG_{3000 + n}.jpg", "source": "file"}}],
+            "createdAt": 1764511000000 + n * 120_000,
+        })
+        records.append({"role": "assistant", "content": "(the provider was unreachable)",
+                        "createdAt": 1764511000000 + n * 120_000 + 1})
+    return records
+
+
+def unseen_bytes(records: list[dict[str, Any]]) -> int:
+    return sum(len(p["image_url"]["url"]) for r in records if not r.get("imagesSeen") and isinstance(r["content"], list)
+               for p in r["content"] if p.get("type") == "image_url")
+
+
+# --- 1. request bytes with seen images ----------------------------------------------------------------------
+
+PROVIDER = {"id": "bench", "type": "openai", "name": "Bench", "baseUrl": "https://api.openai.com/v1",
+            "apiKey": "sk-bench", "model": "gpt-4o-mini"}
+
+
+def request_body_bytes(records: list[dict[str, Any]]) -> int:
+    from margin.history import Record
+    from margin.images import prepare_history_for_model
+    from margin.providers.openai import build_chat_request
+
+    prepared = prepare_history_for_model([Record.from_json(r) for r in records])
+    body = build_chat_request(PROVIDER, prepared, stream=True).body
+    return len(body.encode("utf-8") if isinstance(body, str) else body)
+
+
+def request_bytes_ratio(bench: Any = None, grid: tuple[tuple[int, int], ...] = ((10, 1), (20, 1), (20, 3), (40, 1), (40, 5))) -> list[dict[str, Any]]:
+    """Ratio of request bytes, K seen images vs none, at turn N (the last user message is turn N)."""
+    results = []
+    for turns, images in grid:
+        records = conversation(turns, images)
+        # Turn N: the stored conversation up to and including the N-th question.
+        at_turn_n = records[:-1]
+        with_placeholders = request_body_bytes(at_turn_n)
+        text_only = request_body_bytes(without_images(at_turn_n))
+        resent = request_body_bytes([{k: v for k, v in r.items() if k != "imagesSeen"} for r in at_turn_n])
+        ratio = with_placeholders / text_only
+        per_image = (with_placeholders - text_only) / images
+        results.append(_result(
+            f"request bytes, turn {turns} with {images} seen images / without images", round(ratio, 4), "x", 1.01, compare="at_most",
+            note=f"{with_placeholders} B vs {text_only} B: +{with_placeholders - text_only} B for {images} placeholder(s)"
+                 f" ({per_image:.0f} B each; 1.01 needs >= {per_image / 0.01 / 1024:.1f} KB of request per seen image);"
+                 f" resending the pixels instead: {resent} B ({resent / text_only:.0f}x)"))
+    return results
+
+
+# --- 2. the bound in Chromium ------------------------------------------------------------------------------------
+
+BOUND_JS = """async () => {
+    const t = performance.now();
+    const reply = await chrome.runtime.sendMessage({type: 'images.bound', payload: {}});
+    return [performance.now() - t, reply];
+}"""
+
+
+def _timed_bound(margin: Any, expected_before: int) -> tuple[float, dict[str, Any]]:
+    elapsed, reply = margin._extension_page().evaluate(BOUND_JS)
+    if not (isinstance(reply, dict) and reply.get("ok")):
+        raise RuntimeError(f"images.bound failed: {reply!r}")
+    value = reply["value"]
+    if value["bytesAfter"] > UNSEEN_LIMIT or value["bytesBefore"] != expected_before or value["changed"] < 1:
+        raise RuntimeError(f"images.bound did not bound {expected_before} B under 8 MB: {value}")
+    return float(elapsed), value
+
+
+def _seed(margin: Any, history: list[dict[str, Any]]) -> None:
+    margin.storage_set({"history": history})
+    stored = margin._extension_page().evaluate(
+        "() => chrome.storage.local.get('history').then(s => (s.history || []).length)")
+    if stored != len(history):
+        raise RuntimeError(f"seeding history failed: {stored} records stored of {len(history)}")
+
+
+def _ping(margin: Any) -> None:
+    reply = margin.send_message({"type": "app.ping", "payload": {}})
+    if not (isinstance(reply, dict) and reply.get("ok")):
+        raise RuntimeError(f"app.ping failed: {reply!r}")
+
+
+def bound_in_browser(bench: Any) -> list[dict[str, Any]]:
+    margin = bench.margin
+    history = bound_history()
+    before = unseen_bytes(history)
+    runs = max(1, min(bench.runs, 3))  # each run seeds 21 MB three times
+    cold, first, warm = [], [], []
+    after = None
+    for _ in range(runs):
+        margin.stop_service_worker()
+        _seed(margin, history)
+        cold.append(_timed_bound(margin, before)[0])  # Pyodide boot + Pillow load + the work
+
+        margin.stop_service_worker()
+        _ping(margin)  # Python up, Pillow not loaded (a fresh worker)
+        _seed(margin, history)
+        first.append(_timed_bound(margin, before)[0])  # Pillow load + the work
+
+        _seed(margin, history)
+        elapsed, value = _timed_bound(margin, before)  # Pillow already loaded
+        warm.append(elapsed)
+        after = value["bytesAfter"]
+    mb = before / 1024 / 1024
+    note = f"{mb:.1f} MB of unseen data URLs in {BOUND_PHOTOS} JPEGs {PHOTO_SIZE[0]}x{PHOTO_SIZE[1]} -> {after / 1024 / 1024:.2f} MB"
+    return [
+        _result(f"images.bound {mb:.0f} MB -> under 8 MB, warm (Chromium)", _median(warm), "ms", samples=warm, note=note),
+        _result("images.bound first call, incl. loading Pillow (Chromium)", _median(first), "ms", samples=first,
+                note=f"Pillow load ~ first - warm = {_median(first) - _median(warm):.0f} ms"),
+        _result("images.bound, worker stopped (Pyodide boot + Pillow + work)", _median(cold), "ms", samples=cold),
+    ]
+
+
+# --- 3. the bound under CPython -----------------------------------------------------------------------------------
+
+_CPYTHON_CHILD = r"""
+import asyncio, json, sys, time
+sys.path.insert(0, sys.argv[1])
+history = json.load(open(sys.argv[2]))
+t0 = time.perf_counter()
+from margin.images import bound_unseen_image_bytes
+from margin.platform_memory import memory_platform
+timings = []
+for _ in range(int(sys.argv[3])):
+    platform = memory_platform({"history": history})
+    t = time.perf_counter()
+    value = asyncio.run(bound_unseen_image_bytes(platform))
+    timings.append((time.perf_counter() - t) * 1000)
+    assert value["bytesAfter"] <= 8 * 1024 * 1024 and value["changed"] >= 1, value
+print(json.dumps({"timings": timings, "value": value, "pillow_first": "PIL.Image" in sys.modules}))
+"""
+
+
+def bound_in_cpython(bench: Any = None, runs: int | None = None) -> list[dict[str, Any]]:
+    runs = runs or (max(2, bench.runs) if bench is not None else 4)
+    history = bound_history()
+    with tempfile.TemporaryDirectory(prefix="margin-bench-") as tmp:
+        path = Path(tmp) / "history.json"
+        path.write_text(json.dumps(history))
+        done = subprocess.run([sys.executable, "-c", _CPYTHON_CHILD, str(REPO / "py"), str(path), str(runs)],
+                              capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        raise RuntimeError(f"the CPython bound failed:\n{done.stderr[-2000:]}")
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    first, *rest = out["timings"]
+    return [
+        _result("bound_unseen_image_bytes 20 MB -> 8 MB, warm (CPython)", _median(rest), "ms", samples=rest,
+                note=f"{sys.version.split()[0]}; in-memory storage (JSON round trip)"),
+        _result("bound_unseen_image_bytes first call, incl. importing Pillow (CPython)", round(first, 3), "ms", samples=[first]),
+    ]
+
+
+METRICS = [request_bytes_ratio, bound_in_browser, bound_in_cpython]
+
+
+# --- alone ----------------------------------------------------------------------------------------------------------
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--only", default="", help="comma-separated function names")
+    args = parser.parse_args(argv)
+    only = {n.strip() for n in args.only.split(",") if n.strip()}
+    dist = Path(os.environ.get("MARGIN_DIST") or REPO / "dist" / "margin")
+
+    from playwright.sync_api import sync_playwright
+
+    from harness import Margin, launch
+
+    class _Bench:
+        def __init__(self, launched: Any, runs: int):
+            self.launched, self.margin, self.runs = launched, Margin(launched), runs
+
+    rows: list[dict[str, Any]] = []
+    failed = False
+    with sync_playwright() as playwright:
+        launched = None
+        try:
+            for metric in METRICS:
+                if only and metric.__name__ not in only:
+                    continue
+                if metric is bound_in_browser and launched is None:
+                    launched = launch(playwright, dist)
+                try:
+                    rows.extend(metric(_Bench(launched, args.runs) if launched else None) if metric is not bound_in_cpython
+                                else metric(None, runs=max(2, args.runs + 1)))
+                except Exception as error:  # one failed metric must not hide the others
+                    failed = True
+                    rows.append(_result(metric.__name__, None, "", note=f"ERROR {type(error).__name__}: {error}"))
+        finally:
+            if launched is not None:
+                launched.close()
+    for row in rows:
+        value = "n/a" if row["value"] is None else f"{row['value']:g} {row['unit']}"
+        target = f" (target < {row['target']:g})" if row["target"] is not None else ""
+        verdict = "" if row["target"] is None or row["value"] is None else (" pass" if row["value"] < row["target"] else " FAIL")
+        print(f"{row['name']}: {value}{target}{verdict}")
+        if row["note"]:
+            print(f"    {row['note']}")
+        if row["samples"]:
+            print(f"    samples: {[round(s, 1) for s in row['samples']]}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

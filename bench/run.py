@@ -1,0 +1,237 @@
+"""Margin's benchmark: the figures the foundation promises, measured in Chromium with the built extension.
+
+Run by `python3 build.py bench` (which sets MARGIN_DIST and CHROMIUM), or directly:
+`MARGIN_DIST=dist/margin python3 bench/run.py [--runs N] [--only name,...]`.
+
+Each metric is one function in `METRICS`: it gets a `Bench` (the launched extension plus a driver)
+and returns a `Result`. To add a metric, write a function and append it to `METRICS`. Times are
+medians of several runs where a run is cheap. The table goes to stdout; the figures to
+`bench/results.json`. The exit status is 0 even when a target is missed (the table says so) and 1
+only when a measurement could not be taken.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests" / "e2e"))
+sys.path.insert(0, str(REPO / "bench"))
+
+from playwright.sync_api import sync_playwright  # noqa: E402
+
+from harness import Launched, Margin, launch, realistic_history  # noqa: E402
+
+
+@dataclass
+class Result:
+    name: str
+    value: float | None
+    unit: str
+    target: float | None = None
+    # "below": pass when value < target; "at_most": value <= target; "above": value > target.
+    compare: str = "below"
+    samples: list[float] = field(default_factory=list)
+    note: str = ""
+    error: str | None = None
+
+    @property
+    def passed(self) -> bool | None:
+        if self.value is None:
+            return False
+        if self.target is None:
+            return None
+        if self.compare == "at_most":
+            return self.value <= self.target
+        return self.value < self.target if self.compare == "below" else self.value > self.target
+
+
+@dataclass
+class Bench:
+    launched: Launched
+    margin: Margin
+    runs: int
+
+
+def median(samples: list[float]) -> float:
+    return round(statistics.median(samples), 2)
+
+
+PING = "() => { const t = performance.now(); return chrome.runtime.sendMessage({type: 'app.ping', payload: {}}).then(r => [performance.now() - t, r]); }"
+
+
+def _ping(bench: Bench) -> tuple[float, dict]:
+    elapsed, reply = bench.margin._extension_page().evaluate(PING)
+    if not (isinstance(reply, dict) and reply.get("ok")):
+        raise RuntimeError(f"app.ping failed: {reply!r}")
+    return elapsed, reply["value"]
+
+
+def cold_start(bench: Bench) -> Result:
+    """Worker stopped, then app.ping: time to the first Python reply (boots Pyodide)."""
+    samples, boots = [], []
+    for _ in range(bench.runs):
+        bench.margin.stop_service_worker()
+        elapsed, value = _ping(bench)
+        samples.append(elapsed)
+        boot = next((value.get(k) for k in ("booted_ms", "bootedMs", "bootMs") if isinstance(value, dict) and isinstance(value.get(k), (int, float))), None)
+        if boot is not None:
+            boots.append(float(boot))
+    notes = [f"first run (the first boot of this profile) {samples[0]:.0f} ms"]
+    if boots:
+        notes.append(f"Python boot inside it median {median(boots)} ms")
+    return Result("service-worker cold start to first Python reply", median(samples), "ms", None, samples=samples, note="; ".join(notes))
+
+
+def warm_round_trip(bench: Bench) -> Result:
+    """app.ping to a running worker with Python up: median of 50."""
+    _ping(bench)
+    samples = [_ping(bench)[0] for _ in range(50)]
+    return Result("warm round-trip (app.ping)", median(samples), "ms", 10.0, samples=samples)
+
+
+def _first_paint(bench: Bench, *, worker_stopped: bool) -> tuple[list[float], str]:
+    """Open sidepanel.html over a 200-message history; `window.__marginFirstPaint` of each run."""
+    bench.margin.storage_set({"history": realistic_history(200)})
+    samples: list[float] = []
+    breakdowns: list[dict] = []
+    for _ in range(bench.runs):
+        if worker_stopped:
+            bench.margin.stop_service_worker()
+        else:
+            _ping(bench)
+        page = bench.launched.context.new_page()
+        page.goto(bench.margin.url("sidepanel.html"))
+        page.wait_for_function("() => document.body && document.body.dataset.ready === '1'", timeout=30_000)
+        value = page.evaluate("window.__marginFirstPaint")
+        breakdown = page.evaluate("window.__marginPaintBreakdown || null")
+        if breakdown:
+            breakdowns.append(breakdown)
+        bubbles = page.locator("article[data-role]").count()
+        page.close()
+        if not isinstance(value, (int, float)):
+            raise RuntimeError(f"window.__marginFirstPaint is {value!r}, not a number of ms")
+        if bubbles != 200:
+            raise RuntimeError(f"the panel painted {bubbles} bubbles, not 200")
+        samples.append(float(value))
+    return samples, _breakdown_note(breakdowns)
+
+
+def _breakdown_note(breakdowns: list[dict]) -> str:
+    """Medians of the panel's own marks (ms since navigation start), when it reports them."""
+    keys = [k for k in (breakdowns[0] if breakdowns else {}) if all(isinstance(b.get(k), (int, float)) for b in breakdowns)]
+    return ", ".join(f"{k} {median([float(b[k]) for b in breakdowns])}" for k in keys)
+
+
+def first_paint_200(bench: Bench) -> Result:
+    """sidepanel.html painting a 200-message history while the worker is stopped."""
+    samples, note = _first_paint(bench, worker_stopped=True)
+    return Result("side panel first paint, 200 messages, worker stopped", median(samples), "ms", 150.0, samples=samples, note=note)
+
+
+def first_paint_200_warm(bench: Bench) -> Result:
+    """The same with the worker running and Python up."""
+    samples, note = _first_paint(bench, worker_stopped=False)
+    return Result("side panel first paint, 200 messages, worker running", median(samples), "ms", 150.0, samples=samples, note=note)
+
+
+METRICS: list[Callable[[Bench], Result]] = [cold_start, warm_round_trip, first_paint_200, first_paint_200_warm]
+
+
+def all_metrics() -> list[Callable]:
+    """This module's metrics, then those of bench_<concept>.py modules (each returns a Result or
+    a list of Results / dicts of Result's fields)."""
+    import importlib
+
+    metrics = list(METRICS)
+    for module_name in ("bench_images", "bench_sessions"):
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as error:
+            if error.name != module_name:
+                raise
+            continue
+        metrics.extend(module.METRICS)
+    return metrics
+
+
+def _as_results(value) -> list[Result]:
+    if isinstance(value, Result):
+        return [value]
+    return [v if isinstance(v, Result) else Result(**v) for v in value]
+
+
+def run(dist: Path, runs: int, only: set[str] | None) -> list[Result]:
+    results: list[Result] = []
+    with sync_playwright() as playwright:
+        launched = launch(playwright, dist)
+        try:
+            bench = Bench(launched, Margin(launched), runs)
+            for metric in all_metrics():
+                if only and metric.__name__ not in only:
+                    continue
+                started = time.monotonic()
+                try:
+                    produced = _as_results(metric(bench))
+                except Exception as error:  # one failed metric must not hide the others
+                    produced = [Result(metric.__name__, None, "ms", error=f"{type(error).__name__}: {error}")]
+                print(f"  {metric.__name__}: {time.monotonic() - started:.1f}s", file=sys.stderr)
+                results.extend(produced)
+        finally:
+            launched.close()
+    return results
+
+
+def table(results: list[Result]) -> str:
+    rows = [("metric", "value", "target", "result")]
+    for r in results:
+        value = f"{r.value:.2f} {r.unit}" if r.value is not None else "n/a"
+        sign = "<=" if r.compare == "at_most" else (">" if r.compare == "above" else "<")
+        target = f"{sign} {r.target:g} {r.unit}" if r.target is not None else "-"
+        verdict = {True: "pass", False: "FAIL", None: "info"}[r.passed]
+        rows.append((r.name, value, target, verdict))
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)) for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    for r in results:
+        if r.error:
+            lines.append(f"! {r.name}: {r.error}")
+        elif r.note:
+            lines.append(f"  {r.name}: {r.note}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=5, help="runs per metric where a run is cheap (default 5)")
+    parser.add_argument("--only", default="", help="comma-separated metric function names")
+    parser.add_argument("--out", default=str(REPO / "bench" / "results.json"))
+    args = parser.parse_args(argv)
+    dist = Path(os.environ.get("MARGIN_DIST") or REPO / "dist" / "margin")
+    only = {name.strip() for name in args.only.split(",") if name.strip()} or None
+
+    results = run(dist, args.runs, only)
+    print(table(results))
+    record = {
+        "measuredAt": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "chromium": os.environ.get("CHROMIUM", "/usr/bin/chromium"),
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "loadavg": os.getloadavg()},
+        "runs": args.runs,
+        "metrics": [{**asdict(r), "passed": r.passed} for r in results],
+    }
+    Path(args.out).write_text(json.dumps(record, indent=2) + "\n")
+    print(f"wrote {args.out}")
+    return 1 if any(r.value is None for r in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,547 @@
+"""A fake OpenAI-compatible provider on 127.0.0.1 that the end-to-end tests script and inspect.
+
+Concept: the extension talks to this server exactly as it would to api.openai.com (Chat Completions,
+SSE streaming, `/v1/models`), so a test can assert what went over the wire and make the provider
+misbehave in the ways real providers do.
+
+Rules:
+1. Every request is recorded (method, path, headers, parsed JSON body) before it is answered, in a
+   thread-safe list; `requests` returns a copy.
+2. Behaviour is scripted per test with a FIFO queue (`script(...)`): each request to
+   `/v1/chat/completions` (and, when a behaviour says so, `/v1/models`) takes the next behaviour.
+   An empty queue answers deterministically: "You said: <last user text>".
+3. Realistic failures: provider error bodies as OpenAI sends them; a wrong API key (when
+   `api_key` is set) and an unknown model (when `models` is set) fail as OpenAI fails, without
+   scripting.
+4. Nothing here can hang a test run: a hang is bounded, every wait watches the stop event, and a
+   client that goes away mid-stream is noted (`RecordedRequest.client_gone`) and not reported as
+   an error.
+5. Every response carries `Access-Control-Allow-Origin: *`.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+# --- Provider error bodies, as OpenAI sends them --------------------------------------------
+
+BAD_KEY_BODY = {
+    "error": {
+        "message": "Incorrect API key provided: sk-wr***ong. You can find your API key at "
+        "https://platform.openai.com/account/api-keys.",
+        "type": "invalid_request_error",
+        "param": None,
+        "code": "invalid_api_key",
+    }
+}
+
+
+def model_not_found_body(model: str) -> dict[str, Any]:
+    return {
+        "error": {
+            "message": f"The model `{model}` does not exist or you do not have access to it.",
+            "type": "invalid_request_error",
+            "param": None,
+            "code": "model_not_found",
+        }
+    }
+
+
+RATE_LIMIT_BODY = {
+    "error": {
+        "message": "Rate limit reached for fake-model in organization org-fake on requests per min "
+        "(RPM): Limit 3, Used 3, Requested 1. Please try again in 20s.",
+        "type": "requests",
+        "param": None,
+        "code": "rate_limit_exceeded",
+    }
+}
+
+SERVER_ERROR_BODY = {
+    "error": {
+        "message": "The server had an error while processing your request. Sorry about that!",
+        "type": "server_error",
+        "param": None,
+        "code": None,
+    }
+}
+
+
+# --- Behaviours ---------------------------------------------------------------------------
+
+
+@dataclass
+class Reply:
+    """A normal answer: streamed in `chunks` pieces `delay` seconds apart, or one JSON body."""
+
+    text: str
+    chunks: int = 4
+    delay: float = 0.0
+    # The delay before the first chunk (after the role chunk and the headers).
+    first_delay: float = 0.0
+    applies_to_models: bool = False
+
+
+@dataclass
+class HttpError:
+    status: int
+    body: Any
+    headers: dict[str, str] = field(default_factory=dict)
+    applies_to_models: bool = True
+
+
+@dataclass
+class Garbage:
+    """A 200 stream whose events are not JSON."""
+
+    applies_to_models: bool = False
+
+
+@dataclass
+class Cut:
+    """A stream that starts with `text` and is then cut: the connection closes without [DONE]
+    and without the end of the chunked body."""
+
+    text: str = "This answer is cut"
+    chunks: int = 3
+    applies_to_models: bool = False
+
+
+@dataclass
+class Hang:
+    """Never send headers; close the connection after at most `seconds`."""
+
+    seconds: float = 10.0
+    applies_to_models: bool = True
+
+
+def slow_stream(chunks: int = 60, delay: float = 0.1, word: str = "word") -> Reply:
+    """A long answer, `chunks` pieces `delay` apart (for Stop tests): "word1 word2 ..."."""
+    pieces = [f"{word}{i} " for i in range(1, chunks + 1)]
+    return Reply("".join(pieces), chunks=chunks, delay=delay)
+
+
+def bad_key() -> HttpError:
+    return HttpError(401, BAD_KEY_BODY)
+
+
+def model_not_found(model: str = "fake-model") -> HttpError:
+    return HttpError(404, model_not_found_body(model))
+
+
+def rate_limited(retry_after: int = 20) -> HttpError:
+    return HttpError(429, RATE_LIMIT_BODY, {"Retry-After": str(retry_after)})
+
+
+def server_error() -> HttpError:
+    return HttpError(500, SERVER_ERROR_BODY)
+
+
+Behaviour = Reply | HttpError | Garbage | Cut | Hang
+
+
+# --- Recording ------------------------------------------------------------------------------
+
+
+@dataclass
+class RecordedRequest:
+    method: str
+    path: str
+    # Header names lower-cased.
+    headers: dict[str, str]
+    # The parsed JSON body, or None when there was no body or it was not JSON (see raw_body).
+    body: Any
+    raw_body: bytes
+    at: float
+    # Set when the client closed the connection before the response was complete (a Stop).
+    client_gone: threading.Event = field(default_factory=threading.Event, repr=False)
+    # Set when the response finished (completely, or the client went away).
+    finished: threading.Event = field(default_factory=threading.Event, repr=False)
+
+
+def split_text(text: str, chunks: int) -> list[str]:
+    """`text` in `chunks` contiguous pieces (fewer when the text is shorter), none empty."""
+    chunks = max(1, min(chunks, len(text))) if text else 1
+    size, extra = divmod(len(text), chunks)
+    pieces, start = [], 0
+    for i in range(chunks):
+        end = start + size + (1 if i < extra else 0)
+        pieces.append(text[start:end])
+        start = end
+    return [p for p in pieces if p] or [""]
+
+
+def last_user_text(body: Any) -> str:
+    try:
+        messages = body["messages"]
+    except (TypeError, KeyError):
+        return ""
+    for message in reversed(messages):
+        if isinstance(message, dict) and message.get("role") == "user":
+            content = message.get("content")
+            if isinstance(content, str):
+                return content
+            if isinstance(content, list):
+                return "\n".join(
+                    p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text"
+                )
+    return ""
+
+
+class _ClientGone(Exception):
+    pass
+
+
+# --- The server -----------------------------------------------------------------------------
+
+
+class FakeProvider:
+    """Start with `with FakeProvider() as server:` (or start()/stop())."""
+
+    def __init__(self, *, api_key: str | None = None, models: list[str] | None = None):
+        # When set, a request whose `Authorization: Bearer` differs gets OpenAI's 401.
+        self.api_key = api_key
+        # When set, a chat request for another model gets OpenAI's 404; /v1/models lists these.
+        self.models = models
+        self._lock = threading.Lock()
+        self._requests: list[RecordedRequest] = []
+        self._queue: list[Behaviour] = []
+        self._stopping = threading.Event()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._new_request = threading.Condition(self._lock)
+
+    # lifecycle
+
+    def start(self) -> "FakeProvider":
+        provider = self
+
+        class Handler(_Handler):
+            fake = provider
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-provider", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> "FakeProvider":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None, "the fake provider is not started"
+        return self._server.server_address[1]
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    # scripting
+
+    def script(self, *behaviours: Behaviour, reply: str | None = None, chunks: int = 4, delay: float = 0.0) -> None:
+        """Queue behaviours for the next requests; `reply=` is a shortcut for one Reply."""
+        queued: list[Behaviour] = list(behaviours)
+        if reply is not None:
+            queued.append(Reply(reply, chunks=chunks, delay=delay))
+        with self._lock:
+            self._queue.extend(queued)
+
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._queue)
+
+    def reset(self) -> None:
+        with self._lock:
+            self._queue.clear()
+            self._requests.clear()
+
+    def _next_behaviour(self, path: str) -> Behaviour | None:
+        is_models = path.rstrip("/").endswith("/models")
+        with self._lock:
+            if self._queue and (not is_models or getattr(self._queue[0], "applies_to_models", False)):
+                return self._queue.pop(0)
+        return None
+
+    # inspection
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def chat_requests(self) -> list[RecordedRequest]:
+        return [r for r in self.requests if r.method == "POST" and r.path.endswith("/chat/completions")]
+
+    def _record(self, request: RecordedRequest) -> None:
+        with self._new_request:
+            self._requests.append(request)
+            self._new_request.notify_all()
+
+    def wait_for_chat_requests(self, count: int, timeout: float = 10.0) -> list[RecordedRequest]:
+        """Block until at least `count` chat requests arrived; raise on timeout."""
+        deadline = time.monotonic() + timeout
+        with self._new_request:
+            while True:
+                chat = [r for r in self._requests if r.method == "POST" and r.path.endswith("/chat/completions")]
+                if len(chat) >= count:
+                    return chat
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError(
+                        f"the fake provider got {len(chat)} chat request(s), expected {count}: "
+                        f"{[(r.method, r.path) for r in self._requests]}"
+                    )
+                self._new_request.wait(left)
+
+    def sleep(self, seconds: float) -> bool:
+        """Wait `seconds`; False when the server is stopping."""
+        return not self._stopping.wait(seconds)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    fake: FakeProvider
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        pass
+
+    # plumbing
+
+    def _cors(self) -> None:
+        self.send_header("Access-Control-Allow-Origin", "*")
+        self.send_header("Access-Control-Allow-Headers", "*")
+        self.send_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
+
+    def _write(self, data: bytes) -> None:
+        try:
+            self.wfile.write(data)
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, OSError) as error:
+            raise _ClientGone() from error
+
+    def _send_json(self, status: int, value: Any, headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(value).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Connection", "close")
+        for name, text in (headers or {}).items():
+            self.send_header(name, text)
+        self._cors()
+        self.end_headers()
+        self._write(data)
+        self.close_connection = True
+
+    def _start_stream(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("Connection", "close")
+        self._cors()
+        self.end_headers()
+        self.close_connection = True
+        # Flush the headers now: a client waits for them before reading the body.
+        self._write(b"")
+
+    def _chunk(self, data: bytes) -> None:
+        self._write(b"%x\r\n%s\r\n" % (len(data), data))
+
+    def _event(self, value: Any) -> None:
+        payload = value if isinstance(value, str) else json.dumps(value)
+        self._chunk(f"data: {payload}\n\n".encode())
+
+    def _end_stream(self) -> None:
+        self._write(b"0\r\n\r\n")
+
+    # entry points
+
+    def do_OPTIONS(self) -> None:  # noqa: N802 - stdlib naming
+        self._record(b"")
+        self.send_response(204)
+        self._cors()
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+        self._recorded.finished.set()
+
+    def do_GET(self) -> None:  # noqa: N802
+        self._handle(b"")
+
+    def do_POST(self) -> None:  # noqa: N802
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        self._handle(raw)
+
+    def _record(self, raw: bytes) -> RecordedRequest:
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        self._recorded = RecordedRequest(
+            method=self.command,
+            path=self.path,
+            headers={k.lower(): v for k, v in self.headers.items()},
+            body=body,
+            raw_body=raw,
+            at=time.monotonic(),
+        )
+        self.fake._record(self._recorded)
+        return self._recorded
+
+    def _handle(self, raw: bytes) -> None:
+        recorded = self._record(raw)
+        try:
+            self._respond(recorded)
+        except _ClientGone:
+            recorded.client_gone.set()
+        finally:
+            recorded.finished.set()
+
+    def _respond(self, request: RecordedRequest) -> None:
+        fake = self.fake
+        path = request.path.split("?", 1)[0].rstrip("/")
+        if not (path.endswith("/chat/completions") or path.endswith("/models")):
+            self._send_json(404, {"error": {"message": f"Unknown path {path}", "type": "invalid_request_error", "code": None}})
+            return
+        if fake.api_key is not None and request.headers.get("authorization") != f"Bearer {fake.api_key}":
+            self._send_json(401, BAD_KEY_BODY)
+            return
+        behaviour = fake._next_behaviour(path)
+        if isinstance(behaviour, HttpError):
+            self._send_json(behaviour.status, behaviour.body, behaviour.headers)
+            return
+        if isinstance(behaviour, Hang):
+            fake.sleep(behaviour.seconds)
+            self.close_connection = True
+            return
+        if path.endswith("/models"):
+            if self.command != "GET":
+                self._send_json(405, {"error": {"message": "Use GET", "type": "invalid_request_error", "code": None}})
+                return
+            names = fake.models or ["fake-model"]
+            self._send_json(
+                200,
+                {"object": "list", "data": [{"id": n, "object": "model", "created": 1700000000, "owned_by": "fake"} for n in names]},
+            )
+            return
+        if self.command != "POST" or not isinstance(request.body, dict):
+            self._send_json(400, {"error": {"message": "We could not parse the JSON body of your request.", "type": "invalid_request_error", "code": None}})
+            return
+        model = request.body.get("model")
+        if fake.models is not None and model not in fake.models:
+            self._send_json(404, model_not_found_body(str(model)))
+            return
+        if behaviour is None:
+            behaviour = Reply(f"You said: {last_user_text(request.body)}")
+        if not request.body.get("stream"):
+            self._plain_reply(request, behaviour)
+            return
+        self._stream(request, behaviour)
+
+    def _plain_reply(self, request: RecordedRequest, behaviour: Behaviour) -> None:
+        if isinstance(behaviour, Garbage):
+            body = b"{not json"
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self._cors()
+            self.end_headers()
+            self._write(body)
+            return
+        text = behaviour.text if isinstance(behaviour, (Reply, Cut)) else ""
+        self._send_json(
+            200,
+            {
+                "id": "chatcmpl-fake",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": request.body.get("model"),
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                "usage": _usage(request.body, text),
+            },
+        )
+
+    def _stream(self, request: RecordedRequest, behaviour: Behaviour) -> None:
+        body = request.body
+        model = body.get("model")
+        created = int(time.time())
+
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+            return {
+                "id": "chatcmpl-fake",
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": model,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            }
+
+        self._start_stream()
+        if isinstance(behaviour, Garbage):
+            self._event(chunk({"role": "assistant", "content": ""}))
+            self._event("{not json")
+            self._event("{\"choices\": [{\"delta\": {\"content\": oops}}]")
+            self._event("[DONE]")
+            self._end_stream()
+            return
+        if isinstance(behaviour, Cut):
+            self._event(chunk({"role": "assistant", "content": ""}))
+            for piece in split_text(behaviour.text, behaviour.chunks):
+                self._event(chunk({"content": piece}))
+            # Close without the terminating chunk: the body is incomplete, as when a proxy drops it.
+            self.close_connection = True
+            try:
+                self.connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            return
+        assert isinstance(behaviour, Reply)
+        self._event(chunk({"role": "assistant", "content": ""}))
+        if behaviour.first_delay and not self.fake.sleep(behaviour.first_delay):
+            return
+        for i, piece in enumerate(split_text(behaviour.text, behaviour.chunks)):
+            if i and behaviour.delay and not self.fake.sleep(behaviour.delay):
+                return
+            self._event(chunk({"content": piece}))
+        self._event(chunk({}, "stop"))
+        if (body.get("stream_options") or {}).get("include_usage"):
+            self._event(
+                {
+                    "id": "chatcmpl-fake",
+                    "object": "chat.completion.chunk",
+                    "created": created,
+                    "model": model,
+                    "choices": [],
+                    "usage": _usage(body, behaviour.text),
+                }
+            )
+        self._event("[DONE]")
+        self._end_stream()
+
+
+def _usage(body: dict[str, Any], text: str) -> dict[str, int]:
+    prompt = len(json.dumps(body.get("messages", []))) // 4
+    completion = max(1, len(text) // 4)
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}

@@ -1,0 +1,410 @@
+"""Driving the built extension in Chromium: launch, find the worker, stop it, read storage, use the UI.
+
+Concept: one place that knows how to run Margin in a real browser, shared by the pytest fixtures
+(`conftest.py`) and the benchmark (`bench/run.py`).
+
+Rules:
+1. The UI is driven only through the accessible names of spec/product.md ("Message", "Send",
+   "Stop", "Conversation", "Copy", "Edit", "Regenerate", the options form). Bubbles are found as
+   `article[data-role=user|assistant]`.
+2. Storage is read directly with `chrome.storage.local.get(keys)` in an extension page; seeding it
+   (`storage_set`) is for setting up a test, never for checking the product.
+3. Stopping the service worker is proven, not assumed: `stop_service_worker()` returns only once
+   no service-worker target of the extension is left.
+4. Everything the browser logs (pages, page errors, the worker) goes to the `browser` logger and
+   into `console_lines`, so a failing test shows it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from playwright.sync_api import BrowserContext, ConsoleMessage, Page, Playwright, Worker
+
+log = logging.getLogger("browser")
+
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-gpu",
+    "--disable-quic",
+]
+
+# A cold start boots Pyodide (~1.7 s on an idle machine); leave room for a loaded one.
+COLD_TIMEOUT_MS = 45_000
+ANSWER_TIMEOUT_MS = 30_000
+
+
+def chromium_path() -> str:
+    return os.environ.get("CHROMIUM", "/usr/bin/chromium")
+
+
+@dataclass
+class Launched:
+    context: BrowserContext
+    extension_id: str
+    profile_dir: Path
+    console_lines: list[str] = field(default_factory=list)
+    # Uncaught exceptions in Margin's pages (the conftest fails a test that leaves any).
+    page_errors: list[str] = field(default_factory=list)
+
+    @property
+    def origin(self) -> str:
+        return f"chrome-extension://{self.extension_id}"
+
+    def close(self) -> None:
+        try:
+            self.context.close()
+        finally:
+            shutil.rmtree(self.profile_dir, ignore_errors=True)
+
+
+def launch(playwright: Playwright, dist_dir: Path, *, headless: bool = True) -> Launched:
+    """Chromium with the extension loaded and a fresh profile; waits for the service worker."""
+    dist_dir = Path(dist_dir).resolve()
+    if not (dist_dir / "manifest.json").is_file():
+        raise FileNotFoundError(f"no built extension at {dist_dir} (run python3 build.py)")
+    profile_dir = Path(tempfile.mkdtemp(prefix="margin-profile-"))
+    context = playwright.chromium.launch_persistent_context(
+        str(profile_dir),
+        headless=headless,
+        executable_path=chromium_path(),
+        args=[*CHROMIUM_ARGS, f"--disable-extensions-except={dist_dir}", f"--load-extension={dist_dir}"],
+    )
+    lines: list[str] = []
+    page_errors: list[str] = []
+    _pipe_console(context, lines, page_errors)
+    try:
+        workers = [w for w in context.service_workers if w.url.startswith("chrome-extension://")]
+        worker = workers[0] if workers else context.wait_for_event(
+            "serviceworker", predicate=lambda w: w.url.startswith("chrome-extension://"), timeout=20_000
+        )
+    except Exception as error:
+        context.close()
+        shutil.rmtree(profile_dir, ignore_errors=True)
+        raise RuntimeError(
+            f"Chromium did not start the extension's service worker from {dist_dir}: the extension "
+            f"probably failed to load (a file the manifest names is missing, or background.js throws "
+            f"at import). Load it with `python3 build.py run` to see chrome://extensions errors. ({error})"
+        ) from error
+    extension_id = worker.url.split("/")[2]
+    return Launched(context, extension_id, profile_dir, lines, page_errors)
+
+
+def _pipe_console(context: BrowserContext, lines: list[str], page_errors: list[str]) -> None:
+    started = time.monotonic()
+
+    def note(source: str, level: str, text: str) -> None:
+        line = f"[{time.monotonic() - started:7.2f}s] {source} {level}: {text}"
+        lines.append(line)
+        log.log(logging.ERROR if level in ("error", "pageerror") else logging.INFO, line)
+
+    def short(url: str) -> str:
+        return re.sub(r"^chrome-extension://[a-p]{32}", "ext:", url)
+
+    def on_page(page: Page) -> None:
+        page.on("console", lambda m: note(f"page {short(page.url)}", m.type, _console_text(m)))
+        def on_error(error: Any) -> None:
+            text = f"{short(page.url)}: {error}\n{getattr(error, 'stack', '') or ''}".rstrip()
+            page_errors.append(text)
+            note("page", "pageerror", text)
+
+        page.on("pageerror", on_error)
+        page.on("crash", lambda _: note(f"page {short(page.url)}", "error", "page crashed"))
+
+    def on_worker(worker: Worker) -> None:
+        note(f"worker {short(worker.url)}", "info", "started")
+        worker.on("console", lambda m: note(f"worker {short(worker.url)}", m.type, _console_text(m)))
+        worker.on("close", lambda _: note(f"worker {short(worker.url)}", "info", "stopped"))
+
+    context.on("page", on_page)
+    context.on("serviceworker", on_worker)
+    for page in context.pages:
+        on_page(page)
+    for worker in context.service_workers:
+        on_worker(worker)
+
+
+def _console_text(message: ConsoleMessage) -> str:
+    text = message.text
+    location = message.location or {}
+    if message.type in ("error", "warning") and location.get("url"):
+        text += f"  ({location['url'].rsplit('/', 1)[-1]}:{location.get('lineNumber')})"
+    return text
+
+
+def poll(check: Callable[[], Any], *, timeout: float, interval: float = 0.05, message: str | Callable[[], str] = "") -> Any:
+    """Call `check` until it returns something truthy; raise AssertionError after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            text = message() if callable(message) else message
+            raise AssertionError(f"timed out after {timeout:.1f}s: {text}")
+        time.sleep(interval)
+
+
+BUBBLE_TEXT_JS = """(node) => {
+    const copy = node.cloneNode(true);
+    copy.querySelectorAll('button, [role=button], [aria-hidden=true], [hidden]').forEach((n) => n.remove());
+    return copy.textContent.replace(/\\s+/g, ' ').trim();
+}"""
+
+
+class Margin:
+    """The extension under test, driven like a user would (plus storage access for asserts)."""
+
+    def __init__(self, launched: Launched):
+        self.launched = launched
+        self.context = launched.context
+        self.extension_id = launched.extension_id
+        self.origin = launched.origin
+        self._storage_page: Page | None = None
+
+    # --- pages ---------------------------------------------------------------------------------
+
+    def url(self, path: str) -> str:
+        return f"{self.origin}/{path.lstrip('/')}"
+
+    def open_panel(self, *, wait_ready: bool = True) -> Page:
+        """sidepanel.html in a tab of its own, once its first paint is done."""
+        page = self.context.new_page()
+        page.goto(self.url("sidepanel.html"))
+        if wait_ready:
+            self.wait_panel_ready(page)
+        return page
+
+    def wait_panel_ready(self, page: Page, timeout_ms: int = 15_000) -> None:
+        page.get_by_role("textbox", name="Message").wait_for(state="visible", timeout=timeout_ms)
+        page.wait_for_function("() => document.body && document.body.dataset.ready === '1'", timeout=timeout_ms)
+
+    def open_options(self) -> Page:
+        page = self.context.new_page()
+        page.goto(self.url("options.html"))
+        page.get_by_role("button", name="Save").wait_for(state="visible", timeout=15_000)
+        return page
+
+    # --- storage -------------------------------------------------------------------------------
+
+    def _extension_page(self) -> Page:
+        """An extension page that sends no message (so reading storage never wakes the worker)."""
+        if self._storage_page is None or self._storage_page.is_closed():
+            page = self.context.new_page()
+            # The manifest is an extension resource: the page has the extension's origin and
+            # chrome.storage, and runs none of Margin's scripts.
+            page.goto(self.url("manifest.json"))
+            page.wait_for_function("() => !!(globalThis.chrome && chrome.storage && chrome.storage.local)")
+            self._storage_page = page
+        return self._storage_page
+
+    def storage_get(self, keys: str | list[str] | None, area: str = "local") -> dict[str, Any]:
+        return self._extension_page().evaluate(
+            "([keys, area]) => chrome.storage[area].get(keys)", [keys, area]
+        )
+
+    def history(self) -> list[dict[str, Any]]:
+        return self.storage_get(["history"]).get("history", [])
+
+    def storage_set(self, items: dict[str, Any], area: str = "local") -> None:
+        self._extension_page().evaluate("([items, area]) => chrome.storage[area].set(items)", [items, area])
+
+    def storage_clear(self) -> None:
+        self._extension_page().evaluate(
+            "() => Promise.all([chrome.storage.local.clear(), chrome.storage.session.clear()])"
+        )
+
+    def send_message(self, message: dict[str, Any], page: Page | None = None) -> Any:
+        """chrome.runtime.sendMessage from an extension page; returns the reply envelope."""
+        page = page or self._extension_page()
+        return page.evaluate("(m) => chrome.runtime.sendMessage(m)", message)
+
+    # --- the service worker --------------------------------------------------------------------
+
+    def _cdp_targets(self) -> list[dict[str, Any]]:
+        session = self.context.new_cdp_session(self._extension_page())
+        try:
+            return session.send("Target.getTargets")["targetInfos"]
+        finally:
+            session.detach()
+
+    def worker_targets(self) -> list[dict[str, Any]]:
+        return [
+            t
+            for t in self._cdp_targets()
+            if t["type"] == "service_worker" and t["url"].startswith(self.origin + "/")
+        ]
+
+    def worker_running(self) -> bool:
+        return bool(self.worker_targets())
+
+    def stop_service_worker(self, timeout: float = 15.0) -> None:
+        """Stop the extension's service worker over CDP and wait until its target is gone.
+
+        A worker that is still starting (just after launch, or woken by an event) may ignore one
+        `stopAllWorkers`, so ask again every second, and close its target as a last resort."""
+        session = self.context.new_cdp_session(self._extension_page())
+        deadline = time.monotonic() + timeout
+        try:
+            session.send("ServiceWorker.enable")
+            attempt = 0
+            while True:
+                session.send("ServiceWorker.stopAllWorkers")
+                if attempt >= 2:
+                    for target in self.worker_targets():
+                        try:
+                            session.send("Target.closeTarget", {"targetId": target["targetId"]})
+                        except Exception:  # already gone
+                            pass
+                try:
+                    poll(lambda: not self.worker_running(), timeout=min(1.0, max(0.0, deadline - time.monotonic())))
+                    break
+                except AssertionError:
+                    if time.monotonic() >= deadline:
+                        raise AssertionError(f"the service worker is still running: {self.worker_targets()}") from None
+                attempt += 1
+            session.send("ServiceWorker.disable")
+        finally:
+            session.detach()
+
+    # --- the options page ----------------------------------------------------------------------
+
+    def configure_provider(
+        self,
+        *,
+        base_url: str,
+        api_key: str,
+        model: str = "fake-model",
+        name: str = "Fake provider",
+        provider_type: str = "openai",
+        page: Page | None = None,
+    ) -> Page:
+        """Fill the provider form, Save, and wait until the provider is in storage."""
+        page = page or self.open_options()
+        self.fill_provider_form(page, base_url=base_url, api_key=api_key, model=model, name=name, provider_type=provider_type)
+        page.get_by_role("button", name="Save").click()
+        poll(
+            lambda: any(
+                p.get("baseUrl") == base_url and p.get("model") == model
+                for p in self.storage_get(["providers"]).get("providers", [])
+            )
+            and self.storage_get(["activeProviderId"]).get("activeProviderId"),
+            timeout=ANSWER_TIMEOUT_MS / 1000,
+            message=lambda: f"Save did not store the provider: {self.storage_get(['providers', 'activeProviderId'])}",
+        )
+        return page
+
+    def save_provider(self, *, base_url: str, api_key: str, model: str = "fake-model", name: str = "Fake provider") -> dict[str, Any]:
+        """Set the active provider through the service worker's `options.save` (no options page)."""
+        provider = {"id": "fake", "type": "openai", "name": name, "baseUrl": base_url, "apiKey": api_key, "model": model}
+        reply = self.send_message({"type": "options.save", "payload": {"providers": [provider], "activeProviderId": "fake"}})
+        if not (isinstance(reply, dict) and reply.get("ok")):
+            raise AssertionError(f"options.save failed: {reply!r}")
+        return reply["value"]
+
+    def fill_provider_form(
+        self, page: Page, *, base_url: str, api_key: str, model: str, name: str = "Fake provider", provider_type: str = "openai"
+    ) -> None:
+        kind = page.get_by_role("combobox", name="Provider type")
+        kind.wait_for(state="visible")
+        if kind.evaluate("e => e.tagName") == "SELECT":
+            values = kind.evaluate("e => [...e.options].map(o => [o.value, o.textContent])")
+            value = next((v for v, _ in values if v == provider_type), None) or next(
+                v for v, label in values if provider_type.lower() in (v + label).lower()
+            )
+            kind.select_option(value)
+        for label, value in (("Name", name), ("Base URL", base_url), ("API key", api_key), ("Model", model)):
+            page.get_by_role("textbox", name=label, exact=True).fill(value)
+
+    # --- the side panel ------------------------------------------------------------------------
+
+    @staticmethod
+    def message_box(page: Page):
+        return page.get_by_role("textbox", name="Message")
+
+    @staticmethod
+    def bubbles(page: Page, role: str | None = None):
+        return page.locator(f"article[data-role={role}]" if role else "article[data-role]")
+
+    def bubble_texts(self, page: Page, role: str | None = None) -> list[str]:
+        """What each bubble says, whitespace collapsed, without its buttons and hidden decorations."""
+        return self.bubbles(page, role).evaluate_all(f"(nodes) => nodes.map({BUBBLE_TEXT_JS})")
+
+    def send(self, page: Page, text: str) -> None:
+        """Type into "Message" and press Enter (remembers how many answers were shown before)."""
+        page._margin_answers_before = self.bubbles(page, "assistant").count()  # type: ignore[attr-defined]
+        box = self.message_box(page)
+        box.fill(text)
+        box.press("Enter")
+
+    def wait_idle(self, page: Page, timeout_ms: int = COLD_TIMEOUT_MS) -> None:
+        """Until no turn is streaming: "Stop" is gone and "Send" is back."""
+        page.get_by_role("button", name="Stop").wait_for(state="hidden", timeout=timeout_ms)
+        page.get_by_role("button", name="Send").wait_for(state="visible", timeout=timeout_ms)
+
+    def wait_answer(self, page: Page, timeout_ms: int = COLD_TIMEOUT_MS, *, before: int | None = None) -> str:
+        """Until a new answer is complete (more assistant bubbles than `before`, the answer stored,
+        "Send" back); returns its text. `before` defaults to the count `send()` saw.
+
+        Raises with the alert's text if the turn failed instead."""
+        if before is None:
+            before = getattr(page, "_margin_answers_before", 0)
+        alert = page.get_by_role("alert")
+
+        def done() -> bool:
+            if alert.count() and alert.first.is_visible() and alert.first.inner_text().strip():
+                raise AssertionError(f"the turn failed: {alert.first.inner_text()!r}")
+            if self.bubbles(page, "assistant").count() <= before:
+                return False
+            if page.get_by_role("button", name="Stop").count():
+                return False
+            history = self.history()
+            return bool(history) and history[-1].get("role") == "assistant"
+
+        poll(done, timeout=timeout_ms / 1000, interval=0.1, message=lambda: f"no answer; history={self.history()}")
+        self.wait_idle(page)
+        return self.bubble_texts(page, "assistant")[-1]
+
+    def wait_alert(self, page: Page, timeout_ms: int = COLD_TIMEOUT_MS) -> str:
+        alert = page.get_by_role("alert").filter(has_text=re.compile(r"\S"))
+        alert.first.wait_for(state="visible", timeout=timeout_ms)
+        return alert.first.inner_text().strip()
+
+
+def realistic_history(count: int) -> list[dict[str, Any]]:
+    """`count` records alternating user/assistant, with Markdown, lists and code blocks."""
+    records: list[dict[str, Any]] = []
+    for i in range(count):
+        if i % 2 == 0:
+            records.append({"role": "user", "content": f"Question {i // 2 + 1}: how do I read a file line by line in Python and count the words on each line?"})
+        else:
+            records.append(
+                {
+                    "role": "assistant",
+                    "content": (
+                        f"## Answer {i // 2 + 1}\n\nOpen the file with a **context manager** and iterate over it:\n\n"
+                        "```python\nwith open(path, encoding='utf-8') as handle:\n    for number, line in enumerate(handle, 1):\n"
+                        "        print(number, len(line.split()))\n```\n\n"
+                        "- `open()` returns a lazy iterator, so big files are fine\n- `split()` with no argument splits on any whitespace\n\n"
+                        "| call | meaning |\n| --- | --- |\n| `enumerate` | numbers the lines |\n\nSee [the docs](https://docs.python.org/3/library/functions.html#open)."
+                    ),
+                }
+            )
+    return records
+
+
+def dump_json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, indent=1)

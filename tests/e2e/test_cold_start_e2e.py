@@ -1,0 +1,48 @@
+"""History survives a stopped service worker, the panel paints it, and the next send boots Python cold."""
+
+from __future__ import annotations
+
+from fake_provider import FakeProvider
+from harness import Margin
+
+
+def test_history_survives_a_stopped_worker_and_the_next_send_works(configured_margin: Margin, fake_provider: FakeProvider):
+    margin = configured_margin
+    page = margin.open_panel()
+    fake_provider.script(reply="I will **remember** that.")
+    margin.send(page, "Remember the number 42")
+    margin.wait_answer(page)
+    page.close()
+
+    margin.stop_service_worker()
+    assert not margin.worker_running()
+
+    page = margin.open_panel()
+    assert margin.bubble_texts(page) == ["Remember the number 42", "I will remember that."]
+    assert margin.bubbles(page, "assistant").locator("strong").inner_text() == "remember"
+
+    margin.send(page, "What number?")
+    answer = margin.wait_answer(page)
+    assert answer.strip() == "You said: What number?"
+    assert margin.worker_running()
+
+    last = fake_provider.wait_for_chat_requests(2)[-1]
+    sent = [(m["role"], m["content"]) for m in last.body["messages"] if m["role"] != "system"]
+    assert sent == [
+        ("user", "Remember the number 42"),
+        ("assistant", "I will **remember** that."),
+        ("user", "What number?"),
+    ]
+    assert [r["role"] for r in margin.history()] == ["user", "assistant", "user", "assistant"]
+
+
+def test_the_panel_paints_history_while_the_worker_is_stopped(margin: Margin):
+    seeded = [
+        {"role": "user", "content": "Seeded question"},
+        {"role": "assistant", "content": "Seeded *answer* with `code`."},
+    ]
+    margin.storage_set({"history": seeded})
+    margin.stop_service_worker()
+    page = margin.open_panel()
+    assert margin.bubble_texts(page) == ["Seeded question", "Seeded answer with code."]
+    assert margin.bubbles(page, "assistant").locator("em").inner_text() == "answer"

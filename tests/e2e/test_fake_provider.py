@@ -1,0 +1,235 @@
+"""The fake provider itself, driven by plain HTTP (no browser): what it answers and what it records."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import time
+
+import pytest
+
+from fake_provider import (
+    Cut,
+    FakeProvider,
+    Garbage,
+    Hang,
+    bad_key,
+    model_not_found,
+    rate_limited,
+    server_error,
+    slow_stream,
+    split_text,
+)
+
+
+@pytest.fixture
+def server():
+    with FakeProvider() as fake:
+        yield fake
+
+
+def post(server: FakeProvider, body: dict, headers: dict | None = None, timeout: float = 5.0):
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=timeout)
+    conn.request(
+        "POST",
+        "/v1/chat/completions",
+        body=json.dumps(body),
+        headers={"Content-Type": "application/json", "Authorization": "Bearer sk-test", **(headers or {})},
+    )
+    return conn, conn.getresponse()
+
+
+def sse_events(raw: bytes) -> list[str]:
+    return [line[len("data: "):] for line in raw.decode().split("\n") if line.startswith("data: ")]
+
+
+def stream_text(events: list[str]) -> str:
+    text = ""
+    for event in events:
+        if event == "[DONE]":
+            break
+        for choice in json.loads(event)["choices"]:
+            text += choice["delta"].get("content") or ""
+    return text
+
+
+BODY = {"model": "fake-model", "stream": True, "messages": [{"role": "user", "content": "hello there"}]}
+
+
+def test_default_stream_echoes_the_last_user_text_and_ends_with_done(server):
+    conn, response = post(server, {**BODY, "stream_options": {"include_usage": True}})
+    assert response.status == 200
+    assert response.getheader("Content-Type").startswith("text/event-stream")
+    assert response.getheader("Access-Control-Allow-Origin") == "*"
+    events = sse_events(response.read())
+    conn.close()
+    first = json.loads(events[0])
+    assert first["choices"][0]["delta"]["role"] == "assistant"
+    assert stream_text(events) == "You said: hello there"
+    assert events[-1] == "[DONE]"
+    finishes = [json.loads(e)["choices"][0]["finish_reason"] for e in events[:-1] if json.loads(e)["choices"]]
+    assert finishes[-1] == "stop"
+    usage = json.loads(events[-2])
+    assert usage["choices"] == [] and usage["usage"]["total_tokens"] > 0
+
+
+def test_no_usage_chunk_unless_asked(server):
+    conn, response = post(server, BODY)
+    events = sse_events(response.read())
+    conn.close()
+    assert all("usage" not in json.loads(e) for e in events[:-1])
+
+
+def test_scripted_reply_is_split_into_chunks_in_order(server):
+    server.script(reply="**bold** and more text", chunks=5)
+    conn, response = post(server, BODY)
+    events = sse_events(response.read())
+    conn.close()
+    contents = [json.loads(e)["choices"][0]["delta"].get("content") for e in events[1:-2]]
+    assert len(contents) == 5
+    assert "".join(contents) == "**bold** and more text"
+
+
+def test_queue_is_fifo_and_falls_back_to_echo(server):
+    server.script(reply="first")
+    server.script(reply="second")
+    texts = []
+    for _ in range(3):
+        conn, response = post(server, BODY)
+        texts.append(stream_text(sse_events(response.read())))
+        conn.close()
+    assert texts == ["first", "second", "You said: hello there"]
+
+
+def test_non_streaming_reply(server):
+    server.script(reply="plain answer")
+    conn, response = post(server, {**BODY, "stream": False})
+    value = json.loads(response.read())
+    conn.close()
+    assert value["choices"][0]["message"] == {"role": "assistant", "content": "plain answer"}
+    assert value["usage"]["total_tokens"] > 0
+
+
+def test_records_method_path_headers_and_body(server):
+    conn, response = post(server, BODY, headers={"X-Extra": "1"})
+    response.read()
+    conn.close()
+    (request,) = server.chat_requests
+    assert request.method == "POST"
+    assert request.path == "/v1/chat/completions"
+    assert request.headers["authorization"] == "Bearer sk-test"
+    assert request.headers["x-extra"] == "1"
+    assert request.body == BODY
+    assert request.finished.wait(2)
+
+
+def test_models_lists_the_configured_models():
+    with FakeProvider(models=["a", "b"]) as server:
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
+        conn.request("GET", "/v1/models")
+        value = json.loads(conn.getresponse().read())
+        conn.close()
+    assert [m["id"] for m in value["data"]] == ["a", "b"]
+
+
+@pytest.mark.parametrize(
+    "behaviour, status, code",
+    [
+        (bad_key(), 401, "invalid_api_key"),
+        (model_not_found("nope"), 404, "model_not_found"),
+        (rate_limited(7), 429, "rate_limit_exceeded"),
+        (server_error(), 500, None),
+    ],
+)
+def test_scripted_http_errors_carry_real_provider_bodies(server, behaviour, status, code):
+    server.script(behaviour)
+    conn, response = post(server, BODY)
+    value = json.loads(response.read())
+    conn.close()
+    assert response.status == status
+    assert value["error"]["code"] == code
+    assert value["error"]["message"]
+    if status == 429:
+        assert response.getheader("Retry-After") == "7"
+    assert response.getheader("Access-Control-Allow-Origin") == "*"
+
+
+def test_wrong_key_and_unknown_model_fail_without_scripting():
+    with FakeProvider(api_key="sk-right", models=["fake-model"]) as server:
+        conn, response = post(server, BODY, headers={"Authorization": "Bearer sk-wrong"})
+        assert response.status == 401 and json.loads(response.read())["error"]["code"] == "invalid_api_key"
+        conn.close()
+        conn, response = post(server, {**BODY, "model": "other"}, headers={"Authorization": "Bearer sk-right"})
+        assert response.status == 404 and json.loads(response.read())["error"]["code"] == "model_not_found"
+        conn.close()
+        conn, response = post(server, BODY, headers={"Authorization": "Bearer sk-right"})
+        assert response.status == 200
+        response.read()
+        conn.close()
+
+
+def test_garbage_stream_has_events_that_are_not_json(server):
+    server.script(Garbage())
+    conn, response = post(server, BODY)
+    events = sse_events(response.read())
+    conn.close()
+    assert "{not json" in events
+
+
+def test_cut_stream_ends_without_done_and_without_the_end_of_the_body(server):
+    server.script(Cut("partial answer", chunks=2))
+    conn, response = post(server, BODY)
+    with pytest.raises(http.client.IncompleteRead) as caught:
+        response.read()
+    conn.close()
+    events = sse_events(caught.value.partial)
+    assert "[DONE]" not in events
+    assert stream_text(events) == "partial answer"
+
+
+def test_hang_sends_nothing_and_is_bounded(server):
+    server.script(Hang(seconds=0.5))
+    started = time.monotonic()
+    conn, response = None, None
+    with pytest.raises((http.client.RemoteDisconnected, ConnectionError)):
+        post(server, BODY, timeout=5)
+    assert 0.4 < time.monotonic() - started < 3
+
+
+def test_slow_stream_notices_a_client_that_goes_away(server):
+    server.script(slow_stream(chunks=50, delay=0.05))
+    sock = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+    data = json.dumps(BODY).encode()
+    sock.sendall(
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Content-Length: %d\r\n\r\n%s" % (len(data), data)
+    )
+    assert b"200" in sock.recv(4096)
+    time.sleep(0.2)
+    sock.close()
+    (request,) = server.chat_requests
+    assert request.finished.wait(5)
+    assert request.client_gone.is_set()
+
+
+def test_wait_for_chat_requests_times_out_with_what_it_saw(server):
+    with pytest.raises(AssertionError, match="got 0 chat request"):
+        server.wait_for_chat_requests(1, timeout=0.2)
+
+
+def test_split_text_keeps_every_character():
+    for text, n in [("abcdefghij", 3), ("ab", 5), ("", 4), ("x" * 100, 7)]:
+        pieces = split_text(text, n)
+        assert "".join(pieces) == text
+        assert len(pieces) <= max(1, n)
+
+
+def test_stop_returns_quickly_even_while_a_stream_is_sleeping():
+    server = FakeProvider().start()
+    server.script(slow_stream(chunks=100, delay=1.0))
+    conn, response = post(server, BODY)
+    started = time.monotonic()
+    server.stop()
+    assert time.monotonic() - started < 3
+    conn.close()
