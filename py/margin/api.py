@@ -17,7 +17,6 @@ import asyncio
 import importlib
 import json
 import sys
-import time
 import traceback
 from typing import Any
 
@@ -49,9 +48,6 @@ ROUTES: dict[str, str] = {
 
 # Requests a content script (untrusted page context) may make.
 CONTENT_SCRIPT_PREFIX = "page."
-
-_BOOTED_AT = time.monotonic()
-
 
 def resolve(name: str):
     target = ROUTES.get(name)
@@ -96,11 +92,16 @@ async def dispatch(platform: Platform, name: str, payload: Any, tier: str = "ext
 
 # -- handlers that belong to the app itself ---------------------------------------------------
 
+_boot: dict[str, Any] = {"bootMs": None, "bootedFrom": None}
+
+
+def record_boot(boot_ms: int, booted_from: str) -> None:
+    """The worker says how long Python took to start, and how ("snapshot" or "fresh")."""
+    _boot.update(bootMs=boot_ms, bootedFrom=booted_from)
+
+
 async def handle_ping(platform: Platform, payload: dict) -> dict[str, Any]:
-    return {
-        "python": ".".join(map(str, sys.version_info[:3])),
-        "uptimeMs": round((time.monotonic() - _BOOTED_AT) * 1000),
-    }
+    return {"python": ".".join(map(str, sys.version_info[:3])), **_boot}
 
 
 async def handle_state(platform: Platform, payload: dict) -> dict[str, Any]:
