@@ -183,15 +183,8 @@ class _Turn:
             except Exception:  # noqa: BLE001 - only an optimisation is lost; the answer matters
                 pass
         answer = Record("assistant", stream.text, self._answer_fields(provider, stream.usage))
-        try:
-            saved = await self._store_answer(question, answer, stamp=True)
-        except MarginError as error:
-            self.emit(_error_event(error))
-            return
-        if not saved:
-            self.emit(_error_event(_conversation_changed()))
-            return
-        self.emit({"event": "done"})
+        if await self._save_answer_or_report(question, answer, stamp=True):
+            self.emit({"event": "done"})
 
     async def _store_question(self, start: dict) -> list[Record]:
         read = await self._read()
@@ -229,15 +222,20 @@ class _Turn:
     async def _finish_stopped(self, question: list[Record], provider: dict[str, Any], text: str) -> None:
         if text:
             answer = Record("assistant", text, {**self._answer_fields(provider, None), "stopped": True})
-            try:
-                saved = await self._store_answer(question, answer, stamp=False)
-            except MarginError as error:
-                self.emit(_error_event(error))
-                return
-            if not saved:
-                self.emit(_error_event(_conversation_changed()))
+            if not await self._save_answer_or_report(question, answer, stamp=False):
                 return
         self.emit({"event": "stopped"})
+
+    async def _save_answer_or_report(self, question: list[Record], answer: Record, *, stamp: bool) -> bool:
+        """Store the answer; on failure emit the error event and say so."""
+        try:
+            saved = await self._store_answer(question, answer, stamp=stamp)
+        except MarginError as error:
+            self.emit(_error_event(error))
+            return False
+        if not saved:
+            self.emit(_error_event(_conversation_changed()))
+        return saved
 
     @staticmethod
     def _answer_fields(provider: dict[str, Any], usage: dict[str, Any] | None) -> dict[str, Any]:

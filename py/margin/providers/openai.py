@@ -84,13 +84,7 @@ def build_chat_request(provider: dict[str, Any], messages: list[Record], *, stre
     }
     if stream and include_usage:
         body["stream_options"] = {"include_usage": True}
-    return HttpRequest(
-        method="POST",
-        url=chat_url(provider["baseUrl"]),
-        headers=headers_for(provider, stream=stream),
-        body=dumps(body),
-        timeout=HEADERS_TIMEOUT,
-    )
+    return _chat_post(provider, body, stream=stream)
 
 
 # -- the stream, sans-IO --------------------------------------------------------------------
@@ -309,10 +303,14 @@ def _test_request(provider: dict[str, Any], *, max_tokens: bool) -> HttpRequest:
     }
     if max_tokens:
         body["max_tokens"] = 1
+    return _chat_post(provider, body, stream=False)
+
+
+def _chat_post(provider: dict[str, Any], body: dict[str, Any], *, stream: bool) -> HttpRequest:
     return HttpRequest(
         method="POST",
         url=chat_url(provider["baseUrl"]),
-        headers=headers_for(provider, stream=False),
+        headers=headers_for(provider, stream=stream),
         body=dumps(body),
         timeout=HEADERS_TIMEOUT,
     )
