@@ -663,7 +663,7 @@ def prepare(repo: Path = REPO) -> tuple[Path, dict[str, str]]:
 
 def command_test(args: list[str], repo: Path = REPO) -> int:
     python, env = prepare(repo)
-    command = [str(python), "-m", "pytest", "tests", "-q", "-p", "no:cacheprovider", *args]
+    command = [str(python), "-m", "pytest", "tests/unit", "tests/e2e", "-q", "-p", "no:cacheprovider", *args]
     return subprocess.run(command, cwd=repo, env=env).returncode
 
 

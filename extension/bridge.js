@@ -41,6 +41,16 @@ export async function storageRemove(areaName, keysJson) {
   }
 }
 
+// The names of the stored keys, no values: chrome.storage.<area>.getKeys() (Chrome 130+, hence
+// minimum_chrome_version "130"). Lets Python check that a session body exists without reading it.
+export async function storageKeys(areaName) {
+  try {
+    return reply(await area(areaName).getKeys());
+  } catch (error) {
+    return failed('storage', error);
+  }
+}
+
 // -- HTTP: fetch with a streaming body reader and abort --------------------------------------
 
 const responses = new Map(); // handle -> {reader, decoder, controller}; reader null until headers

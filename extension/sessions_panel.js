@@ -1,7 +1,11 @@
 // The sessions panel: list, search as you type, open, rename, pin, delete (with undo), export,
 // and the whole-backup export/import.
 //
-// API: mountSessionsPanel(root, {call, onOpened, onClose, readIndex, storage}) -> controller
+// API: preloadSessions({storage, readIndex}) -> Promise
+//        reads the index in idle time and keeps it in step with storage.onChanged (the change's
+//        newValue, never a re-read), then prepares the search data in idle slices. The side panel
+//        calls it once after its first paint, so "Sessions" opens as a paint from memory.
+//      mountSessionsPanel(root, {call, onOpened, onClose, readIndex, storage}) -> controller
 //   call(name, payload)  sends a request of docs/protocol.md and returns its `value`, or throws an
 //                        Error carrying `.code` and `.message`.
 //   onOpened(id)         called after "Open" made a session the current conversation.
@@ -9,7 +13,11 @@
 //   readIndex()          resolves to the raw `savedSessions` value; defaults to reading
 //                        chrome.storage.local directly (pages may read storage, never write it).
 //   storage              the chrome.storage-like object whose onChanged keeps the list fresh.
-// controller = {show(), hide(), refresh(), destroy()}.
+// controller = {show(), hide(), refresh(), search(query), destroy()}; `search` runs what typing in
+// "Search sessions" runs, synchronously, and returns the number of matches (the bench times it).
+// After a change request the list follows storage.onChanged; it never re-reads the index itself.
+// Each show() also sends `session.list` in the background: Python checks that every body key
+// exists (key names only) and marks a lost one damaged in the index, which onChanged then paints.
 //
 // Where search runs: here, in the page, over the index read once from storage. Python
 // (margin.sessions) owns every write and the migration; asking it per keystroke would move the
@@ -21,7 +29,9 @@
 const SAVED_SESSIONS = "savedSessions";
 const PREVIEW_LENGTH = 140;
 const UNDO_TOAST_MS = 8000;
-const PAGE_SIZE = 50;
+const UNDO_WINDOW_MS = 10_000;  // margin.sessions.UNDO_MS
+const PAGE_SIZE = 20;  // rows built per page: a side panel shows ~8; more follow as the list scrolls
+const VERIFY_EVERY_MS = 60_000;
 
 // ---- search (pure; also imported by tests under node) -------------------------------------------
 
@@ -249,26 +259,106 @@ function defaultReadIndex() {
   return chrome.storage.local.get(SAVED_SESSIONS).then((got) => got[SAVED_SESSIONS]);
 }
 
+// ---- the index in memory (one per page, shared by every mounted panel) ---------------------------
+
+const index = {
+  entries: null,          // the readable index; null until read, or while Python must repair it
+  version: 0,             // bumped at every new value
+  loading: null,          // the read in flight
+  readIndex: defaultReadIndex,
+  following: false,
+  listeners: new Set(),   // called after each new value
+  cache: new Map(),       // id -> {key, data}: folded text + bigram filter
+  warmHandle: 0,
+  verifiedAt: -Infinity,  // the last background session.list (bodies checked)
+  // For the bench and for honest figures: the cold read and the idle preparation.
+  timings: { readMs: null, prepareMs: null, prepareBusyMs: null, prepared: 0 },
+};
+
+function dataOf(entry) {
+  const key = `${entry.name}\u0000${entry.savedAt ?? 0}\u0000${entry.textDigest.length}`;
+  const hit = index.cache.get(entry.id);
+  if (hit && hit.key === key) return hit.data;
+  const data = searchData(entry);
+  index.cache.set(entry.id, { key, data });
+  return data;
+}
+
+function setIndex(raw) {
+  index.entries = readableIndex(raw);
+  index.version++;
+  warmIndex();
+  for (const listener of index.listeners) listener();
+}
+
+function readStoredIndex() {
+  if (!index.loading) {
+    const version = index.version;
+    const started = performance.now();
+    index.loading = Promise.resolve(index.readIndex()).then((raw) => {
+      index.timings.readMs = performance.now() - started;
+      if (index.version === version) setIndex(raw);  // a change that arrived meanwhile is newer
+    }).finally(() => { index.loading = null; });
+  }
+  return index.loading;
+}
+
+function follow(storage) {
+  if (index.following || !storage?.onChanged) return;
+  index.following = true;
+  storage.onChanged.addListener((changes, areaName) => {
+    if (areaName === "local" && SAVED_SESSIONS in changes) setIndex(changes[SAVED_SESSIONS].newValue);
+  });
+}
+
+// Build the search data in idle slices, so the first keystroke is as fast as the others.
+function warmIndex() {
+  cancelIdle(index.warmHandle);
+  const entries = index.entries ?? [];
+  const live = new Set(entries.map((e) => e.id));
+  for (const id of index.cache.keys()) if (!live.has(id)) index.cache.delete(id);
+  let i = 0;
+  const started = performance.now();
+  let busy = 0;
+  const step = (deadline) => {
+    const sliceStart = performance.now();
+    let count = 0;  // without requestIdleCallback: 20 sessions per task
+    const more = () => (deadline ? deadline.timeRemaining() > 2 : count++ < 20);
+    while (i < entries.length && more()) dataOf(entries[i++]);
+    busy += performance.now() - sliceStart;
+    index.timings.prepared = i;
+    if (i < entries.length) index.warmHandle = requestIdle(step);
+    else Object.assign(index.timings, { prepareMs: performance.now() - started, prepareBusyMs: busy });
+  };
+  index.warmHandle = requestIdle(step);
+}
+
+export function preloadSessions({ storage = globalThis.chrome?.storage, readIndex = null } = {}) {
+  if (readIndex) index.readIndex = readIndex;
+  follow(storage);
+  if (index.entries !== null) return Promise.resolve();
+  if (index.loading) return index.loading;
+  return new Promise((resolve) => requestIdle(() => readStoredIndex().then(resolve, resolve)));
+}
+
+export function sessionsIndexTimings() {
+  return { ...index.timings, sessions: index.entries?.length ?? null, version: index.version };
+}
+
+let lastMounted = null;
+export function activePanel() { return lastMounted; }
+
 export function mountSessionsPanel(root, options) {
   const { call, onOpened = () => {}, onClose = null } = options;
   const storage = options.storage ?? globalThis.chrome?.storage;
-  const readIndex = options.readIndex ?? defaultReadIndex;
-  let entries = [];
+  if (options.readIndex) index.readIndex = options.readIndex;
+  follow(storage);
+  const entriesNow = () => index.entries ?? [];
   let query = "";
   let renaming = null;          // id being renamed
   let toastTimer = 0;
   let destroyed = false;
-  const cache = new Map();      // id -> {key, data}: folded text + bigram filter
-  let warmHandle = 0;
-
-  const dataOf = (entry) => {
-    const key = `${entry.name}\u0000${entry.savedAt ?? 0}\u0000${entry.textDigest.length}`;
-    const hit = cache.get(entry.id);
-    if (hit && hit.key === key) return hit.data;
-    const data = searchData(entry);
-    cache.set(entry.id, { key, data });
-    return data;
-  };
+  let repairing = null;         // the session.list call that repairs an unreadable index
 
   const search = el("input", {
     type: "search", class: "sp-search", "aria-label": "Search sessions", placeholder: "Search sessions",
@@ -316,31 +406,35 @@ export function mountSessionsPanel(root, options) {
     try { return await action(); } catch (error) { showError(error); return undefined; }
   }
 
-  async function load() {
-    let raw = await readIndex();
-    if (readableIndex(raw) === null) {
-      // Legacy or damaged index: Python migrates and repairs it, then we read it again.
-      await call("session.list", {});
-      raw = await readIndex();
-    }
-    entries = readableIndex(raw) ?? [];
-    render();
-    warmSearch();
+  // The index in memory, read (and repaired by Python when it is legacy or damaged) if need be.
+  async function ensureLoaded() {
+    if (index.entries === null) await readStoredIndex();
+    if (index.entries === null) await repair();
   }
 
-  // Build the search data in idle slices after painting, so the first keystroke is fast too.
-  function warmSearch() {
-    cancelIdle(warmHandle);
-    let i = 0;
-    lastMatched = null;  // the entries changed: narrowing restarts
-    const step = (deadline) => {
-      let slice = 0;  // without requestIdleCallback: 20 sessions per task
-      const more = () => (deadline ? deadline.timeRemaining() > 2 : slice++ < 20);
-      while (i < entries.length && more()) dataOf(entries[i++]);
-      if (i < entries.length && !destroyed) warmHandle = requestIdle(step);
-    };
-    warmHandle = requestIdle(step);
+  function repair() {
+    // Legacy or damaged index: Python migrates and repairs it; onChanged brings the result.
+    repairing ??= call("session.list", {})
+      .then(() => (index.entries === null ? readStoredIndex() : undefined))
+      .finally(() => { repairing = null; });
+    return repairing;
   }
+
+  // Python checks the bodies exist (key names only) and marks lost ones damaged; never blocks.
+  // Bodies go missing when Chrome repairs its database (at start-up), so once a minute is plenty.
+  function verifyInBackground() {
+    if (performance.now() - index.verifiedAt < VERIFY_EVERY_MS) return;
+    index.verifiedAt = performance.now();
+    call("session.list", {}).catch((error) => console.warn("session.list:", error?.code, error?.message));
+  }
+
+  const onIndexChanged = () => {
+    lastMatched = null;  // the entries changed: narrowing restarts
+    if (destroyed || root.hidden) return;
+    if (index.entries === null) { repair().catch(showError); return; }
+    if (renaming === null) render();
+  };
+  index.listeners.add(onIndexChanged);
 
   let frame = 0;
   function scheduleRender() {
@@ -362,6 +456,7 @@ export function mountSessionsPanel(root, options) {
 
   function render() {
     const within = lastMatched && narrows(lastQuery, query) ? lastMatched : null;
+    const entries = entriesNow();
     matched = matchSessions(entries, query, dataOf, within);
     lastQuery = query;
     lastMatched = queryWords(query).length ? matched : null;
@@ -447,11 +542,11 @@ export function mountSessionsPanel(root, options) {
     if (open) menu.querySelector("button").focus();
   }
 
+  // The list follows storage.onChanged: a change request needs no re-read of the index.
   async function mutate(name, payload) {
-    await guarded(async () => {
-      await call(name, payload);
-      await load();
-    });
+    const failed = Symbol("failed");
+    const result = await guarded(() => call(name, payload).then(() => null, (error) => { showError(error); return failed; }));
+    if (result === failed) render();  // e.g. a rename that did not happen: show the list as stored
   }
 
   async function openSession(row) {
@@ -459,13 +554,12 @@ export function mountSessionsPanel(root, options) {
       await call("session.open", { id: row.id });
       onOpened(row.id);
     });
-    await load().catch(showError);  // a damaged session was just marked
   }
 
   async function deleteSession(row) {
     const result = await guarded(() => call("session.delete", { id: row.id }));
     if (!result) return;
-    entries = entries.filter((e) => e.id !== row.id);
+    if (index.entries) index.entries = index.entries.filter((e) => e.id !== row.id);  // onChanged confirms
     render();
     clearTimeout(toastTimer);
     toastText.textContent = `Deleted \u201c${row.name}\u201d.`;
@@ -476,6 +570,8 @@ export function mountSessionsPanel(root, options) {
       await mutate("session.undelete", { undo: result.undo });
     };
     toastTimer = setTimeout(() => { toast.hidden = true; }, UNDO_TOAST_MS);
+    // Once the undo window has passed, a session call removes the body (session.list purges it).
+    setTimeout(() => { if (!destroyed) call("session.list", {}).catch(() => {}); }, UNDO_WINDOW_MS + 500);
   }
 
   async function exportSession(row, format, menu) {
@@ -499,13 +595,8 @@ export function mountSessionsPanel(root, options) {
     const text = await file.text();
     const result = await guarded(() => call("backup.import", { text }));
     status.textContent = result ? result.message : "";
-    if (result) await load().catch(showError);
   }
 
-  const onStorageChanged = (changes, areaName) => {
-    if (areaName === "local" && SAVED_SESSIONS in changes && renaming === null) load().catch(showError);
-  };
-  storage?.onChanged?.addListener(onStorageChanged);
   const onDocumentClick = (event) => {
     if (!event.target.closest?.(".sp-menu-wrap")) {
       for (const menu of list.querySelectorAll(".sp-menu")) menu.hidden = true;
@@ -513,20 +604,33 @@ export function mountSessionsPanel(root, options) {
   };
   document.addEventListener("click", onDocumentClick);
 
+  async function showList() {
+    if (index.entries === null) await ensureLoaded();
+    render();  // from memory: the index was preloaded and followed
+    verifyInBackground();
+  }
+
   const controller = {
-    show() { root.hidden = false; search.focus(); return load().catch(showError); },
+    show() { root.hidden = false; search.focus(); return showList().catch(showError); },
     hide() { root.hidden = true; },
-    refresh: () => load().catch(showError),
+    refresh: () => readStoredIndex().then(render).catch(showError),
+    search(text) {
+      search.value = text;
+      query = text;
+      render();
+      return matched.length;
+    },
     destroy() {
       destroyed = true;
       observer?.disconnect();
-      cancelIdle(warmHandle);
-      storage?.onChanged?.removeListener(onStorageChanged);
+      index.listeners.delete(onIndexChanged);
       document.removeEventListener("click", onDocumentClick);
       root.replaceChildren();
+      if (lastMounted === controller) lastMounted = null;
     },
   };
-  if (!root.hidden) load().catch(showError);
+  lastMounted = controller;
+  if (!root.hidden) showList().catch(showError);
   return controller;
 }
 

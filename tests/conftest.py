@@ -1,6 +1,18 @@
-"""Puts the Python package (py/) on sys.path for every test, unit and end-to-end."""
+"""Shared by every test, unit and end-to-end.
+
+- Puts the Python package (py/) on sys.path.
+- Runs the unit tests before the end-to-end ones, whatever order they were named in: they are the
+  fast feedback, and Playwright's sync API keeps an event loop running in the main thread while
+  its (session-wide) browser fixture lives, which would make every later `asyncio.run()` fail.
+"""
 
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "py"))
+
+E2E_DIR = Path(__file__).resolve().parent / "e2e"
+
+
+def pytest_collection_modifyitems(session, config, items):
+    items.sort(key=lambda item: E2E_DIR in Path(str(item.fspath)).parents)

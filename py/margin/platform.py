@@ -67,6 +67,12 @@ class ChromeStorageArea:
         except _BridgeFailure as failure:
             raise _storage_error(failure) from None
 
+    async def keys(self) -> list[str]:
+        try:
+            return list(await _call("storageKeys", self.area))
+        except _BridgeFailure as failure:
+            raise _storage_error(failure) from None
+
 
 class FetchResponse:
     def __init__(self, handle: int, status: int, headers: dict[str, str]):

@@ -5,7 +5,8 @@ It keeps chrome.storage's semantics that the core relies on:
 - absent keys are absent from a `get`;
 - a multi-key `set` is all or nothing;
 - there is no get-everything call; every key read is recorded in `reads` so tests can prove
-  what was (and was not) read;
+  what was (and was not) read; `keys()` lists key names (like chrome.storage's getKeys()) and is
+  counted in `key_listings`, not in `reads`;
 - `fail_after_writes=k` makes the store "die" after k successful writes (set or remove), for
   crash-safety tests: every later call raises `StoreCrashed` and changes nothing.
 """
@@ -29,6 +30,7 @@ class MemoryStorageArea:
                  quota_bytes: int | None = None):
         self._data: dict[str, str] = {}
         self.reads: list[str] = []
+        self.key_listings = 0
         self.writes: list[dict[str, Any] | tuple[str, list[str]]] = []
         self.fail_after_writes = fail_after_writes
         self.quota_bytes = quota_bytes
@@ -61,12 +63,18 @@ class MemoryStorageArea:
             self._data.pop(k, None)
         self.writes.append(("remove", list(keys)))
 
+    async def keys(self) -> list[str]:
+        self._check_alive()
+        self.key_listings += 1
+        return sorted(self._data)
+
     # -- test helpers -------------------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
         """Everything stored (for assertions only; the core cannot call this)."""
         return {k: json.loads(v) for k, v in self._data.items()}
 
-    def keys(self) -> list[str]:
+    def stored_keys(self) -> list[str]:
+        """The stored key names, synchronously (for assertions)."""
         return sorted(self._data)
 
     def revive(self) -> None:

@@ -4,7 +4,9 @@ Rule 1: the core never imports `js` or `pyodide`; it receives a `Platform` and t
 `local` and `session` storage areas, its HTTP `transport` and its `tabs`.
 Rule 2: a storage area behaves like chrome.storage: values are JSON (they round-trip through
 JSON), absent keys are absent from the result, a multi-key `set` is all or nothing, and there is
-no "get everything" call at all (see the GET_ALL_KEYS contract in `margin.storage`).
+no "get everything" call at all (see the GET_ALL_KEYS contract in `margin.storage`); `keys()` lists
+the stored key NAMES only (chrome.storage's `getKeys()`), so a caller can check that a body exists
+without reading it.
 Rule 3: HTTP is one method, `open()`, which resolves once the status and headers arrived; the
 body is then read chunk by chunk (decoded text) until `None`, or abandoned with `aclose()`.
 
@@ -25,6 +27,10 @@ class StorageArea(Protocol):
     async def set(self, items: dict[str, Any]) -> None: ...
 
     async def remove(self, keys: list[str]) -> None: ...
+
+    async def keys(self) -> list[str]:
+        """The names of every stored key (no values are read)."""
+        ...
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,10 @@ Rules:
    data (generated ids are hashes of the entry and its position), so a crash at any point leaves
    the old index in place and the next run writes the same bodies again: idempotent, nothing
    lost, nothing duplicated.
-3. Listing and searching read the index only, never a body.
+3. Listing and searching read the index only, never a body. Listing asks the store for its key
+   NAMES (`StorageArea.keys()`, chrome.storage's getKeys()) and marks an entry whose body key is
+   gone `damaged: "missing"` (and clears that mark when the body is back), so a lost body shows in
+   the list, not only when the session is opened.
 4. `history` remembers its session in `historySessionId`: saving again updates that session (body,
    digest, and name unless the user renamed it) and never rewrites another session's body. A save
    writes the body (with `historySessionId`) first, then the index, so a crash in between leaves
@@ -35,7 +38,9 @@ Rules:
    removed once the undo window (UNDO_MS) has passed, by the next session call. What undo needs
    lives in chrome.storage.session (`sessionUndo_<token>`), so it survives a worker restart;
    keeping the body in `local` meanwhile avoids pushing megabytes of images through the 10 MB
-   session area.
+   session area. Deleting the open conversation's session unlinks `historySessionId`; undo links
+   it again when the conversation is still the one that was open (its records at delete time are
+   a prefix of `history`), so saving again updates the session instead of making a copy.
 6. Search is case- and diacritics-insensitive in every script: both sides are folded by `fold()`
    (NFKD, lowercase + the ß/final-sigma/iota folds, NFKD, marks dropped), then every word of the
    query must occur as a substring of the folded name + digest (substring matching also serves
@@ -614,11 +619,27 @@ async def handle_new(platform: Platform, payload: dict) -> dict:
         return {"savedId": saved}
 
 
+async def check_bodies_present(area: StorageArea, entries: list[IndexEntry]) -> list[IndexEntry]:
+    """Entries whose body key is gone marked damaged "missing" (and back ones unmarked); reads no body."""
+    present = set(await area.keys())
+    checked: list[IndexEntry] = []
+    for entry in entries:
+        if entry.body_key not in present and entry.damaged != "missing":
+            entry = replace(entry, damaged="missing")
+        elif entry.body_key in present and entry.damaged == "missing":
+            entry = replace(entry, damaged=None)
+        checked.append(entry)
+    if any(a is not b for a, b in zip(entries, checked)):
+        await write_index(area, checked)
+    return checked
+
+
 async def handle_list(platform: Platform, payload: dict) -> dict:
     query = payload.get("query") if isinstance(payload, dict) else None
     async with _lock_for(platform.local):
         await purge_expired_trash(platform.local)
         entries = await read_session_index(platform.local)
+        entries = await check_bodies_present(platform.local, entries)
     return {"sessions": list_view(entries, query if isinstance(query, str) else "")}
 
 
@@ -669,10 +690,17 @@ async def handle_delete(platform: Platform, payload: dict) -> dict:
         entry = find_entry(entries, sid)
         token = secrets.token_hex(8)
         expires_at = now_ms() + UNDO_MS
-        # Undo data first: once the index forgets the entry, this is where it lives.
-        await platform.session.set({UNDO_PREFIX + token: {"entry": entry.to_json(), "expiresAt": expires_at}})
-        trash = await _read_trash(area)
         current = (await area.get([HISTORY_SESSION_ID])).get(HISTORY_SESSION_ID)
+        undo: dict[str, Any] = {"entry": entry.to_json(), "expiresAt": expires_at}
+        if current == sid:
+            # Remember which conversation was open (its length and hash, not its bytes) so undo can
+            # link it to its session again.
+            open_history = (await area.get([HISTORY])).get(HISTORY)
+            if isinstance(open_history, list) and open_history:
+                undo["reopen"] = {"length": len(open_history), "hash": body_hash(open_history)}
+        # Undo data first: once the index forgets the entry, this is where it lives.
+        await platform.session.set({UNDO_PREFIX + token: undo})
+        trash = await _read_trash(area)
         items: dict[str, Any] = {SESSION_TRASH: [*trash, {"id": sid, "expiresAt": expires_at}]}
         if current == sid:
             items[HISTORY_SESSION_ID] = None  # the open conversation, if saved again, is a new session
@@ -700,9 +728,26 @@ async def handle_undelete(platform: Platform, payload: dict) -> dict:
         if not any(e.id == sid for e in entries):
             restored = IndexEntry.from_clean_json(record["entry"])
             entries = [*entries, restored]
-        await write_index(area, entries, **{SESSION_TRASH: [t for t in trash if t["id"] != sid]})
+        items: dict[str, Any] = {SESSION_TRASH: [t for t in trash if t["id"] != sid]}
+        if await _still_open(area, record.get("reopen")):
+            items[HISTORY_SESSION_ID] = sid
+        await write_index(area, entries, **items)
         await platform.session.remove([key])
     return {}
+
+
+async def _still_open(area: StorageArea, reopen: Any) -> bool:
+    """True when no session is linked to `history` and it still starts with the conversation that
+    was open when the session was deleted (`reopen` = {length, hash} taken at delete time)."""
+    if not (isinstance(reopen, dict) and isinstance(reopen.get("length"), int) and reopen["length"] > 0
+            and isinstance(reopen.get("hash"), str)):
+        return False
+    stored = await area.get([HISTORY, HISTORY_SESSION_ID])
+    history = stored.get(HISTORY)
+    if stored.get(HISTORY_SESSION_ID) is not None or not isinstance(history, list):
+        return False
+    length = reopen["length"]
+    return len(history) >= length and body_hash(history[:length]) == reopen["hash"]
 
 
 async def handle_export(platform: Platform, payload: dict) -> dict:

@@ -193,15 +193,83 @@ def test_delete_removes_the_body_after_the_undo_window(platform, monkeypatch):
     assert err.value.code == "undo_expired"
 
 
-def test_missing_body_shows_damaged_and_open_explains(platform):
-    chat(platform, user("fragile"))
-    sid = new_session(platform)
-    run(platform.local.remove([session_body_key(sid)]))
-    assert listed(platform)[0]["damaged"] is False  # not known yet: the list reads no body
+def test_missing_body_shows_damaged_in_the_list_without_reading_any_body(platform):
+    seed(platform, "fragile", "sturdy")
+    by_name = {s["name"]: s["id"] for s in listed(platform)}
+    run(platform.local.remove([session_body_key(by_name["fragile"])]))  # Chrome lost the key
+    platform.local.reads.clear()
+    rows = {s["name"]: s for s in listed(platform)}
+    assert not any(k.startswith("session_") for k in platform.local.reads)
+    assert platform.local.key_listings > 0
+    assert rows["fragile"]["damaged"] is True and rows["fragile"]["damagedReason"] == "missing"
+    assert rows["sturdy"]["damaged"] is False
+    # The mark is in the stored index, where the panel reads it.
+    index = {e["id"]: e for e in platform.local.snapshot()[SAVED_SESSIONS]}
+    assert index[by_name["fragile"]]["damaged"] == "missing"
+    assert "damaged" not in index[by_name["sturdy"]]
+    # The rest of the list still works: search, open another session.
+    assert [s["name"] for s in listed(platform, "sturdy")] == ["sturdy"]
+    run(sessions.handle_open(platform, {"id": by_name["sturdy"]}))
     with pytest.raises(MarginError) as err:
-        run(sessions.handle_open(platform, {"id": sid}))
+        run(sessions.handle_open(platform, {"id": by_name["fragile"]}))
     assert err.value.code == "session_damaged" and "missing" in err.value.message
+
+
+def test_a_listing_that_finds_nothing_wrong_writes_nothing(platform):
+    seed(platform, "one", "two")
+    platform.local.writes.clear()
+    listed(platform)
+    assert platform.local.writes == []
+
+
+def test_a_body_that_comes_back_is_no_longer_damaged(platform):
+    seed(platform, "lost and found")
+    sid = listed(platform)[0]["id"]
+    body = platform.local.snapshot()[session_body_key(sid)]
+    run(platform.local.remove([session_body_key(sid)]))
     assert listed(platform)[0]["damaged"] is True
+    run(platform.local.set({session_body_key(sid): body}))
+    assert listed(platform)[0]["damaged"] is False
+
+
+def test_undo_after_deleting_the_open_session_links_the_conversation_again(platform):
+    chat(platform, user("draft"), answer("ok"))
+    sid = new_session(platform)
+    run(sessions.handle_open(platform, {"id": sid}))
+    token = run(sessions.handle_delete(platform, {"id": sid}))["undo"]
+    assert platform.local.snapshot()[HISTORY_SESSION_ID] is None
+    run(sessions.handle_undelete(platform, {"undo": token}))
+    assert platform.local.snapshot()[HISTORY_SESSION_ID] == sid
+    # Saving again updates that session: still one session, its body has the new turn.
+    chat(platform, user("draft"), answer("ok"), user("one more"))
+    assert new_session(platform) == sid
+    index = platform.local.snapshot()[SAVED_SESSIONS]
+    assert [e["id"] for e in index] == [sid]
+    assert platform.local.snapshot()[session_body_key(sid)]["history"][-1] == user("one more")
+
+
+def test_undo_links_again_even_after_another_turn_in_the_undo_window(platform):
+    chat(platform, user("draft"))
+    sid = new_session(platform)
+    run(sessions.handle_open(platform, {"id": sid}))
+    token = run(sessions.handle_delete(platform, {"id": sid}))["undo"]
+    history = platform.local.snapshot()[HISTORY]
+    run(platform.local.set({HISTORY: [*history, answer("a reply that arrived meanwhile")]}))
+    run(sessions.handle_undelete(platform, {"undo": token}))
+    assert platform.local.snapshot()[HISTORY_SESSION_ID] == sid
+
+
+def test_undo_does_not_link_a_different_conversation(platform):
+    chat(platform, user("old topic"))
+    sid = new_session(platform)
+    run(sessions.handle_open(platform, {"id": sid}))
+    token = run(sessions.handle_delete(platform, {"id": sid}))["undo"]
+    new_session(platform)  # saves the open conversation as a new session and clears it
+    chat(platform, user("a new topic"))
+    run(sessions.handle_undelete(platform, {"undo": token}))
+    data = platform.local.snapshot()
+    assert data[HISTORY_SESSION_ID] is None  # saving "a new topic" must not overwrite the old session
+    assert sid in {e["id"] for e in data[SAVED_SESSIONS]}
 
 
 def test_export_markdown_and_json(platform):
