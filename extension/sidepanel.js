@@ -898,5 +898,16 @@ async function wakePython() {
   call("images.bound", {}).catch((error) => console.warn("images.bound failed:", error.code, error.message));
 }
 
+// Read the sessions index in idle time after the first paint, so "Sessions" opens by painting
+// from memory (with a thousand full digests the index is ~100 MB and takes seconds to read).
+function preloadSessionsIndex() {
+  idle(() => import("./sessions_panel.js")
+    .then((module) => module.preloadSessions())
+    .catch((error) => console.warn("sessions preload failed:", error)));
+}
+
 // Paint first, then wake the worker: booting Python competes for the CPU the first paint needs.
-firstPaint().finally(wakePython);
+firstPaint().finally(() => {
+  wakePython();
+  preloadSessionsIndex();
+});
