@@ -194,7 +194,9 @@ def run(dist: Path, runs: int, only: set[str] | None) -> list[Result]:
 def table(results: list[Result]) -> str:
     rows = [("metric", "value", "target", "result")]
     for r in results:
-        value = f"{r.value:.2f} {r.unit}" if r.value is not None else "n/a"
+        # Ratios need their fourth decimal: 1.0147 against a 1.01 target must not print as 1.01.
+        digits = 4 if r.unit == "x" else 2
+        value = f"{r.value:.{digits}f} {r.unit}" if r.value is not None else "n/a"
         sign = "<=" if r.compare == "at_most" else (">" if r.compare == "above" else "<")
         target = f"{sign} {r.target:g} {r.unit}" if r.target is not None else "-"
         verdict = {True: "pass", False: "FAIL", None: "info"}[r.passed]

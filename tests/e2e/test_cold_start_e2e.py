@@ -46,3 +46,28 @@ def test_the_panel_paints_history_while_the_worker_is_stopped(margin: Margin):
     page = margin.open_panel()
     assert margin.bubble_texts(page) == ["Seeded question", "Seeded answer with code."]
     assert margin.bubbles(page, "assistant").locator("em").inner_text() == "answer"
+
+
+def test_a_cold_start_shows_starting_python_then_clears_it(margin: Margin):
+    # A fresh profile has no memory snapshot yet: Python starts from scratch (seconds).
+    page = margin.open_panel()
+    status = page.get_by_role("status").filter(has_text="Starting Python")
+    status.wait_for(state="visible", timeout=5_000)
+    status.wait_for(state="hidden", timeout=60_000)
+    assert margin.bubbles(page).count() == 0
+    # The panel is usable afterwards: the message box takes text.
+    margin.message_box(page).fill("hello")
+
+
+def test_the_next_cold_start_restores_python_from_its_memory_snapshot(margin: Margin):
+    first = margin.send_message({"type": "app.ping", "payload": {}})
+    assert first["ok"] and first["value"]["bootedFrom"] == "fresh"
+
+    margin.stop_service_worker()
+    again = margin.send_message({"type": "app.ping", "payload": {}})
+    assert again["ok"] and again["value"]["bootedFrom"] == "snapshot", again
+    assert again["value"]["bootMs"] < first["value"]["bootMs"]
+
+    # A request that needs the rest of the backend works after a restore too.
+    state = margin.send_message({"type": "app.state", "payload": {}})
+    assert state["ok"] and state["value"]["savedSessions"] == []
