@@ -196,7 +196,7 @@ chrome.runtime.onConnect.addListener((port) => {
       if (booting) (await python()).api.stop_turn(turnId);
       return;
     }
-    if (started) return;
+    if (started) return; // e.g. the panel's keepalive: receiving it already reset the idle timer
     started = true;
     try {
       const { api } = await python();

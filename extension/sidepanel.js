@@ -586,6 +586,8 @@ function submit() {
   startTurn(start, restore);
 }
 
+const KEEPALIVE_MS = 20_000;
+
 function startTurn(start, restore = null) {
   clearAlert();
   let port;
@@ -616,8 +618,16 @@ function startTurn(start, restore = null) {
   state.pinned = true;
   scrollToBottom();
 
+  // Chrome stops a worker that received no event for 30 s, even mid-request: a model that thinks
+  // (or a local server that loads the model) before its first token would lose the turn. A message
+  // on the port is an event for the worker; it ignores anything after the start but "stop".
+  // https://developer.chrome.com/docs/extensions/develop/concepts/service-workers/lifecycle
+  const keepAlive = setInterval(() => {
+    try { port.postMessage({ action: "keepalive" }); } catch { clearInterval(keepAlive); }
+  }, KEEPALIVE_MS);
   port.onMessage.addListener((message) => onTurnEvent(turn, message));
   port.onDisconnect.addListener(() => {
+    clearInterval(keepAlive);
     void chrome.runtime.lastError;
     if (!turn.ended) {
       endTurn(turn, { removeNow: true });
