@@ -142,6 +142,15 @@ export async function captureVisibleTab(windowId) {
   }
 }
 
+// The browser's UI language, for "auto" in the options ("en-US", "zh-CN", ...).
+export function uiLanguage() {
+  try {
+    return chrome.i18n.getUILanguage() || 'en';
+  } catch {
+    return 'en';
+  }
+}
+
 // -- Pyodide packages and turn ports (set up by background.js) -------------------------------
 
 let pyodideInstance = null;

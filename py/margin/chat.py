@@ -147,7 +147,7 @@ class _Turn:
         stream = None
         try:
             request_records = await images.prepare_request_history(
-                self.platform, question, language=options.model_language(settings))
+                self.platform, question, language=options.model_language(settings, self.platform.browser_language))
             module = provider_module(provider["type"])
             stream = await self._race(module.open_stream(self.platform.transport, provider, request_records))
             while True:

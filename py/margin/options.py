@@ -60,10 +60,10 @@ async def read_options(platform: Platform) -> dict[str, Any]:
     return {PROVIDERS: providers, ACTIVE_PROVIDER_ID: active_id, UI_LANGUAGE: language}
 
 
-def model_language(settings: dict[str, Any]) -> str:
-    """The language for text the model reads (image placeholders): "auto" means English."""
+def model_language(settings: dict[str, Any], browser_language: str = "en") -> str:
+    """The language for text the model reads (image placeholders): "auto" follows the browser."""
     language = settings.get(UI_LANGUAGE) or "auto"
-    return "en" if language == "auto" else language
+    return (browser_language or "en") if language == "auto" else language
 
 
 def active_provider_of(settings: dict[str, Any]) -> dict[str, Any]:

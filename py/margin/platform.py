@@ -151,4 +151,5 @@ def browser_platform() -> Platform:
         transport=FetchTransport(),
         tabs=ChromeTabs(),
         load_package=load_package,
+        browser_language=str(margin_bridge.uiLanguage()),
     )

@@ -97,6 +97,8 @@ class Platform:
     session: StorageArea
     transport: Transport
     tabs: Tabs
+    # The browser's UI language ("en-US", "zh-CN", ...): what "auto" in the options means.
+    browser_language: str = "en"
     # Makes a Pyodide package importable ("pillow"); a no-op under CPython, where it is installed.
     load_package: Callable[[str], Awaitable[None]] = field(default=None)  # type: ignore[assignment]
 

@@ -344,6 +344,20 @@ def test_images_are_sent_with_pixels_then_stamped_and_later_sent_as_a_placeholde
     assert turn.history[0]["content"][1]["image_url"]["url"] == PNG  # pixels never destroyed
 
 
+@pytest.mark.parametrize("ui_language, browser_language, label", [
+    ("auto", "zh-CN", "[图1："),      # "auto" follows the browser's UI language
+    ("auto", "en-US", "[Figure 1:"),
+    ("zh", "en-US", "[图1："),        # a chosen language wins over the browser's
+])
+def test_placeholders_speak_the_ui_language(ui_language, browser_language, label):
+    turn = Turn({"uiLanguage": ui_language}, [answer("A dot."), answer("Still a dot.")])
+    turn.platform.browser_language = browser_language
+    asyncio.run(turn.run(send("What is this?", [{"dataUrl": PNG, "name": "dot.png"}])))
+    asyncio.run(turn.run(send("And now?")))
+    second_request = json.dumps(turn.request(1), ensure_ascii=False)
+    assert label in second_request and PNG not in second_request
+
+
 def test_usage_refusal_is_remembered_on_the_provider():
     refusal = ScriptedResponse(status=400, chunks=['{"error":{"message":"unknown field stream_options"}}'],
                                headers={"content-type": "application/json"})
