@@ -19,6 +19,10 @@ const KNOWN_REQUESTS = new Set(CONTRACT.messages);
 
 let booting = null;
 
+// For DevTools and the end-to-end tests (a worker's global scope is not reachable from pages):
+// `await marginPython()` gives {pyodide, api, bootMs}.
+globalThis.marginPython = () => python();
+
 function python() {
   if (!booting) {
     booting = bootPython().catch((error) => {
