@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fake_provider import FakeProvider
-from harness import Margin
+from harness import Margin, poll
 
 
 def test_history_survives_a_stopped_worker_and_the_next_send_works(configured_margin: Margin, fake_provider: FakeProvider):
@@ -49,7 +49,11 @@ def test_the_panel_paints_history_while_the_worker_is_stopped(margin: Margin):
 
 
 def test_a_cold_start_shows_starting_python_then_clears_it(margin: Margin):
-    # A fresh profile has no memory snapshot yet: Python starts from scratch (seconds).
+    # Without its memory snapshot (a new version before its first boot), Python takes seconds.
+    margin.stop_service_worker()
+    margin._extension_page().evaluate("""() => new Promise((resolve, reject) => {
+        const request = indexedDB.deleteDatabase('margin-python');
+        request.onsuccess = resolve; request.onerror = reject; request.onblocked = resolve; })""")
     page = margin.open_panel()
     status = page.get_by_role("status").filter(has_text="Starting Python")
     status.wait_for(state="visible", timeout=5_000)
@@ -59,7 +63,21 @@ def test_a_cold_start_shows_starting_python_then_clears_it(margin: Margin):
     margin.message_box(page).fill("hello")
 
 
-def test_the_next_cold_start_restores_python_from_its_memory_snapshot(margin: Margin):
+def test_python_boots_at_install_and_the_next_cold_start_restores_its_memory_snapshot(margin: Margin):
+    # The install event starts Python and stores its snapshot before any page asked for anything.
+    count_snapshots = """() => new Promise((resolve) => {
+        const request = indexedDB.open('margin-python');
+        request.onupgradeneeded = () => request.transaction.abort();
+        request.onerror = () => resolve(0);
+        request.onsuccess = () => {
+            const db = request.result;
+            if (!db.objectStoreNames.contains('snapshots')) { db.close(); return resolve(0); }
+            const counted = db.transaction('snapshots').objectStore('snapshots').count();
+            counted.onsuccess = () => { db.close(); resolve(counted.result); };
+        };
+    })"""
+    poll(lambda: margin._extension_page().evaluate(count_snapshots) == 1, timeout=60,
+         message="no memory snapshot was stored after install")
     first = margin.send_message({"type": "app.ping", "payload": {}})
     assert first["ok"] and first["value"]["bootedFrom"] == "fresh"
 
