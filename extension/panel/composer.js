@@ -1,0 +1,239 @@
+// The composer: the message box, Send/Stop, attachments (chips, the file chooser, paste, drop,
+// Screenshot) and edit mode (a user bubble's words and images back in the box).
+//
+// Rules:
+// 1. What will be sent is `ui.message` + `state.attachments`; `submit` hands both to a turn and
+//    clears the box (the turn gives them back if nothing was stored).
+// 2. An attachment keeps the exact bytes the user gave (a data URL, never re-encoded here); files
+//    that are not images or are over 20 MB are refused with a sentence saying what to do.
+// 3. Edit mode keeps the draft that was in the box and restores it on Cancel / Esc.
+
+import { call, el, svg } from "../ui_common.js";
+import { $, ui, state, recordText, recordImages, showAlert } from "./state.js";
+import { startTurn, stopTurn } from "./turn.js";
+
+const MAX_IMAGE_BYTES = 20 * 1024 * 1024;
+
+// --- Composer ---------------------------------------------------------------------------------------
+
+export function autosize() {
+  const box = ui.message;
+  box.style.height = "auto";
+  box.style.height = `${Math.min(box.scrollHeight, Math.round(window.innerHeight * 0.4))}px`;
+}
+ui.message.addEventListener("input", autosize);
+
+ui.message.addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && !event.shiftKey && !event.isComposing && event.keyCode !== 229) {
+    event.preventDefault();
+    if (!state.turn) submit();
+  } else if (event.key === "Escape" && state.editing) {
+    event.preventDefault();
+    cancelEdit();
+  }
+});
+
+ui.composer.addEventListener("submit", (event) => {
+  event.preventDefault();
+  if (state.turn) stopTurn();
+  else submit();
+});
+
+export function setSendMode(streaming) {
+  ui.send.replaceChildren(svg(streaming ? "stop" : "send"));
+  ui.send.setAttribute("aria-label", streaming ? "Stop" : "Send");
+  ui.send.title = streaming ? "Stop" : "Send (Enter)";
+  ui.send.classList.toggle("stopping", streaming);
+}
+
+export function renderChips() {
+  ui.chips.replaceChildren(
+    ...state.attachments.map((attachment, i) => {
+      const img = el("img", { alt: attachment.alt || attachment.name || "Attached image" });
+      // Chrome cannot show some formats the model can still get (converted): TIFF, HEIC, ...
+      img.addEventListener("error", () => img.replaceWith(chipWithoutPreview(attachment)), { once: true });
+      img.src = attachment.dataUrl;
+      const remove = el(
+        "button",
+        { type: "button", class: "chip-remove", "aria-label": "Remove image", title: `Remove ${attachment.name || "image"}` },
+        svg("close"),
+      );
+      remove.addEventListener("click", () => {
+        state.attachments.splice(i, 1);
+        renderChips();
+        ui.message.focus();
+      });
+      return el("div", { class: "chip", title: attachment.name || "" }, img, remove);
+    }),
+  );
+  ui.chips.hidden = state.attachments.length === 0;
+}
+
+function chipWithoutPreview(attachment) {
+  const type = /^data:image\/([\w.+-]+)/i.exec(attachment.dataUrl || "")?.[1] || "image";
+  return el(
+    "span",
+    { class: "chip-no-preview", title: `${attachment.name || "Image"}: no preview in this browser` },
+    svg("image"),
+    el("span", { text: type.replace(/^x-/, "").toUpperCase().slice(0, 5) }),
+  );
+}
+
+function readAsDataUrl(file) {
+  return new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => resolve(reader.result);
+    reader.onerror = () => reject(reader.error);
+    reader.readAsDataURL(file); // the exact bytes, never re-encoded
+  });
+}
+
+async function addFiles(files, source) {
+  for (const file of files) {
+    const name = file.name || "image";
+    if (!file.type.startsWith("image/")) {
+      showAlert(`“${name}” is not an image. Attach a picture such as a PNG, JPEG, GIF or WebP file.`);
+      continue;
+    }
+    if (file.size > MAX_IMAGE_BYTES) {
+      showAlert(`“${name}” is larger than 20 MB. Attach a smaller image or a screenshot of it.`);
+      continue;
+    }
+    try {
+      const dataUrl = await readAsDataUrl(file);
+      state.attachments.push({ dataUrl, name, source });
+    } catch {
+      showAlert(`Margin could not read “${name}”. Try saving it to disk and attaching it again.`);
+    }
+  }
+  renderChips();
+}
+
+$("attach-image").append(svg("image"));
+$("attach-image").addEventListener("click", () => ui.fileInput.click());
+ui.fileInput.addEventListener("change", async () => {
+  await addFiles([...ui.fileInput.files], "file");
+  ui.fileInput.value = "";
+  ui.message.focus();
+});
+
+$("screenshot").append(svg("screenshot"));
+$("screenshot").addEventListener("click", async (event) => {
+  const button = event.currentTarget;
+  button.disabled = true;
+  try {
+    const shot = await call("tab.screenshot", {});
+    state.attachments.push({
+      dataUrl: shot.dataUrl,
+      name: shot.name || "Screenshot",
+      alt: shot.title ? `Screenshot of ${shot.title}` : "Screenshot",
+      source: "screenshot",
+      capturedAt: shot.capturedAt,
+    });
+    renderChips();
+  } catch (error) {
+    showAlert(error.message);
+  } finally {
+    button.disabled = false;
+    ui.message.focus();
+  }
+});
+
+ui.message.addEventListener("paste", (event) => {
+  const files = [...(event.clipboardData?.files || [])].filter((f) => f.type.startsWith("image/"));
+  if (!files.length) return;
+  if (!event.clipboardData.types.includes("text/plain")) event.preventDefault();
+  addFiles(files, "paste");
+});
+
+// Drag and drop anywhere on the panel, with a visible target.
+let dragDepth = 0;
+const hasFiles = (event) => [...(event.dataTransfer?.types || [])].includes("Files");
+document.addEventListener("dragenter", (event) => {
+  if (!hasFiles(event)) return;
+  dragDepth++;
+  ui.dropOverlay.hidden = false;
+});
+document.addEventListener("dragover", (event) => {
+  if (!hasFiles(event)) return;
+  event.preventDefault();
+  event.dataTransfer.dropEffect = "copy";
+});
+document.addEventListener("dragleave", () => {
+  dragDepth = Math.max(0, dragDepth - 1);
+  if (!dragDepth) ui.dropOverlay.hidden = true;
+});
+document.addEventListener("drop", (event) => {
+  if (!hasFiles(event)) return;
+  event.preventDefault();
+  dragDepth = 0;
+  ui.dropOverlay.hidden = true;
+  addFiles([...event.dataTransfer.files], "drop");
+});
+
+// --- Edit mode --------------------------------------------------------------------------------------
+
+function attachmentsOf(record) {
+  return recordImages(record).map((part, i) => ({
+    dataUrl: part.image_url.url,
+    name: part.meta?.name || `Image ${i + 1}`,
+    alt: part.meta?.alt,
+    source: part.meta?.source || "file",
+  }));
+}
+
+export function startEdit(index, record) {
+  if (state.turn) return;
+  if (!state.editing) {
+    state.editing = { index, draftText: ui.message.value, draftAttachments: state.attachments };
+  } else {
+    state.editing.index = index;
+  }
+  ui.message.value = recordText(record);
+  state.attachments = attachmentsOf(record);
+  renderChips();
+  ui.editBar.hidden = false;
+  ui.composer.classList.add("editing");
+  for (const node of ui.history.querySelectorAll("article.is-editing")) node.classList.remove("is-editing");
+  state.bubbles[index]?.node.classList.add("is-editing");
+  autosize();
+  ui.message.focus();
+  ui.message.setSelectionRange(ui.message.value.length, ui.message.value.length);
+}
+
+export function cancelEdit() {
+  if (!state.editing) return;
+  ui.message.value = state.editing.draftText;
+  state.attachments = state.editing.draftAttachments;
+  leaveEditMode();
+  ui.message.focus();
+}
+
+export function leaveEditMode() {
+  state.editing = null;
+  renderChips();
+  ui.editBar.hidden = true;
+  ui.composer.classList.remove("editing");
+  for (const node of ui.history.querySelectorAll("article.is-editing")) node.classList.remove("is-editing");
+  autosize();
+}
+
+$("edit-cancel").addEventListener("click", cancelEdit);
+
+// --- A turn -----------------------------------------------------------------------------------------
+
+function submit() {
+  const text = ui.message.value.trim();
+  const images = state.attachments.slice();
+  if (!text && !images.length) return;
+  const start = state.editing
+    ? { action: "edit", index: state.editing.index, text, images }
+    : { action: "send", text, images };
+  const restore = { text: ui.message.value, attachments: images, editing: state.editing };
+  ui.message.value = "";
+  state.attachments = [];
+  if (state.editing) leaveEditMode();
+  else renderChips();
+  autosize();
+  startTurn(start, restore);
+}

@@ -1,0 +1,312 @@
+// The conversation: bubbles painted from `history`, their actions (Copy, Edit, Regenerate, open an
+// image) and the image viewer.
+//
+// Rules:
+// 1. `applyHistory` is the only painter of stored records; it reconciles in place, so a bubble whose
+//    record did not change keeps its node (its highlighting, its scroll, its loaded image).
+// 2. First paint is fast: the last bubbles are rendered fully at once; older assistant bubbles show
+//    their text and become Markdown in idle time; older images load when scrolled near.
+// 3. An image the browser cannot display (a TIFF, say) shows a tile with its name instead of a
+//    broken image; the stored record is never touched.
+// 4. The one place "Regenerate" is offered is decided here (`regenerateIndex`).
+
+import { el, svg, copyText } from "../ui_common.js";
+import { renderMarkdown } from "../markdown.js";
+import { KEYS, $, ui, state, recordText, recordImages, scrollToBottom, announce, showAlert, idle } from "./state.js";
+import { startEdit, cancelEdit } from "./composer.js";
+import { startTurn, reconcileStreamingWithHistory } from "./turn.js";
+
+const EAGER_BUBBLES = 12;
+const EAGER_IMAGE_BUBBLES = 12;
+
+// Cheap identity of a record's look: images by length and ends (data URLs are megabytes).
+function signature(record) {
+  const images = recordImages(record)
+    .map((p) => {
+      const url = p.image_url.url;
+      return `${url.length}:${url.slice(0, 48)}:${url.slice(-48)}:${p.meta?.alt ?? ""}`;
+    })
+    .join(",");
+  return `${record.role}|${record.stopped ? 1 : 0}|${images}|${recordText(record)}`;
+}
+
+// --- Scroll pinning --------------------------------------------------------------------------------
+
+function isAtBottom() {
+  const c = ui.conversation;
+  return c.scrollHeight - c.scrollTop - c.clientHeight < 48;
+}
+
+// "Pinned" = the user is at the bottom: growing content (a streaming answer, bubbles sized late by
+// content-visibility, images decoding) keeps the bottom in view. Scrolling up unpins.
+ui.conversation.addEventListener("scroll", () => (state.pinned = isAtBottom()), { passive: true });
+const keepPinned = new ResizeObserver(() => {
+  if (state.pinned) scrollToBottom();
+});
+keepPinned.observe(ui.history);
+keepPinned.observe(ui.live);
+
+// --- Bubbles ----------------------------------------------------------------------------------------
+
+function actionButton(action, label, icon) {
+  return el(
+    "button",
+    { type: "button", class: "btn ghost icon action", "aria-label": label, title: label, dataset: { action } },
+    svg(icon),
+  );
+}
+
+const lazyImages = new IntersectionObserver(
+  (entries) => {
+    for (const entry of entries) {
+      if (!entry.isIntersecting) continue;
+      const img = entry.target;
+      lazyImages.unobserve(img);
+      const article = img.closest("article");
+      const part = recordImages(state.history[Number(article?.dataset.index)])[Number(img.dataset.part)];
+      if (part) img.src = part.image_url.url;
+      delete img.dataset.lazy;
+    }
+  },
+  { root: ui.conversation, rootMargin: "800px 0px" },
+);
+
+function imageThumb(part, index, lazy) {
+  const url = part.image_url.url;
+  const alt = part.meta?.alt || part.meta?.name || `Attached image ${index + 1}`;
+  if (!/^data:image\//i.test(url)) {
+    return el("span", { class: "thumb missing", text: "Image unavailable" });
+  }
+  const img = el("img", { alt, decoding: "async" });
+  const button = el("button", { type: "button", class: "thumb", "aria-label": `Open image: ${alt}`, dataset: { action: "view-image" } }, img);
+  img.addEventListener("error", () => showNoPreview(button, img, part.meta?.name || alt), { once: true });
+  // Parsing a multi-megabyte data URL is not free: old bubbles get theirs when scrolled near.
+  if (lazy) {
+    img.dataset.lazy = "1";
+    lazyImages.observe(img);
+  } else {
+    img.src = url;
+  }
+  return button;
+}
+
+// The browser could not decode the image (Chrome shows no TIFF, for one; the model got a converted
+// copy). The tile replaces the <img>, so "view-image" finds nothing to open and does nothing.
+function showNoPreview(button, img, name) {
+  if (!button.contains(img)) return;
+  const tile = el(
+    "span",
+    { class: "no-preview" },
+    svg("image"),
+    el("span", { class: "no-preview-name", text: name }),
+    el("span", { class: "no-preview-note", text: "Preview not available" }),
+  );
+  img.replaceWith(tile);
+  button.classList.add("unpreviewable");
+  button.setAttribute("aria-label", `${name}: preview not available`);
+  button.title = `${name}: this browser cannot show a preview of this image`;
+}
+
+function buildBubble(record, index, { regenerate, lite, deferImages }) {
+  const role = record.role === "user" ? "user" : "assistant";
+  const article = el("article", { class: `msg ${role}`, dataset: { role, index: String(index) } });
+  const body = el("div", { class: "bubble" });
+  if (role === "user") {
+    const images = recordImages(record);
+    if (images.length) {
+      const thumbs = images.map((part, i) => {
+        const thumb = imageThumb(part, i, deferImages);
+        thumb.querySelector?.("img")?.setAttribute("data-part", String(i));
+        return thumb;
+      });
+      body.append(el("div", { class: "images" }, ...thumbs));
+    }
+    const text = recordText(record);
+    if (text) body.append(el("div", { class: "text", text }));
+  } else {
+    const content = el("div", { class: "md" });
+    const text = recordText(record);
+    if (lite) {
+      content.classList.add("pending");
+      content.textContent = text;
+      article.dataset.pending = "1";
+    } else {
+      renderMarkdown(content, text);
+    }
+    body.append(content);
+    if (record.stopped) body.append(el("span", { class: "tag", text: "Stopped" }));
+  }
+  const actions = el("div", { class: "actions" });
+  const copy = actionButton("copy", "Copy", "copy");
+  copy.append(el("span", { class: "copied", "aria-hidden": "true", text: "Copied" }));
+  actions.append(copy);
+  if (role === "user") actions.append(actionButton("edit", "Edit", "edit"));
+  if (regenerate) actions.append(actionButton("regenerate", "Regenerate", "regenerate"));
+  article.append(body, actions);
+  return article;
+}
+
+// The one place "Regenerate" is offered: the last assistant bubble when the answer ends the
+// conversation; when a question was left unanswered (an error, a lost worker), its user bubble.
+function regenerateIndex(records) {
+  for (let i = records.length - 1; i >= 0; i--) {
+    const role = records[i].role;
+    if (role === "assistant" || role === "user") return i;
+  }
+  return -1;
+}
+
+const pendingUpgrades = [];
+let upgradeScheduled = false;
+
+function scheduleUpgrades() {
+  if (upgradeScheduled || !pendingUpgrades.length) return;
+  upgradeScheduled = true;
+  idle((deadline) => {
+    upgradeScheduled = false;
+    while (pendingUpgrades.length && (deadline.timeRemaining() > 3 || deadline.didTimeout)) {
+      const { node, index } = pendingUpgrades.shift();
+      if (!node.isConnected || !node.dataset.pending) continue;
+      const record = state.history[index];
+      const content = node.querySelector(".md");
+      if (!record || !content) continue;
+      const keepBottom = state.pinned;
+      const before = ui.conversation.scrollHeight;
+      const top = ui.conversation.scrollTop;
+      renderMarkdown(content, recordText(record));
+      content.classList.remove("pending");
+      delete node.dataset.pending;
+      // Keep what the user looks at still while older bubbles grow above it.
+      if (keepBottom) scrollToBottom();
+      else ui.conversation.scrollTop = top + (ui.conversation.scrollHeight - before);
+      if (deadline.didTimeout) break;
+    }
+    scheduleUpgrades();
+  });
+}
+
+export function applyHistory(raw, { initial = false } = {}) {
+  const records = Array.isArray(raw) ? raw : [];
+  const stickToBottom = initial || state.pinned;
+  state.history = records;
+  const regen = regenerateIndex(records);
+  const nodes = [];
+  const bubbles = [];
+  const eagerFrom = initial ? records.length - EAGER_BUBBLES : 0;
+  const eagerImagesFrom = initial ? records.length - EAGER_IMAGE_BUBBLES : 0;
+  const lite = [];
+  records.forEach((record, index) => {
+    if (!record || (record.role !== "user" && record.role !== "assistant")) {
+      bubbles.push(null);
+      return;
+    }
+    const sig = `${signature(record)}|${index === regen ? "R" : ""}`;
+    const old = state.bubbles[index];
+    if (old && old.sig === sig) {
+      old.node.dataset.index = String(index);
+      bubbles.push(old);
+      nodes.push(old.node);
+      return;
+    }
+    const isLite = index < eagerFrom && record.role === "assistant";
+    const node = buildBubble(record, index, {
+      regenerate: index === regen,
+      lite: isLite,
+      deferImages: index < eagerImagesFrom,
+    });
+    if (isLite) lite.push({ node, index });
+    bubbles.push({ sig, node });
+    nodes.push(node);
+  });
+  state.bubbles = bubbles;
+  // Reconcile in place: unchanged bubbles stay (and keep their highlighting and scroll).
+  const container = ui.history;
+  let cursor = container.firstChild;
+  for (const node of nodes) {
+    if (cursor === node) {
+      cursor = cursor.nextSibling;
+    } else {
+      container.insertBefore(node, cursor);
+    }
+  }
+  while (cursor) {
+    const next = cursor.nextSibling;
+    cursor.remove();
+    cursor = next;
+  }
+  // Newest first: the bubbles nearest to what the user sees become Markdown first.
+  pendingUpgrades.unshift(...lite.reverse());
+  scheduleUpgrades();
+
+  reconcileStreamingWithHistory();
+  updateEmptyState();
+  if (stickToBottom) scrollToBottom();
+  if (state.editing && state.history[state.editing.index]?.role !== "user") cancelEdit();
+}
+
+export function updateEmptyState() {
+  const empty = !ui.history.firstChild && !ui.live.firstChild;
+  ui.welcome.hidden = !empty;
+  ui.conversation.classList.toggle("empty", empty);
+  ui.welcomeSetup.hidden = state.providers.length > 0;
+}
+
+// Reads `history` again and paints it (a turn that ended without a storage change calls this).
+export async function refreshFromStorage() {
+  const stored = await chrome.storage.local.get([KEYS.history]);
+  applyHistory(stored[KEYS.history]);
+}
+
+// --- Bubble actions (one delegated listener) -----------------------------------------------------
+
+ui.conversation.addEventListener("click", async (event) => {
+  const button = event.target.closest("button[data-action]");
+  if (!button || !ui.conversation.contains(button)) return;
+  const article = button.closest("article");
+  const index = Number(article?.dataset.index);
+  const record = Number.isInteger(index) ? state.history[index] : null;
+  switch (button.dataset.action) {
+    case "copy": {
+      const text = record ? recordText(record) : state.turn?.text ?? "";
+      if (await copyText(text)) flashCopied(button);
+      else showAlert("Margin could not reach the clipboard. Select the text and copy it with Ctrl+C.");
+      break;
+    }
+    case "copy-code": {
+      const code = button.closest(".code-block")?.querySelector("code");
+      if (code && (await copyText(code.textContent))) flashCopied(button);
+      break;
+    }
+    case "edit":
+      if (record?.role === "user") startEdit(index, record);
+      break;
+    case "regenerate":
+      if (!state.turn) startTurn({ action: "regenerate" });
+      break;
+    case "view-image":
+      openViewer(button.querySelector("img"));
+      break;
+  }
+});
+
+function flashCopied(button) {
+  button.classList.add("is-copied");
+  announce("Copied");
+  clearTimeout(button._copiedTimer);
+  button._copiedTimer = setTimeout(() => button.classList.remove("is-copied"), 1500);
+}
+
+// --- Image viewer -----------------------------------------------------------------------------------
+
+function openViewer(img) {
+  if (!img) return;
+  ui.viewerImg.src = img.src;
+  ui.viewerImg.alt = img.alt;
+  ui.viewer.showModal();
+}
+$("viewer-close").append(svg("close"));
+$("viewer-close").addEventListener("click", () => ui.viewer.close());
+ui.viewer.addEventListener("click", (event) => {
+  if (event.target === ui.viewer) ui.viewer.close();
+});
+ui.viewer.addEventListener("close", () => ui.viewerImg.removeAttribute("src"));

@@ -1,0 +1,101 @@
+// What every part of the side panel shares: the panel's state, its element refs, and the small
+// things each feature uses (reading a record, alerts, the announcer, scrolling, idle time).
+//
+// Rules:
+// 1. `state` is the one mutable object of the panel; the features read and change it, nothing keeps
+//    a copy. `ui` holds the elements of sidepanel.html, looked up once.
+// 2. This module imports no other part of the panel, so every part can import it.
+
+import { CONTRACT } from "../generated/contract.js";
+import { svg } from "../ui_common.js";
+
+export const KEYS = CONTRACT.storage.keys;
+// When the panel's own code started running (after its libraries loaded): see __marginPaintBreakdown.
+export const moduleStartedAt = performance.now();
+
+export const $ = (id) => document.getElementById(id);
+export const ui = {
+  conversation: $("conversation"),
+  history: $("history"),
+  live: $("live"),
+  welcome: $("welcome"),
+  welcomeSetup: $("welcome-setup"),
+  model: $("model-name"),
+  message: $("message"),
+  send: $("send"),
+  composer: $("composer"),
+  chips: $("chips"),
+  editBar: $("edit-bar"),
+  alertBox: $("alert-box"),
+  alertText: $("alert-text"),
+  pythonStatus: $("python-status"),
+  pythonStatusText: $("python-status-text"),
+  fileInput: $("file-input"),
+  dropOverlay: $("drop-overlay"),
+  viewer: $("viewer"),
+  viewerImg: $("viewer-img"),
+  sessionsRoot: $("sessions-root"),
+  sessionsButton: $("sessions"),
+  announcer: $("announcer"),
+};
+
+export const state = {
+  history: [],
+  bubbles: [], // [{sig, node}] by history index
+  historyChanges: 0,
+  providers: [],
+  activeProviderId: null,
+  attachments: [], // [{dataUrl, name, alt?, source, capturedAt?}]
+  editing: null, // {index, draftText, draftAttachments}
+  turn: null,
+  lastTurn: null, // the turn that ended, until its stored answer is on screen
+  pinned: true, // the user is at the bottom of the conversation (see conversation.js)
+};
+
+// --- Records --------------------------------------------------------------------------------------
+
+export function recordText(record) {
+  const content = record?.content;
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) return "";
+  return content.filter((p) => p?.type === "text").map((p) => p.text ?? "").join("\n");
+}
+
+export function recordImages(record) {
+  const content = record?.content;
+  if (!Array.isArray(content)) return [];
+  return content.filter((p) => p?.type === "image_url" && typeof p.image_url?.url === "string");
+}
+
+// --- Scrolling, announcer, idle time -------------------------------------------------------------
+
+export function scrollToBottom() {
+  ui.conversation.scrollTop = ui.conversation.scrollHeight;
+}
+
+export function announce(text) {
+  ui.announcer.textContent = "";
+  requestAnimationFrame(() => (ui.announcer.textContent = text));
+}
+
+export const idle = window.requestIdleCallback
+  ? (fn) => window.requestIdleCallback(fn, { timeout: 1000 })
+  : (fn) => setTimeout(() => fn({ timeRemaining: () => 8, didTimeout: true }), 16);
+
+// --- Alerts (role=alert above the composer) --------------------------------------------------------
+
+export function showAlert(sentence) {
+  ui.alertText.textContent = sentence;
+  ui.alertBox.hidden = false;
+}
+
+export function clearAlert() {
+  ui.alertBox.hidden = true;
+  ui.alertText.textContent = "";
+}
+
+$("alert-dismiss").append(svg("close"));
+$("alert-dismiss").addEventListener("click", () => {
+  clearAlert();
+  ui.message.focus();
+});
