@@ -13,9 +13,12 @@ Import rules (`backup.import`):
    version each get `MarginError("bad_backup", <what is wrong and what to do>)`.
 2. Merge, never overwrite newer data: a session whose id is new is added; the same id is replaced
    only when the file's copy is newer (savedAt, else createdAt) and differs; otherwise skipped.
-3. Bodies are written before the index (as in margin.sessions), one body per write.
-4. The file's open conversation becomes `history` only when ours is empty; otherwise it is kept
-   as a session of its own (its id derives from its content, so importing twice adds it once).
+3. Bodies are written before the index (as in margin.sessions), one body per write. An imported
+   session leaves `sessionTrash` (in the index write), so emptying the trash cannot remove the
+   body just imported.
+4. The file's open conversation becomes `history` only when ours is empty (records we could not
+   read are parked first, as everywhere); otherwise it is kept as a session of its own (its id
+   derives from its content, so importing twice adds it once).
 5. Providers are added by id, never replacing a local one; options are set only if unset here.
 """
 
@@ -28,7 +31,7 @@ from typing import Any
 
 from . import sessions as s
 from .errors import MarginError
-from .history import parse_history
+from .history import parked_unreadable, parse_history
 from .ports import Platform
 from .storage import (ACTIVE_PROVIDER_ID, HISTORY, HISTORY_SESSION_ID, OPTION_DEFAULTS, PROVIDERS,
                       UI_LANGUAGE, get_all, session_body_key)
@@ -174,7 +177,9 @@ async def import_backup(platform: Platform, backup: dict[str, Any]) -> dict[str,
     if isinstance(current_raw, list) and parse_history(current_raw).records:
         ours = await area.get([HISTORY, HISTORY_SESSION_ID])
         their_id = current.get("historySessionId")
-        if not parse_history(ours.get(HISTORY)).records:
+        our_read = parse_history(ours.get(HISTORY))
+        if not our_read.records:
+            extra.update(await parked_unreadable(area, our_read))
             extra[HISTORY] = current_raw
             known = isinstance(their_id, str) and (their_id in by_id or their_id in changed)
             extra[HISTORY_SESSION_ID] = their_id if known else None
@@ -196,6 +201,13 @@ async def import_backup(platform: Platform, backup: dict[str, Any]) -> dict[str,
     if light[UI_LANGUAGE] == OPTION_DEFAULTS[UI_LANGUAGE] and isinstance(settings.get("uiLanguage"), str):
         extra[UI_LANGUAGE] = settings["uiLanguage"]
 
+    if changed:
+        # A session deleted moments ago (its body waits in the trash) and imported again must not
+        # lose the imported body when the trash is emptied.
+        trash = await s._read_trash(area)
+        kept = [t for t in trash if t["id"] not in changed]
+        if len(kept) != len(trash):
+            extra[s.SESSION_TRASH] = kept
     if changed or extra:
         merged = [changed.pop(e.id, e) for e in entries] + list(changed.values())
         await s.write_index(area, merged, **extra)

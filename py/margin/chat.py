@@ -189,7 +189,8 @@ class _Turn:
     async def _store_question(self, start: dict) -> list[Record]:
         read = await self._read()
         conversation = await conversation_for(self.platform, start, read.records)
-        unchanged = len(conversation) == len(read.records) and read.unreadable_raw is None
+        # Compared by value, not length: editing an unanswered last question keeps the length.
+        unchanged = conversation == read.records and read.unreadable_raw is None
         if not unchanged:
             try:
                 await write_history(self.platform.local, conversation, read)

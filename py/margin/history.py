@@ -10,17 +10,24 @@ Rules (../shared/spec/storage-model.md, "One global, flat history"):
 3. One send = exactly one user bubble: regenerate removes the old answer before the new turn,
    edit & resend removes the edited bubble and everything after it before sending.
 4. Reading never destroys: records that are not valid are left out of the conversation shown,
-   and `read_history` reports them so the caller can keep the raw value before its next write.
+   and `read_history` reports them so the caller keeps the raw value before its next write
+   (`parked_unreadable`): under `historyUnreadable`, or, when that already holds another value,
+   under `historyUnreadable_<12 hex of its sha256>`, so parking never overwrites what was parked.
+   Every write that replaces `history` goes through it (`write_history` does so itself).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import MarginError
 from .ports import StorageArea
-from .storage import HISTORY
+from .storage import HISTORY, HISTORY_SESSION_ID
+
+HISTORY_UNREADABLE = "historyUnreadable"
 
 ROLES = ("user", "assistant", "system")
 
@@ -103,13 +110,27 @@ def history_json(records: list[Record]) -> list[dict[str, Any]]:
     return [r.to_json() for r in records]
 
 
+def canonical_hash(value: Any) -> str:
+    """sha256 (hex) of a stored value's canonical JSON: equal values, equal hashes."""
+    encoded = json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    return hashlib.sha256(encoded.encode("utf-8")).hexdigest()
+
+
+async def parked_unreadable(area: StorageArea, read: HistoryRead | None) -> dict[str, Any]:
+    """The items to add to the write that replaces `history`, so what `read` could not parse is
+    kept (rule 4); {} when everything was readable."""
+    if read is None or read.unreadable_raw is None:
+        return {}
+    stored = await area.get([HISTORY_UNREADABLE])
+    if HISTORY_UNREADABLE not in stored or stored[HISTORY_UNREADABLE] == read.unreadable_raw:
+        return {HISTORY_UNREADABLE: read.unreadable_raw}
+    return {f"{HISTORY_UNREADABLE}_{canonical_hash(read.unreadable_raw)[:12]}": read.unreadable_raw}
+
+
 async def write_history(area: StorageArea, records: list[Record], read: HistoryRead | None = None) -> None:
-    """Write the conversation. If `read` found unreadable records, keep the raw value first."""
-    items: dict[str, Any] = {HISTORY: history_json(records)}
-    if read is not None and read.unreadable_raw is not None:
-        # Never lose what we could not parse: park it beside, in the same atomic write.
-        items["historyUnreadable"] = read.unreadable_raw
-    await area.set(items)
+    """Write the conversation. If `read` found unreadable records, keep the raw value too, in the
+    same atomic write."""
+    await area.set({HISTORY: history_json(records), **await parked_unreadable(area, read)})
 
 
 def user_record(text: str, images: list[dict[str, Any]] | None = None, **fields: Any) -> Record:
@@ -142,8 +163,9 @@ def for_edit(records: list[Record], index: int) -> list[Record]:
 
 
 async def handle_clear(platform, payload: dict) -> dict:
-    """`history.clear`: empty the conversation (what was in it stays in its saved session, if any)."""
-    from .storage import HISTORY_SESSION_ID
-
-    await platform.local.set({HISTORY: [], HISTORY_SESSION_ID: None})
+    """`history.clear`: empty the conversation (what was in it stays in its saved session, if any;
+    records Margin could not read are parked, not dropped)."""
+    area = platform.local
+    parked = await parked_unreadable(area, await read_history(area))
+    await area.set({HISTORY: [], HISTORY_SESSION_ID: None, **parked})
     return {}

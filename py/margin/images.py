@@ -369,11 +369,6 @@ def request_image_part(part: dict[str, Any]) -> dict[str, Any]:
     return {"type": "image_url", "image_url": {"url": url, **extra}}
 
 
-def request_image_parts(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """`request_image_part` over a list of parts; other parts are copied unchanged."""
-    return [request_image_part(p) if is_image_part(p) else dict(p) for p in parts]
-
-
 _conversion_cache: dict[str, str] = {}
 
 

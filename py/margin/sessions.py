@@ -53,7 +53,6 @@ Rules:
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import re
 import secrets
@@ -65,7 +64,7 @@ from functools import lru_cache
 from typing import Any
 
 from .errors import MarginError
-from .history import Record, parse_history
+from .history import Record, canonical_hash, parked_unreadable, parse_history, read_history
 from .ports import Platform, StorageArea
 from .storage import HISTORY, HISTORY_SESSION_ID, SAVED_SESSIONS, session_body_key
 
@@ -191,8 +190,7 @@ def default_name(records: list[Record]) -> str:
 
 
 def body_hash(raw_history: Any) -> str:
-    encoded = json.dumps(raw_history, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
-    return hashlib.sha256(encoded.encode("utf-8")).hexdigest()
+    return canonical_hash(raw_history)
 
 
 def _stable_hash(value: Any) -> str:
@@ -653,7 +651,9 @@ async def handle_open(platform: Platform, payload: dict) -> dict:
         saved = await save_current(area)
         if saved == sid:
             return {}  # it was the open conversation: saving it was all there was to do
-        await area.set({HISTORY: raw, HISTORY_SESSION_ID: sid})
+        # Nothing readable was saved: what history holds may still be records Margin cannot read.
+        parked = {} if saved else await parked_unreadable(area, await read_history(area))
+        await area.set({HISTORY: raw, HISTORY_SESSION_ID: sid, **parked})
     return {}
 
 
@@ -761,36 +761,3 @@ async def handle_export(platform: Platform, payload: dict) -> dict:
         raw = await read_body_checked(platform.local, entries, entry)
     return export_session(entry, raw, fmt)
 
-
-# -- benchmark support ----------------------------------------------------------------------------
-
-_BENCH_WORDS = ("the quick brown fox jumps over a lazy dog while reading café naïve résumé "
-                "Привет мир 你好世界 données straße notes about the article and the video").split()
-
-
-async def seed_sessions(area: StorageArea, n: int, digest_chars: int = DIGEST_CAP) -> list[str]:
-    """Store `n` sessions whose digests hold `digest_chars` characters each (for `build.py bench`).
-
-    Bodies are small (the digest text as one user message); the index is written once.
-    """
-    import random
-
-    rng = random.Random(1234)
-    entries: list[IndexEntry] = []
-    base = 1_700_000_000_000
-    for i in range(n):
-        words: list[str] = []
-        length = 0
-        while length < digest_chars:
-            word = rng.choice(_BENCH_WORDS)
-            words.append(word)
-            length += len(word) + 1
-        text = " ".join(words)[:digest_chars]
-        sid = f"bench{i:05d}"
-        history = [{"role": "user", "content": text}]
-        await area.set({session_body_key(sid): {"history": history, "savedAt": base + i}})
-        entries.append(IndexEntry(id=sid, name=f"Bench session {i}", created_at=base + i,
-                                  pinned=i % 50 == 0, text_digest=text, saved_at=base + i,
-                                  body_hash=body_hash(history)))
-    await write_index(area, entries)
-    return [e.id for e in entries]

@@ -66,12 +66,6 @@ async def get_all(area: StorageArea) -> dict[str, Any]:
     return {key: stored[key] if key in stored else default_of(key) for key in GET_ALL_KEYS}
 
 
-async def get_one(area: StorageArea, key: str) -> Any:
-    """One key by address, or its default when absent."""
-    stored = await area.get([key])
-    return stored[key] if key in stored else default_of(key)
-
-
 def contract_for_js() -> dict[str, Any]:
     """What the JS pages may know of storage: key names only (they never write)."""
     return {

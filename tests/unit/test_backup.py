@@ -59,6 +59,30 @@ def test_import_into_an_empty_profile_restores_everything():
     assert data[PROVIDERS][0]["apiKey"] == "sk-secret"
 
 
+def test_import_over_a_conversation_margin_cannot_read_keeps_it():
+    text = export(seeded())["text"]
+    unreadable = {"not": "a list of records"}
+    fresh = memory_platform({HISTORY: unreadable})
+    run(backup.handle_import(fresh, {"text": text}))
+    data = fresh.local.snapshot()
+    assert data[HISTORY] == [{"role": "user", "content": "still open"}]
+    assert data["historyUnreadable"] == unreadable
+
+
+def test_a_session_deleted_then_imported_again_keeps_its_body(monkeypatch):
+    platform = seeded()
+    text = export(platform)["text"]
+    sid = platform.local.snapshot()[SAVED_SESSIONS][0]["id"]
+    run(sessions.handle_delete(platform, {"id": sid}))
+    run(backup.handle_import(platform, {"text": text}))
+    later = sessions.now_ms() + sessions.UNDO_MS + 1
+    monkeypatch.setattr(sessions, "now_ms", lambda: later)
+    listed = run(sessions.handle_list(platform, {}))["sessions"]
+    restored = next(e for e in listed if e["id"] == sid)
+    assert not restored["damaged"]
+    assert session_body_key(sid) in platform.local.snapshot()
+
+
 def test_importing_twice_adds_nothing_and_says_so():
     text = export(seeded())["text"]
     fresh = memory_platform()

@@ -316,6 +316,16 @@ def test_edit_and_resend_removes_the_old_bubble_and_everything_after_it():
     assert [m["content"] for m in turn.request()["messages"]] == ["first, reworded"]
 
 
+def test_editing_the_last_unanswered_message_stores_and_answers_the_new_text():
+    # The question failed (no answer after it); editing it keeps the conversation's length.
+    turn = Turn({"history": HISTORY[:3]}, [answer("answer to the fix")])
+    asyncio.run(turn.run({"action": "edit", "index": 2, "text": "second, fixed", "images": []}))
+    assert turn.kinds[-1] == "done"
+    assert turn.texts == [("user", "first"), ("assistant", "answer one"), ("user", "second, fixed"),
+                          ("assistant", "answer to the fix")]
+    assert [m["content"] for m in turn.request()["messages"]][-1] == "second, fixed"
+
+
 def test_edit_of_a_message_that_is_gone_changes_nothing():
     turn = Turn({"history": HISTORY}, [answer("x")])
     asyncio.run(turn.run({"action": "edit", "index": 1, "text": "not a user bubble", "images": []}))

@@ -90,6 +90,17 @@ def test_reopened_session_is_updated_not_copied_and_other_bodies_untouched(platf
     assert "more on it" in index[first]["textDigest"]
 
 
+def test_open_over_a_conversation_margin_cannot_read_keeps_it(platform):
+    chat(platform, user("saved one"))
+    sid = new_session(platform)
+    unreadable = [{"role": "robot", "content": "from an old version"}]
+    run(platform.local.set({HISTORY: unreadable}))
+    run(sessions.handle_open(platform, {"id": sid}))
+    stored = platform.local.snapshot()
+    assert stored[HISTORY] == [user("saved one")] and stored[HISTORY_SESSION_ID] == sid
+    assert stored["historyUnreadable"] == unreadable
+
+
 def test_open_saves_the_open_conversation_first(platform):
     chat(platform, user("saved one"))
     saved = new_session(platform)
