@@ -118,7 +118,9 @@ const snapshots = {
         const tx = db.transaction('snapshots', mode);
         const result = body(tx.objectStore('snapshots'));
         tx.oncomplete = () => { db.close(); resolve(result?.result); };
-        tx.onerror = () => { db.close(); reject(tx.error); };
+        // A transaction that aborts (quota exceeded, for one) may fire no error event: without
+        // onabort this promise, and with it the boot that awaits a snapshot write, would never settle.
+        tx.onabort = tx.onerror = () => { db.close(); reject(tx.error ?? new Error('snapshot transaction aborted')); };
       });
     } catch (error) {
       console.warn('Margin: snapshot store unavailable', error);
@@ -181,6 +183,9 @@ chrome.runtime.onMessage.addListener((message, sender, sendResponse) => {
 
 // -- turns: one port per turn, events streamed back -------------------------------------------
 
+const postTurnError = (turnId, code, message) =>
+  bridge.postTurnEvent(turnId, JSON.stringify({ event: 'error', error: { code, message } }));
+
 chrome.runtime.onConnect.addListener((port) => {
   if (port.name !== CONTRACT.turnPort || senderTier(port.sender) !== 'extension') {
     port.disconnect();
@@ -188,30 +193,47 @@ chrome.runtime.onConnect.addListener((port) => {
   }
   const turnId = crypto.randomUUID();
   let started = false;
+  let finished = false;
   bridge.turnPorts.set(turnId, port);
 
+  // Closing the port is a stop too. Only a turn that started and has not finished can be
+  // stopped; Python remembers a stop that arrives before the turn's task runs.
+  const stop = () => {
+    if (!started || finished) return;
+    python().then(({ api }) => api.stop_turn(turnId), () => {});
+  };
   port.onDisconnect.addListener(() => {
     bridge.turnPorts.delete(turnId);
-    if (booting) booting.then(({ api }) => api.stop_turn(turnId), () => {});
+    stop();
   });
 
   port.onMessage.addListener(async (message) => {
     if (message?.action === 'stop') {
-      if (booting) (await python()).api.stop_turn(turnId);
+      stop();
       return;
     }
     if (started) return; // e.g. the panel's keepalive: receiving it already reset the idle timer
     started = true;
     try {
-      const { api } = await python();
-      await api.run_turn_json(turnId, JSON.stringify(message ?? {}));
-    } catch (error) {
-      console.error('Margin: turn failed', error);
-      bridge.postTurnEvent(turnId, JSON.stringify({
-        event: 'error',
-        error: { code: 'python_boot_failed', message: `Margin's Python backend failed to start (${error?.message ?? error}). Reload the extension.` },
-      }));
+      let api;
+      try {
+        ({ api } = await python());
+      } catch (error) {
+        console.error('Margin: Python failed to start', error);
+        postTurnError(turnId, 'python_boot_failed',
+          `Margin's Python backend failed to start (${error?.message ?? error}). Reload the extension.`);
+        return;
+      }
+      try {
+        await api.run_turn_json(turnId, JSON.stringify(message ?? {}));
+      } catch (error) {
+        // run_turn_json reports every failure of the turn itself: what lands here is Pyodide failing.
+        console.error('Margin: turn failed', error);
+        postTurnError(turnId, 'internal',
+          `Margin's background worker failed during this answer (${error?.message ?? error}). Reload the extension and try again.`);
+      }
     } finally {
+      finished = true;
       bridge.turnPorts.delete(turnId);
       try { port.disconnect(); } catch { /* already gone */ }
     }

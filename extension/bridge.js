@@ -63,7 +63,12 @@ function transportKind(controller) {
 
 // Python picks the handle, so it can abort a request whose headers have not arrived yet.
 export async function httpOpen(handle, specJson) {
-  const spec = JSON.parse(specJson);
+  let spec;
+  try {
+    spec = JSON.parse(specJson);
+  } catch (error) {
+    return failed('bad_request', error);
+  }
   const controller = new AbortController();
   const entry = { reader: null, decoder: new TextDecoder(), controller };
   responses.set(handle, entry);
@@ -106,7 +111,8 @@ export async function httpRead(handle) {
     return reply(entry.decoder.decode(value, { stream: true }));
   } catch (error) {
     responses.delete(handle);
-    return failed(entry.controller.signal.aborted ? 'aborted' : 'connect', error);
+    // After the headers, a failure means the connection died mid-body: a cut stream.
+    return failed(entry.controller.signal.aborted ? 'aborted' : 'broken', error);
   }
 }
 

@@ -14,6 +14,7 @@
 
 import { Marked } from "./vendor/marked.esm.js";
 import DOMPurify from "./vendor/purify.es.mjs";
+import { idle } from "./ui_common.js";
 
 const escapeHtml = (text) =>
   text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
@@ -67,7 +68,7 @@ const PURIFY_CONFIG = {
 };
 
 // Turns Markdown into a sanitized DocumentFragment (no event handlers, no scripts, safe links).
-export function markdownFragment(text) {
+function markdownFragment(text) {
   let html;
   try {
     html = marked.parse(String(text ?? ""), { async: false });
@@ -144,21 +145,17 @@ async function highlightNow(code) {
   hljs.highlightElement(code);
 }
 
-const idle = window.requestIdleCallback
-  ? (fn) => window.requestIdleCallback(fn, { timeout: 500 })
-  : (fn) => setTimeout(fn, 16);
-
 const observer = "IntersectionObserver" in window
   ? new IntersectionObserver((entries) => {
       for (const entry of entries) {
         if (!entry.isIntersecting) continue;
         observer.unobserve(entry.target);
-        idle(() => highlightNow(entry.target));
+        idle(() => highlightNow(entry.target), 500);
       }
     }, { rootMargin: "300px 0px" })
   : null;
 
-export function highlightLater(code) {
+function highlightLater(code) {
   if (observer) observer.observe(code);
-  else idle(() => highlightNow(code));
+  else idle(() => highlightNow(code), 500);
 }

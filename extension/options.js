@@ -79,7 +79,7 @@ function renderList() {
         fillForm(provider);
         form.name.focus();
       });
-      const remove = el("button", { type: "button", class: "btn ghost danger", text: "Delete" });
+      const remove = el("button", { type: "button", class: "btn ghost danger", text: "Delete", "aria-label": `Delete ${provider.name || "provider"}` });
       remove.addEventListener("click", () => deleteProvider(provider.id));
       const item = el("li", { class: "provider" }, radio, label, el("div", { class: "provider-actions" }, edit, remove));
       item.classList.toggle("editing", provider.id === state.editingId);

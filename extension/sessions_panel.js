@@ -26,7 +26,9 @@
 // both sides find the same sessions. Per keystroke the cost is bounded by a per-session bigram
 // filter built once, in idle slices, after the list is painted.
 
-const SAVED_SESSIONS = "savedSessions";
+import { CONTRACT } from "./generated/contract.js";
+
+const SAVED_SESSIONS = CONTRACT.storage.keys.savedSessions;
 const PREVIEW_LENGTH = 140;
 const UNDO_TOAST_MS = 8000;
 const UNDO_WINDOW_MS = 10_000;  // margin.sessions.UNDO_MS
@@ -454,7 +456,23 @@ export function mountSessionsPanel(root, options) {
     ? new IntersectionObserver((seen) => { if (seen.some((s) => s.isIntersecting)) appendPage(); }, { root: null })
     : null;
 
+  // A re-render replaces the rows: the keyboard focus goes back to the same action of the same
+  // session ("Pin" becomes "Unpin" in place), or to the search box when that session is gone.
+  function focusedAction() {
+    const active = document.activeElement;
+    if (!active || !list.contains(active)) return null;
+    return { id: active.closest("[data-id]")?.dataset.id, action: active.dataset.action };
+  }
+
+  function restoreFocus(was) {
+    if (!was || list.contains(document.activeElement)) return;
+    const row = [...list.querySelectorAll("[data-id]")].find((li) => li.dataset.id === was.id);
+    const target = row && (row.querySelector(`[data-action="${was.action}"]`) || row.querySelector("button"));
+    (target || search).focus();
+  }
+
   function render() {
+    const focused = focusedAction();
     const within = lastMatched && narrows(lastQuery, query) ? lastMatched : null;
     const entries = entriesNow();
     matched = matchSessions(entries, query, dataOf, within);
@@ -467,6 +485,7 @@ export function mountSessionsPanel(root, options) {
     empty.textContent = entries.length === 0
       ? "No saved sessions yet. \u201cNew session\u201d keeps the current conversation here."
       : `No session matches \u201c${query.trim()}\u201d.`;
+    restoreFocus(focused);
   }
 
   function appendPage() {
@@ -483,11 +502,12 @@ export function mountSessionsPanel(root, options) {
 
   function rowElement(row) {
     const name = row.id === renaming ? renameField(row) : el("span", { class: "sp-name" }, marked(row.name, row.highlights.name));
-    const exportMenu = el("div", { class: "sp-menu", role: "menu", hidden: true, "aria-label": "Export format" },
+    const exportMenu = el("div", { class: "sp-menu", role: "menu", hidden: true, "aria-label": "Export format",
+      onkeydown: (event) => menuKey(event, exportButton, exportMenu) },
       el("button", { type: "button", role: "menuitem", text: "Markdown", onclick: () => exportSession(row, "markdown", exportMenu) }),
       el("button", { type: "button", role: "menuitem", text: "JSON", onclick: () => exportSession(row, "json", exportMenu) }));
     const exportButton = el("button", { type: "button", class: "sp-btn sp-small", text: "Export",
-      "aria-haspopup": "menu", "aria-expanded": "false",
+      "aria-haspopup": "menu", "aria-expanded": "false", "data-action": "export",
       onclick: () => toggleMenu(exportButton, exportMenu) });
     return el("li", { class: `sp-item${row.pinned ? " sp-pinned" : ""}${row.damaged ? " sp-damaged" : ""}`,
       role: "listitem", "data-id": row.id },
@@ -501,17 +521,21 @@ export function mountSessionsPanel(root, options) {
       el("time", { class: "sp-date", text: when(row) }),
       row.preview ? el("p", { class: "sp-preview" }, marked(row.preview, row.highlights.preview)) : null,
       el("div", { class: "sp-actions" },
-        el("button", { type: "button", class: "sp-btn sp-small sp-primary", text: "Open", onclick: () => openSession(row) }),
-        el("button", { type: "button", class: "sp-btn sp-small", text: "Rename", onclick: () => { renaming = row.id; render(); } }),
-        el("button", { type: "button", class: "sp-btn sp-small", text: row.pinned ? "Unpin" : "Pin",
+        el("button", { type: "button", class: "sp-btn sp-small sp-primary", text: "Open", "data-action": "open",
+          onclick: () => openSession(row) }),
+        el("button", { type: "button", class: "sp-btn sp-small", text: "Rename", "data-action": "rename",
+          onclick: () => { renaming = row.id; render(); } }),
+        el("button", { type: "button", class: "sp-btn sp-small", text: row.pinned ? "Unpin" : "Pin", "data-action": "pin",
           onclick: () => mutate("session.pin", { id: row.id, pinned: !row.pinned }) }),
-        el("button", { type: "button", class: "sp-btn sp-small sp-danger", text: "Delete", onclick: () => deleteSession(row) }),
+        el("button", { type: "button", class: "sp-btn sp-small sp-danger", text: "Delete", "data-action": "delete",
+          onclick: () => deleteSession(row) }),
         el("span", { class: "sp-menu-wrap" }, exportButton, exportMenu)));
   }
 
   function renameField(row) {
     let done = false;
     const input = el("input", { type: "text", class: "sp-rename", value: row.name, "aria-label": "Session name",
+      "data-action": "rename",
       onkeydown: async (event) => {
         if (event.key === "Enter") {
           event.preventDefault();
@@ -533,6 +557,22 @@ export function mountSessionsPanel(root, options) {
     return input;
   }
 
+  // A role=menu promises the arrow keys, and Escape back to its button.
+  function menuKey(event, button, menu) {
+    const items = [...menu.querySelectorAll("[role=menuitem]")];
+    const at = items.indexOf(document.activeElement);
+    if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+      event.preventDefault();
+      items[(at + (event.key === "ArrowDown" ? 1 : items.length - 1)) % items.length].focus();
+    } else if (event.key === "Escape") {
+      event.preventDefault();
+      event.stopPropagation();
+      menu.hidden = true;
+      button.setAttribute("aria-expanded", "false");
+      button.focus();
+    }
+  }
+
   function toggleMenu(button, menu) {
     const open = menu.hidden;
     for (const other of list.querySelectorAll(".sp-menu")) other.hidden = true;
@@ -544,9 +584,13 @@ export function mountSessionsPanel(root, options) {
 
   // The list follows storage.onChanged: a change request needs no re-read of the index.
   async function mutate(name, payload) {
-    const failed = Symbol("failed");
-    const result = await guarded(() => call(name, payload).then(() => null, (error) => { showError(error); return failed; }));
-    if (result === failed) render();  // e.g. a rename that did not happen: show the list as stored
+    clearError();
+    try {
+      await call(name, payload);
+    } catch (error) {
+      showError(error);
+      render();  // e.g. a rename that did not happen: show the list as stored
+    }
   }
 
   async function openSession(row) {
@@ -592,8 +636,7 @@ export function mountSessionsPanel(root, options) {
     fileInput.value = "";
     if (!file) return;
     status.textContent = "Importing\u2026";
-    const text = await file.text();
-    const result = await guarded(() => call("backup.import", { text }));
+    const result = await guarded(async () => call("backup.import", { text: await file.text() }));
     status.textContent = result ? result.message : "";
   }
 

@@ -18,8 +18,8 @@
 // panel/turn.js          a turn: the port, streaming, Stop, keepalive
 // panel/header.js        model name, New session, Sessions, Settings, Esc
 
-import { call } from "./ui_common.js";
-import { KEYS, moduleStartedAt, ui, state, showAlert, idle } from "./panel/state.js";
+import { call, idle } from "./ui_common.js";
+import { KEYS, moduleStartedAt, ui, state, showAlert } from "./panel/state.js";
 import { applyHistory } from "./panel/conversation.js";
 import { setSendMode, autosize } from "./panel/composer.js";
 import "./panel/turn.js";
@@ -36,11 +36,14 @@ chrome.storage.onChanged.addListener((changes, area) => {
     applyHistory(changes[KEYS.history].newValue);
   }
   if (KEYS.providers in changes || KEYS.activeProviderId in changes) {
-    if (KEYS.providers in changes) state.providers = changes[KEYS.providers].newValue || [];
+    if (KEYS.providers in changes) state.providers = providerList(changes[KEYS.providers].newValue);
     if (KEYS.activeProviderId in changes) state.activeProviderId = changes[KEYS.activeProviderId].newValue ?? null;
     paintModel();
   }
 });
+
+// A damaged value must not break the header: anything but a list counts as no providers.
+const providerList = (value) => (Array.isArray(value) ? value : []);
 
 async function firstPaint() {
   setSendMode(false);
@@ -53,14 +56,23 @@ async function firstPaint() {
   } catch (error) {
     showAlert("Margin could not read its saved conversation. Reload the panel; your data is not changed.");
   }
-  state.providers = Array.isArray(stored[KEYS.providers]) ? stored[KEYS.providers] : [];
+  state.providers = providerList(stored[KEYS.providers]);
   state.activeProviderId = stored[KEYS.activeProviderId] ?? null;
   paintModel();
   // A change that arrived while we read is newer than what we read.
   if (state.historyChanges === changesBefore) applyHistory(stored[KEYS.history], { initial: true });
-  window.__marginFirstPaint = performance.now();
-  window.__marginPaintBreakdown = { moduleStartedAt, storageReadAt, paintedAt: window.__marginFirstPaint };
+  const domReadyAt = performance.now();
   document.body.dataset.ready = "1";
+  // First paint = the frame holding the conversation is drawn: a message posted from a
+  // requestAnimationFrame callback is handled once that frame's rendering is done.
+  requestAnimationFrame(() => {
+    const channel = new MessageChannel();
+    channel.port1.onmessage = () => {
+      window.__marginFirstPaint = performance.now();
+      window.__marginPaintBreakdown = { moduleStartedAt, storageReadAt, domReadyAt, paintedAt: window.__marginFirstPaint };
+    };
+    channel.port2.postMessage(null);
+  });
   autosize();
   ui.message.focus();
 }

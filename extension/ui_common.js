@@ -9,7 +9,7 @@
 const NO_WORKER =
   "Margin's background worker did not answer. Close and reopen the panel; if it keeps happening, reload the extension.";
 
-export class CallError extends Error {
+class CallError extends Error {
   constructor(code, message) {
     super(message);
     this.name = "CallError";
@@ -38,7 +38,6 @@ export function el(tag, attrs = {}, ...children) {
     if (value === undefined || value === null || value === false) continue;
     if (key === "dataset") Object.assign(node.dataset, value);
     else if (key === "text") node.textContent = value;
-    else if (key === "html") node.append(svg(value));
     else node.setAttribute(key, value === true ? "" : String(value));
   }
   for (const child of children) {
@@ -117,6 +116,11 @@ export async function copyText(text) {
     return ok;
   }
 }
+
+// Runs `fn(deadline)` in idle time, at the latest after `timeout` ms.
+export const idle = window.requestIdleCallback
+  ? (fn, timeout = 1000) => window.requestIdleCallback(fn, { timeout })
+  : (fn) => setTimeout(() => fn({ timeRemaining: () => 8, didTimeout: true }), 16);
 
 // Opens the options page in a tab (works from the side panel and from a tab).
 export function openOptions(event) {

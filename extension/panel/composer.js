@@ -6,10 +6,11 @@
 //    clears the box (the turn gives them back if nothing was stored).
 // 2. An attachment keeps the exact bytes the user gave (a data URL, never re-encoded here); files
 //    that are not images or are over 20 MB are refused with a sentence saying what to do.
-// 3. Edit mode keeps the draft that was in the box and restores it on Cancel / Esc.
+// 3. Edit mode keeps the draft that was in the box and restores it on Cancel / Esc. It remembers the
+//    edited record's signature: when that record changes under it, edit mode ends (conversation.js).
 
 import { call, el, svg } from "../ui_common.js";
-import { $, ui, state, recordText, recordImages, showAlert } from "./state.js";
+import { $, ui, state, recordText, recordImages, recordSignature, showAlert } from "./state.js";
 import { startTurn, stopTurn } from "./turn.js";
 
 const MAX_IMAGE_BYTES = 20 * 1024 * 1024;
@@ -46,7 +47,7 @@ export function setSendMode(streaming) {
   ui.send.classList.toggle("stopping", streaming);
 }
 
-export function renderChips() {
+function renderChips() {
   ui.chips.replaceChildren(
     ...state.attachments.map((attachment, i) => {
       const img = el("img", { alt: attachment.alt || attachment.name || "Attached image" });
@@ -184,21 +185,39 @@ function attachmentsOf(record) {
 
 export function startEdit(index, record) {
   if (state.turn) return;
-  if (!state.editing) {
-    state.editing = { index, draftText: ui.message.value, draftAttachments: state.attachments };
-  } else {
-    state.editing.index = index;
-  }
+  state.editing ??= { draftText: ui.message.value, draftAttachments: state.attachments };
+  state.editing.index = index;
+  state.editing.sig = recordSignature(record);
   ui.message.value = recordText(record);
   state.attachments = attachmentsOf(record);
+  showEditMode();
+  ui.message.focus();
+  ui.message.setSelectionRange(ui.message.value.length, ui.message.value.length);
+}
+
+function showEditMode() {
   renderChips();
   ui.editBar.hidden = false;
   ui.composer.classList.add("editing");
   for (const node of ui.history.querySelectorAll("article.is-editing")) node.classList.remove("is-editing");
-  state.bubbles[index]?.node.classList.add("is-editing");
+  state.bubbles[state.editing.index]?.node.classList.add("is-editing");
   autosize();
-  ui.message.focus();
-  ui.message.setSelectionRange(ui.message.value.length, ui.message.value.length);
+}
+
+// A turn that stored nothing gives back what `submit` took: the words, the images, and edit mode
+// while the edited message is still there. What the user typed or attached meanwhile wins.
+export function giveBack(restore) {
+  if (!restore || ui.message.value || state.attachments.length || state.editing) return;
+  ui.message.value = restore.text;
+  state.attachments = restore.attachments;
+  const editing = restore.editing;
+  if (editing && recordSignature(state.history[editing.index]) === editing.sig) {
+    state.editing = editing;
+    showEditMode();
+  } else {
+    renderChips();
+    autosize();
+  }
 }
 
 export function cancelEdit() {
@@ -209,7 +228,7 @@ export function cancelEdit() {
   ui.message.focus();
 }
 
-export function leaveEditMode() {
+function leaveEditMode() {
   state.editing = null;
   renderChips();
   ui.editBar.hidden = true;

@@ -10,25 +10,14 @@
 //    broken image; the stored record is never touched.
 // 4. The one place "Regenerate" is offered is decided here (`regenerateIndex`).
 
-import { el, svg, copyText } from "../ui_common.js";
+import { el, svg, copyText, idle } from "../ui_common.js";
 import { renderMarkdown } from "../markdown.js";
-import { KEYS, $, ui, state, recordText, recordImages, scrollToBottom, announce, showAlert, idle } from "./state.js";
+import { KEYS, $, ui, state, recordText, recordImages, recordSignature, scrollToBottom, announce, showAlert } from "./state.js";
 import { startEdit, cancelEdit } from "./composer.js";
 import { startTurn, reconcileStreamingWithHistory } from "./turn.js";
 
 const EAGER_BUBBLES = 12;
 const EAGER_IMAGE_BUBBLES = 12;
-
-// Cheap identity of a record's look: images by length and ends (data URLs are megabytes).
-function signature(record) {
-  const images = recordImages(record)
-    .map((p) => {
-      const url = p.image_url.url;
-      return `${url.length}:${url.slice(0, 48)}:${url.slice(-48)}:${p.meta?.alt ?? ""}`;
-    })
-    .join(",");
-  return `${record.role}|${record.stopped ? 1 : 0}|${images}|${recordText(record)}`;
-}
 
 // --- Scroll pinning --------------------------------------------------------------------------------
 
@@ -200,7 +189,7 @@ export function applyHistory(raw, { initial = false } = {}) {
       bubbles.push(null);
       return;
     }
-    const sig = `${signature(record)}|${index === regen ? "R" : ""}`;
+    const sig = `${recordSignature(record)}|${index === regen ? "R" : ""}`;
     const old = state.bubbles[index];
     if (old && old.sig === sig) {
       old.node.dataset.index = String(index);
@@ -241,7 +230,9 @@ export function applyHistory(raw, { initial = false } = {}) {
   reconcileStreamingWithHistory();
   updateEmptyState();
   if (stickToBottom) scrollToBottom();
-  if (state.editing && state.history[state.editing.index]?.role !== "user") cancelEdit();
+  // The message being edited changed or went away (another session was opened, say): "Send" must
+  // not replace whatever now sits at that index.
+  if (state.editing && recordSignature(state.history[state.editing.index]) !== state.editing.sig) cancelEdit();
 }
 
 export function updateEmptyState() {

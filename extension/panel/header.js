@@ -5,6 +5,9 @@
 // 1. sessions_panel.js is imported on first use (dynamic import is allowed in extension pages), so
 //    the panel paints without it and still works if it fails to load.
 // 2. The model name is painted from `state.providers` / `state.activeProviderId`, which follow storage.
+// 3. A request that switches the conversation (New session, Open) first stops the running turn and
+//    waits for it to end, so its answer is stored in the conversation it belongs to (chat.py drops an
+//    answer whose conversation changed meanwhile).
 
 import { call, svg, openOptions } from "../ui_common.js";
 import { $, ui, state, scrollToBottom, announce, showAlert } from "./state.js";
@@ -34,9 +37,9 @@ $("setup-provider").addEventListener("click", openOptions);
 $("new-session").append(svg("plus"));
 $("new-session").addEventListener("click", async (event) => {
   const button = event.currentTarget;
-  if (state.turn) stopTurn();
   button.disabled = true;
   try {
+    await stopTurn();
     await call("session.new", {});
     if (state.editing) cancelEdit();
     closeSessions();
@@ -55,17 +58,15 @@ ui.sessionsButton.addEventListener("click", () => {
   else closeSessions();
 });
 
-// sessions_panel.js is imported on first use (dynamic import is allowed in extension pages), so
-// the panel paints without it and still works if it fails to load.
+// One mount, even when "Sessions" is pressed again while the module loads; a failed load is retried.
 let sessionsPanel = null;
 
-async function openSessions() {
-  ui.sessionsButton.setAttribute("aria-expanded", "true");
-  try {
-    if (!sessionsPanel) {
-      const module = await import("../sessions_panel.js");
-      sessionsPanel = module.mountSessionsPanel(ui.sessionsRoot, {
-        call,
+function mountedSessionsPanel() {
+  sessionsPanel ??= import("../sessions_panel.js").then(
+    (module) =>
+      module.mountSessionsPanel(ui.sessionsRoot, {
+        call: (name, payload) =>
+          name === "session.open" ? stopTurn().then(() => call(name, payload)) : call(name, payload),
         onOpened: () => {
           closeSessions();
           state.pinned = true;
@@ -76,10 +77,21 @@ async function openSessions() {
           closeSessions();
           ui.sessionsButton.focus();
         },
-      });
-    }
+      }),
+    (error) => {
+      sessionsPanel = null;
+      throw error;
+    },
+  );
+  return sessionsPanel;
+}
+
+async function openSessions() {
+  ui.sessionsButton.setAttribute("aria-expanded", "true");
+  try {
+    const panel = await mountedSessionsPanel();
     ui.sessionsRoot.hidden = false;
-    await sessionsPanel.show?.();
+    await panel.show();
   } catch (error) {
     console.error("sessions panel", error);
     closeSessions();
@@ -87,10 +99,9 @@ async function openSessions() {
   }
 }
 
-export function closeSessions() {
+function closeSessions() {
   ui.sessionsButton.setAttribute("aria-expanded", "false");
   if (ui.sessionsRoot.hidden) return;
-  if (sessionsPanel?.hide) sessionsPanel.hide();
   ui.sessionsRoot.hidden = true;
 }
 

@@ -1,5 +1,5 @@
 // What every part of the side panel shares: the panel's state, its element refs, and the small
-// things each feature uses (reading a record, alerts, the announcer, scrolling, idle time).
+// things each feature uses (reading a record, alerts, the announcer, scrolling).
 //
 // Rules:
 // 1. `state` is the one mutable object of the panel; the features read and change it, nothing keeps
@@ -67,7 +67,19 @@ export function recordImages(record) {
   return content.filter((p) => p?.type === "image_url" && typeof p.image_url?.url === "string");
 }
 
-// --- Scrolling, announcer, idle time -------------------------------------------------------------
+// Cheap identity of a record's look: images by length and ends (data URLs are megabytes).
+export function recordSignature(record) {
+  if (!record) return "";
+  const images = recordImages(record)
+    .map((p) => {
+      const url = p.image_url.url;
+      return `${url.length}:${url.slice(0, 48)}:${url.slice(-48)}:${p.meta?.alt ?? ""}`;
+    })
+    .join(",");
+  return `${record.role}|${record.stopped ? 1 : 0}|${images}|${recordText(record)}`;
+}
+
+// --- Scrolling, announcer -------------------------------------------------------------
 
 export function scrollToBottom() {
   ui.conversation.scrollTop = ui.conversation.scrollHeight;
@@ -78,9 +90,6 @@ export function announce(text) {
   requestAnimationFrame(() => (ui.announcer.textContent = text));
 }
 
-export const idle = window.requestIdleCallback
-  ? (fn) => window.requestIdleCallback(fn, { timeout: 1000 })
-  : (fn) => setTimeout(() => fn({ timeRemaining: () => 8, didTimeout: true }), 16);
 
 // --- Alerts (role=alert above the composer) --------------------------------------------------------
 

@@ -5,13 +5,14 @@
 // 2. The streaming bubble leaves as soon as the stored answer is on screen, so one answer is never
 //    shown twice (`reconcileStreamingWithHistory`, called after every history paint).
 // 3. A turn that fails before anything was stored gives the user their words and images back.
+// 4. Every turn ends exactly once (`endTurn`): the keepalive stops and `turn.settled` resolves.
 
 import { CONTRACT } from "../generated/contract.js";
 import { el } from "../ui_common.js";
 import { renderMarkdown } from "../markdown.js";
 import { ui, state, scrollToBottom, showAlert, clearAlert } from "./state.js";
 import { updateEmptyState, refreshFromStorage } from "./conversation.js";
-import { setSendMode, renderChips, autosize } from "./composer.js";
+import { setSendMode, giveBack } from "./composer.js";
 
 const LOST_CONNECTION =
   "The connection to Margin's background worker was lost. Your message is saved; press Regenerate to try again.";
@@ -24,7 +25,9 @@ export function startTurn(start, restore = null) {
   try {
     port = chrome.runtime.connect({ name: CONTRACT.turnPort });
   } catch (error) {
-    showAlert(LOST_CONNECTION);
+    // Nothing was sent, so nothing was stored: the words go back into the box.
+    showAlert("Margin's background worker could not be reached. Your message is back in the box; try again, or reload the extension if it keeps happening.");
+    giveBack(restore);
     return;
   }
   const body = el("div", { class: "md" }, el("span", { class: "typing", "aria-label": "Margin is writing" }, el("i"), el("i"), el("i")));
@@ -39,8 +42,11 @@ export function startTurn(start, restore = null) {
     sawQuestionLast: false,
     frame: 0,
     stopTimer: 0,
+    keepAlive: 0,
     restore,
+    settle: null,
   };
+  turn.settled = new Promise((resolve) => (turn.settle = resolve));
   state.turn = turn;
   setSendMode(true);
   ui.live.replaceChildren(node);
@@ -52,12 +58,12 @@ export function startTurn(start, restore = null) {
   // (or a local server that loads the model) before its first token would lose the turn. A message
   // on the port is an event for the worker; it ignores anything after the start but "stop".
   // https://developer.chrome.com/docs/extensions/develop/concepts/service-workers/lifecycle
-  const keepAlive = setInterval(() => {
-    try { port.postMessage({ action: "keepalive" }); } catch { clearInterval(keepAlive); }
+  // (Our own port.disconnect() fires no onDisconnect here: endTurn clears the interval.)
+  turn.keepAlive = setInterval(() => {
+    try { port.postMessage({ action: "keepalive" }); } catch { clearInterval(turn.keepAlive); }
   }, KEEPALIVE_MS);
   port.onMessage.addListener((message) => onTurnEvent(turn, message));
   port.onDisconnect.addListener(() => {
-    clearInterval(keepAlive);
     void chrome.runtime.lastError;
     if (!turn.ended) {
       endTurn(turn, { removeNow: true });
@@ -86,12 +92,7 @@ function onTurnEvent(turn, message) {
       endTurn(turn, { removeNow: true });
       showAlert(message.error?.message || "The model did not answer. Please try again.");
       // Nothing was stored: give the user their words back.
-      if (!turn.started && turn.restore && !ui.message.value && !state.attachments.length) {
-        ui.message.value = turn.restore.text;
-        state.attachments = turn.restore.attachments;
-        renderChips();
-        autosize();
-      }
+      if (!turn.started) giveBack(turn.restore);
       break;
     }
   }
@@ -112,9 +113,10 @@ function paintStream(turn) {
   if (stick) scrollToBottom();
 }
 
+// Stops the running turn; resolves once it has ended (at most ~4 s: the port is closed then).
 export function stopTurn() {
   const turn = state.turn;
-  if (!turn || turn.ended) return;
+  if (!turn || turn.ended) return Promise.resolve();
   turn.stopRequested = true;
   try {
     turn.port.postMessage({ action: "stop" });
@@ -130,12 +132,16 @@ export function stopTurn() {
     } catch {}
     endTurn(turn, { removeNow: false });
   }, 4000);
+  return turn.settled;
 }
 
 function endTurn(turn, { removeNow }) {
+  if (turn.ended) return;
   turn.ended = true;
   cancelAnimationFrame(turn.frame);
   clearTimeout(turn.stopTimer);
+  clearInterval(turn.keepAlive);
+  turn.settle();
   turn.node.removeAttribute("aria-busy");
   if (state.turn === turn) {
     state.turn = null;
@@ -150,7 +156,11 @@ function endTurn(turn, { removeNow }) {
     state.lastTurn = turn;
     if (historyHoldsAnswer(turn)) removeStreamingBubble(turn);
     // The stored answer normally arrives with the next storage change; never leave a ghost behind.
-    else turn.ghostTimer = setTimeout(() => refreshFromStorage().finally(() => removeStreamingBubble(turn)), 1500);
+    else turn.ghostTimer = setTimeout(() => {
+      refreshFromStorage()
+        .catch((error) => console.warn("Margin: could not read the conversation again", error))
+        .finally(() => removeStreamingBubble(turn));
+    }, 1500);
   }
 }
 
