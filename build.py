@@ -211,9 +211,22 @@ def read_tar_members(tarball: Path, members: set[str], label: str) -> dict[str, 
     return found
 
 
+def has_pip(python: Path | str) -> bool:
+    return subprocess.run([str(python), "-m", "pip", "--version"], capture_output=True).returncode == 0
+
+
+def pip_python() -> str:
+    """A Python that has pip: this one, else the project's .venv (Debian's python3 ships without
+    pip unless python3-pip is installed; `build.py test` creates .venv before it builds)."""
+    venv_python = REPO / ".venv" / "bin" / "python"
+    if not has_pip(sys.executable) and venv_python.exists() and has_pip(venv_python):
+        return str(venv_python)
+    return sys.executable
+
+
 def run_pip_download(spec: str, dest: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
+        [pip_python(), "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
          "--retries", "1", "--timeout", "30", "--dest", str(dest), spec],
         capture_output=True, text=True)
 
@@ -634,6 +647,10 @@ def ensure_venv(repo: Path = REPO) -> Path:
     venv = repo / ".venv"
     python = venv / "bin" / "python"
     requirements = repo / "requirements-test.txt"
+    if python.exists() and not has_pip(python):
+        # A venv whose creation failed half way (no ensurepip) has bin/python but no pip.
+        print(f"{venv} has no pip (an earlier creation failed): creating it again ...", flush=True)
+        shutil.rmtree(venv)
     if not python.exists():
         print(f"Creating {venv} ...", flush=True)
         if subprocess.run([sys.executable, "-m", "venv", str(venv)]).returncode != 0:

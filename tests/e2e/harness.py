@@ -45,6 +45,20 @@ CHROMIUM_ARGS = [
 # A cold start boots Pyodide (~1.7 s on an idle machine); leave room for a loaded one.
 COLD_TIMEOUT_MS = 45_000
 ANSWER_TIMEOUT_MS = 30_000
+# A page's first paint needs no Python, but right after launch it competes with the install-time
+# Pyodide boot for the same 2 cores.
+PAGE_TIMEOUT_MS = 30_000
+
+# The text of the first visible alert with text, read in one round trip (a count, then a
+# visibility check, then inner_text() would race an alert that is cleared in between, and
+# inner_text() on a vanished element waits 30 s before it fails).
+VISIBLE_ALERT_TEXT_JS = """(nodes) => {
+    for (const node of nodes) {
+        const text = (node.innerText || '').trim();
+        if (text && node.getClientRects().length && getComputedStyle(node).visibility !== 'hidden') return text;
+    }
+    return '';
+}"""
 
 
 def chromium_path() -> str:
@@ -188,14 +202,14 @@ class Margin:
             self.wait_panel_ready(page)
         return page
 
-    def wait_panel_ready(self, page: Page, timeout_ms: int = 15_000) -> None:
+    def wait_panel_ready(self, page: Page, timeout_ms: int = PAGE_TIMEOUT_MS) -> None:
         page.get_by_role("textbox", name="Message").wait_for(state="visible", timeout=timeout_ms)
         page.wait_for_function("() => document.body && document.body.dataset.ready === '1'", timeout=timeout_ms)
 
     def open_options(self) -> Page:
         page = self.context.new_page()
         page.goto(self.url("options.html"))
-        page.get_by_role("button", name="Save").wait_for(state="visible", timeout=15_000)
+        page.get_by_role("button", name="Save").wait_for(state="visible", timeout=PAGE_TIMEOUT_MS)
         return page
 
     # --- storage -------------------------------------------------------------------------------
@@ -365,8 +379,9 @@ class Margin:
         alert = page.get_by_role("alert")
 
         def done() -> bool:
-            if alert.count() and alert.first.is_visible() and alert.first.inner_text().strip():
-                raise AssertionError(f"the turn failed: {alert.first.inner_text()!r}")
+            failed = alert.evaluate_all(VISIBLE_ALERT_TEXT_JS)
+            if failed:
+                raise AssertionError(f"the turn failed: {failed!r}")
             if self.bubbles(page, "assistant").count() <= before:
                 return False
             if page.get_by_role("button", name="Stop").count():
