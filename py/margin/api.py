@@ -120,6 +120,7 @@ async def handle_state(platform: Platform, payload: dict) -> dict[str, Any]:
 
 _platform: Platform | None = None
 _turn_stops: dict[str, asyncio.Event] = {}
+_early_stops: set[str] = set()
 
 
 def _browser() -> Platform:
@@ -147,6 +148,9 @@ async def run_turn_json(turn_id: str, start_json: str) -> None:
     from .platform import post_turn_event
 
     stop = _turn_stops[turn_id] = asyncio.Event()
+    if turn_id in _early_stops:
+        _early_stops.discard(turn_id)
+        stop.set()
 
     def emit(event: dict[str, Any]) -> None:
         if not post_turn_event(turn_id, event):
@@ -164,6 +168,10 @@ async def run_turn_json(turn_id: str, start_json: str) -> None:
 
 
 def stop_turn(turn_id: str) -> None:
+    """Stop a turn. The worker calls this only for a turn it started and that has not finished,
+    so an unknown id is a turn whose task has not run yet: remember the stop for it."""
     stop = _turn_stops.get(turn_id)
-    if stop is not None:
+    if stop is None:
+        _early_stops.add(turn_id)
+    else:
         stop.set()

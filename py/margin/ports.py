@@ -63,7 +63,8 @@ class Transport(Protocol):
 
 
 class TransportError(Exception):
-    """No HTTP response: `kind` is "connect" (refused, DNS, offline, CORS), "timeout" or "aborted"."""
+    """No (whole) HTTP response: `kind` is "connect" (refused, DNS, offline, CORS), "timeout",
+    "aborted" (we stopped it), or "broken" (the connection died while the body was being read)."""
 
     def __init__(self, kind: str, detail: str = ""):
         super().__init__(f"{kind}: {detail}" if detail else kind)

@@ -232,8 +232,8 @@ ERROR_CASES = {
     "model_not_found": (model_not_found(), re.compile(r"model", re.I)),
     "rate_limited": (rate_limited(20), re.compile(r"20 seconds|wait|later", re.I)),
     "server_error": (server_error(), re.compile(r"500|server|try again", re.I)),
-    "garbage_stream": (Garbage(), re.compile(r"\w")),
-    "cut_stream": (Cut("The answer starts", chunks=2), re.compile(r"\w")),
+    "garbage_stream": (Garbage(), re.compile(r"not a chat stream.*Base URL", re.I)),
+    "cut_stream": (Cut("The answer starts", chunks=2), re.compile(r"broke before the answer was finished", re.I)),
 }
 
 

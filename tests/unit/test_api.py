@@ -54,3 +54,24 @@ def test_a_bug_in_a_handler_becomes_an_internal_error_not_a_crash(monkeypatch):
     reply = run(api.dispatch(memory_platform(), "app.ping", {}))
     assert reply["error"]["code"] == "internal"
     assert "conversation is saved" in reply["error"]["message"]
+
+
+def test_a_stop_that_arrives_before_the_turn_runs_still_stops_it(monkeypatch):
+    # The worker may deliver "stop" before the turn's task has started (Python still booting).
+    from margin import chat
+
+    seen = {}
+
+    async def fake_turn(platform, start, emit, stop):
+        seen["stopped_at_start"] = stop.is_set()
+
+    monkeypatch.setattr(chat, "run_turn", fake_turn)
+    monkeypatch.setattr(api, "_browser", lambda: memory_platform())
+    import sys
+    import types
+
+    monkeypatch.setitem(sys.modules, "margin.platform", types.SimpleNamespace(post_turn_event=lambda *a: True))
+    api.stop_turn("early")
+    run(api.run_turn_json("early", '{"action": "send", "text": "hi"}'))
+    assert seen == {"stopped_at_start": True}
+    assert "early" not in api._early_stops and "early" not in api._turn_stops

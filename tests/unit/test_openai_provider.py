@@ -162,6 +162,15 @@ def test_a_timeout_mid_body_is_a_timeout_error():
     assert caught.value.code == "timeout"
 
 
+def test_a_connection_dying_mid_body_is_a_cut_stream_not_unreachable():
+    transport = ScriptedTransport([ScriptedResponse(chunks=[sse(delta("The answer"))], fail_at=1, fail_kind="broken")])
+    with pytest.raises(ProviderError) as caught:
+        run(collect(transport))
+    assert caught.value.code == "stream_cut"
+    assert "broke before the answer was finished" in caught.value.message
+    assert caught.value.partial_text == "The answer"
+
+
 # -- errors ------------------------------------------------------------------------------------
 
 def open_error(response_or_error, provider=PROVIDER):

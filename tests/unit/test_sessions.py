@@ -322,6 +322,10 @@ needs_node = pytest.mark.skipif(shutil.which("node") is None, reason="node is no
 def run_panel_js(tmp_path, script, data):
     module = tmp_path / "panel.mjs"
     module.write_text(PANEL.read_text(encoding="utf-8"), encoding="utf-8")
+    from margin.contract import render_js
+
+    (tmp_path / "generated").mkdir(exist_ok=True)
+    (tmp_path / "generated" / "contract.js").write_text(render_js("margin-test.whl"), encoding="utf-8")
     (tmp_path / "input.json").write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
     runner = tmp_path / "run.mjs"
     runner.write_text(

@@ -233,11 +233,21 @@ def http_error(status: int, body: str, headers: dict[str, str], provider: dict[s
     )
 
 
+STREAM_CUT = "The connection to the provider broke before the answer was finished. Try again."
+
+
+def stream_cut() -> ProviderError:
+    return ProviderError("stream_cut", STREAM_CUT)
+
+
 def transport_error(error: TransportError, provider: dict[str, Any]) -> ProviderError:
-    """No HTTP response. `aborted` (we stopped it) becomes code "aborted", which is not a failure."""
+    """No (whole) HTTP response. `aborted` (we stopped it) becomes code "aborted", which is not a
+    failure; `broken` (the connection died after the headers) is a cut stream."""
     host = host_of(provider.get("baseUrl", ""))
     if error.kind == "aborted":
         return ProviderError("aborted", "The answer was stopped.")
+    if error.kind == "broken":
+        return stream_cut()
     if error.kind == "timeout":
         return ProviderError(
             "timeout",

@@ -26,7 +26,8 @@ from ..errors import ProviderError
 from ..history import Record
 from ..ports import HttpRequest, Platform, Transport, TransportError
 from ..sse import SSEDecoder, SSEEvent
-from . import extract_error_message, header, host_of, http_error, normalize_base_url, quote, transport_error
+from . import (extract_error_message, header, host_of, http_error, normalize_base_url, quote, stream_cut,
+                transport_error)
 
 # Seconds to wait for the status line and headers (a local server may load the model first).
 HEADERS_TIMEOUT = 120.0
@@ -150,10 +151,7 @@ class StreamParser:
         """The body ended: fine after [DONE] or a finish_reason; otherwise the stream was cut."""
         if self.done or self.finish_reason is not None:
             return
-        error = ProviderError(
-            "stream_cut",
-            "The connection to the provider broke before the answer was finished. Try again.",
-        )
+        error = stream_cut()
         error.partial_text = self.text  # type: ignore[attr-defined]
         raise error
 
