@@ -76,26 +76,9 @@ def _ping(bench: Bench) -> tuple[float, dict]:
     return elapsed, reply["value"]
 
 
-COUNT_SNAPSHOTS = """() => new Promise((resolve) => {
-    const request = indexedDB.open('margin-python');
-    request.onupgradeneeded = () => request.transaction.abort();
-    request.onerror = () => resolve(0);
-    request.onsuccess = () => {
-        const db = request.result;
-        if (!db.objectStoreNames.contains('snapshots')) { db.close(); return resolve(0); }
-        const counted = db.transaction('snapshots').objectStore('snapshots').count();
-        counted.onsuccess = () => { db.close(); resolve(counted.result); };
-    };
-})"""
-
-DELETE_SNAPSHOTS = """() => new Promise((resolve, reject) => {
-    const request = indexedDB.deleteDatabase('margin-python');
-    request.onsuccess = resolve; request.onerror = reject; request.onblocked = resolve; })"""
-
-
 def _wait_for_snapshot(bench: Bench, timeout: float = 120.0) -> None:
     deadline = time.monotonic() + timeout
-    while bench.margin._extension_page().evaluate(COUNT_SNAPSHOTS) < 1:
+    while bench.margin.snapshot_count() < 1:
         if time.monotonic() > deadline:
             raise RuntimeError(f"no memory snapshot was stored within {timeout:.0f} s")
         time.sleep(0.2)
@@ -118,7 +101,7 @@ def _timed_cold_starts(bench: Bench, runs: int, *, from_snapshot: bool) -> tuple
         _wait_for_snapshot(bench)  # the previous boot has finished storing its snapshot
         bench.margin.stop_service_worker()
         if not from_snapshot:
-            bench.margin._extension_page().evaluate(DELETE_SNAPSHOTS)
+            bench.margin.delete_snapshots()
         elapsed, value = _ping(bench)
         if isinstance(value, dict) and value.get("bootedFrom") not in (None, expected):
             raise RuntimeError(f"expected a {expected} start, the worker reports {value.get('bootedFrom')!r}")

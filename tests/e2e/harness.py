@@ -262,6 +262,27 @@ class Margin:
             if t["type"] == "service_worker" and t["url"].startswith(self.origin + "/")
         ]
 
+    # --- Python's memory snapshot (IndexedDB "margin-python", written by background.js) ------------
+
+    def snapshot_count(self) -> int:
+        return self._extension_page().evaluate("""() => new Promise((resolve) => {
+            const request = indexedDB.open('margin-python');
+            request.onupgradeneeded = () => request.transaction.abort();
+            request.onerror = () => resolve(0);
+            request.onsuccess = () => {
+                const db = request.result;
+                if (!db.objectStoreNames.contains('snapshots')) { db.close(); return resolve(0); }
+                const counted = db.transaction('snapshots').objectStore('snapshots').count();
+                counted.onsuccess = () => { db.close(); resolve(counted.result); };
+            };
+        })""")
+
+    def delete_snapshots(self) -> None:
+        """Forget the snapshot: the next cold start boots Python from scratch (a new version's first)."""
+        self._extension_page().evaluate("""() => new Promise((resolve, reject) => {
+            const request = indexedDB.deleteDatabase('margin-python');
+            request.onsuccess = resolve; request.onerror = reject; request.onblocked = resolve; })""")
+
     def worker_running(self) -> bool:
         return bool(self.worker_targets())
 

@@ -51,9 +51,7 @@ def test_the_panel_paints_history_while_the_worker_is_stopped(margin: Margin):
 def test_a_cold_start_shows_starting_python_then_clears_it(margin: Margin):
     # Without its memory snapshot (a new version before its first boot), Python takes seconds.
     margin.stop_service_worker()
-    margin._extension_page().evaluate("""() => new Promise((resolve, reject) => {
-        const request = indexedDB.deleteDatabase('margin-python');
-        request.onsuccess = resolve; request.onerror = reject; request.onblocked = resolve; })""")
+    margin.delete_snapshots()
     page = margin.open_panel()
     status = page.get_by_role("status").filter(has_text="Starting Python")
     status.wait_for(state="visible", timeout=5_000)
@@ -65,18 +63,7 @@ def test_a_cold_start_shows_starting_python_then_clears_it(margin: Margin):
 
 def test_python_boots_at_install_and_the_next_cold_start_restores_its_memory_snapshot(margin: Margin):
     # The install event starts Python and stores its snapshot before any page asked for anything.
-    count_snapshots = """() => new Promise((resolve) => {
-        const request = indexedDB.open('margin-python');
-        request.onupgradeneeded = () => request.transaction.abort();
-        request.onerror = () => resolve(0);
-        request.onsuccess = () => {
-            const db = request.result;
-            if (!db.objectStoreNames.contains('snapshots')) { db.close(); return resolve(0); }
-            const counted = db.transaction('snapshots').objectStore('snapshots').count();
-            counted.onsuccess = () => { db.close(); resolve(counted.result); };
-        };
-    })"""
-    poll(lambda: margin._extension_page().evaluate(count_snapshots) == 1, timeout=60,
+    poll(lambda: margin.snapshot_count() == 1, timeout=60,
          message="no memory snapshot was stored after install")
     first = margin.send_message({"type": "app.ping", "payload": {}})
     assert first["ok"] and first["value"]["bootedFrom"] == "fresh"
