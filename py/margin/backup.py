@@ -74,7 +74,7 @@ async def build_backup(platform: Platform, include_api_keys: bool) -> dict[str, 
 
 async def handle_export(platform: Platform, payload: dict) -> dict:
     include = isinstance(payload, dict) and payload.get("includeApiKeys") is True
-    async with s._lock_for(platform.local):
+    async with s.lock_for(platform.local):
         backup = await build_backup(platform, include)
     day = datetime.fromtimestamp(backup["exportedAt"] / 1000, tz=timezone.utc).strftime("%Y-%m-%d")
     return {"filename": f"margin-backup-{day}.json", "mimeType": "application/json",
@@ -122,7 +122,7 @@ def parse_backup(text: Any) -> dict[str, Any]:
 
 def _stamp(item: dict[str, Any]) -> float:
     for key in ("savedAt", "createdAt"):
-        if s._is_number(item.get(key)):
+        if s.is_number(item.get(key)):
             return item[key]
     return 0
 
@@ -130,13 +130,13 @@ def _stamp(item: dict[str, Any]) -> float:
 def _entry_from_backup(item: dict[str, Any], raw: list[Any], sid: str) -> s.IndexEntry:
     records = parse_history(raw).records
     name = item.get("name")
-    created = item.get("createdAt") if s._is_number(item.get("createdAt")) else 0
+    created = item.get("createdAt") if s.is_number(item.get("createdAt")) else 0
     return s.IndexEntry(
         id=sid, name=name.strip()[: s.NAME_MAX] if isinstance(name, str) and name.strip()
         else s.default_name(records),
         created_at=created, pinned=item.get("pinned") is True,
         text_digest=s.text_digest(records),
-        saved_at=item.get("savedAt") if s._is_number(item.get("savedAt")) else created,
+        saved_at=item.get("savedAt") if s.is_number(item.get("savedAt")) else created,
         body_hash=s.body_hash(raw), named=item.get("named") is True,
     )
 
@@ -164,7 +164,7 @@ async def import_backup(platform: Platform, backup: dict[str, Any]) -> dict[str,
         changed[sid] = entry
 
     for item in backup.get("sessions", []):
-        sid = s._stored_id(item) if isinstance(item, dict) else None
+        sid = s.id_of_entry(item) if isinstance(item, dict) else None
         raw = item.get("history") if isinstance(item, dict) else None
         if sid is None or not isinstance(raw, list) or not parse_history(raw).records:
             skipped += 1  # missing id or no readable conversation: nothing to restore
@@ -204,7 +204,7 @@ async def import_backup(platform: Platform, backup: dict[str, Any]) -> dict[str,
     if changed:
         # A session deleted moments ago (its body waits in the trash) and imported again must not
         # lose the imported body when the trash is emptied.
-        trash = await s._read_trash(area)
+        trash = await s.read_trash(area)
         kept = [t for t in trash if t["id"] not in changed]
         if len(kept) != len(trash):
             extra[s.SESSION_TRASH] = kept
@@ -235,5 +235,5 @@ def _message(added: int, updated: int, skipped: int, providers: int) -> str:
 
 async def handle_import(platform: Platform, payload: dict) -> dict:
     backup = parse_backup(payload.get("text") if isinstance(payload, dict) else None)
-    async with s._lock_for(platform.local):
+    async with s.lock_for(platform.local):
         return await import_backup(platform, backup)

@@ -136,7 +136,7 @@ class IndexEntry:
         )
 
 
-def _is_number(value: Any) -> bool:
+def is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
@@ -152,11 +152,11 @@ def _is_clean(raw: Any) -> bool:
             return False
         seen.add(sid)
         if not (isinstance(entry.get("name"), str) and entry["name"].strip()
-                and _is_number(entry.get("createdAt"))
+                and is_number(entry.get("createdAt"))
                 and isinstance(entry.get("pinned"), bool)
                 and isinstance(entry.get("textDigest"), str)
                 and len(entry["textDigest"]) <= DIGEST_CAP
-                and _is_number(entry.get("savedAt", 0))
+                and is_number(entry.get("savedAt", 0))
                 and isinstance(entry.get("bodyHash", ""), str)
                 and entry.get("damaged") in (None, "missing", "unreadable")):
             return False
@@ -209,7 +209,7 @@ def body_history(body: Any) -> Any:
 _locks: dict[tuple[int, int], asyncio.Lock] = {}
 
 
-def _lock_for(area: StorageArea) -> asyncio.Lock:
+def lock_for(area: StorageArea) -> asyncio.Lock:
     """One lock per storage area and event loop: session calls may interleave at every await."""
     key = (id(area), id(asyncio.get_running_loop()))
     lock = _locks.get(key)
@@ -257,7 +257,7 @@ async def _repair(area: StorageArea, raw: Any) -> list[IndexEntry]:
     return entries
 
 
-def _stored_id(item: dict[str, Any]) -> str | None:
+def id_of_entry(item: dict[str, Any]) -> str | None:
     sid = item.get("id")
     if isinstance(sid, bool):
         return None
@@ -272,16 +272,16 @@ async def _repair_entry(area: StorageArea, position: int, item: dict[str, Any],
                         taken: set[str]) -> IndexEntry:
     """One entry made whole; writes its body first when it has to move or copy one."""
     fingerprint = _stable_hash([position, item])
-    stored_id = _stored_id(item)
+    stored_id = id_of_entry(item)
     sid = stored_id or f"r{fingerprint}"
     duplicate = sid in taken
     if duplicate:
         sid = f"{sid}-{fingerprint[:6]}"
 
     created_at = item.get("createdAt")
-    if not _is_number(created_at):
-        created_at = item.get("savedAt") if _is_number(item.get("savedAt")) else 0
-    saved_at = item.get("savedAt") if _is_number(item.get("savedAt")) else created_at
+    if not is_number(created_at):
+        created_at = item.get("savedAt") if is_number(item.get("savedAt")) else 0
+    saved_at = item.get("savedAt") if is_number(item.get("savedAt")) else created_at
     damaged: str | None = item.get("damaged") if item.get("damaged") in ("missing", "unreadable") else None
 
     raw_history: Any = None
@@ -516,7 +516,7 @@ def list_view(entries: list[IndexEntry], query: str = "") -> list[dict[str, Any]
 
 # -- trash (delete with undo) --------------------------------------------------------------------
 
-async def _read_trash(area: StorageArea) -> list[dict[str, Any]]:
+async def read_trash(area: StorageArea) -> list[dict[str, Any]]:
     stored = await area.get([SESSION_TRASH])
     trash = stored.get(SESSION_TRASH, [])
     return [t for t in trash if isinstance(t, dict) and isinstance(t.get("id"), str)] \
@@ -525,9 +525,9 @@ async def _read_trash(area: StorageArea) -> list[dict[str, Any]]:
 
 async def purge_expired_trash(area: StorageArea) -> None:
     """Remove the bodies whose undo window has passed (bodies first, then the trash list)."""
-    trash = await _read_trash(area)
+    trash = await read_trash(area)
     now = now_ms()
-    expired = [t for t in trash if not (_is_number(t.get("expiresAt")) and t["expiresAt"] > now)]
+    expired = [t for t in trash if not (is_number(t.get("expiresAt")) and t["expiresAt"] > now)]
     if not expired:
         return
     await area.remove([session_body_key(t["id"]) for t in expired])
@@ -612,7 +612,7 @@ def _id_of(payload: dict) -> str:
 
 
 async def handle_new(platform: Platform, payload: dict) -> dict:
-    async with _lock_for(platform.local):
+    async with lock_for(platform.local):
         saved = await save_current(platform.local, clear=True)
         return {"savedId": saved}
 
@@ -634,7 +634,7 @@ async def check_bodies_present(area: StorageArea, entries: list[IndexEntry]) -> 
 
 async def handle_list(platform: Platform, payload: dict) -> dict:
     query = payload.get("query") if isinstance(payload, dict) else None
-    async with _lock_for(platform.local):
+    async with lock_for(platform.local):
         await purge_expired_trash(platform.local)
         entries = await read_session_index(platform.local)
         entries = await check_bodies_present(platform.local, entries)
@@ -644,7 +644,7 @@ async def handle_list(platform: Platform, payload: dict) -> dict:
 async def handle_open(platform: Platform, payload: dict) -> dict:
     sid = _id_of(payload)
     area = platform.local
-    async with _lock_for(area):
+    async with lock_for(area):
         entries = await read_session_index(area)
         entry = find_entry(entries, sid)
         raw = await read_body_checked(area, entries, entry)
@@ -662,7 +662,7 @@ async def handle_rename(platform: Platform, payload: dict) -> dict:
     name = payload.get("name")
     if not isinstance(name, str) or not " ".join(name.split()):
         raise MarginError("bad_name", "A session name cannot be empty. Type a name, then press Enter.")
-    async with _lock_for(platform.local):
+    async with lock_for(platform.local):
         entries = await read_session_index(platform.local)
         entry = find_entry(entries, sid)
         renamed = replace(entry, name=" ".join(name.split())[:NAME_MAX], named=True)
@@ -672,7 +672,7 @@ async def handle_rename(platform: Platform, payload: dict) -> dict:
 
 async def handle_pin(platform: Platform, payload: dict) -> dict:
     sid = _id_of(payload)
-    async with _lock_for(platform.local):
+    async with lock_for(platform.local):
         entries = await read_session_index(platform.local)
         entry = find_entry(entries, sid)
         pinned = payload.get("pinned") is True
@@ -684,7 +684,7 @@ async def handle_pin(platform: Platform, payload: dict) -> dict:
 async def handle_delete(platform: Platform, payload: dict) -> dict:
     sid = _id_of(payload)
     area = platform.local
-    async with _lock_for(area):
+    async with lock_for(area):
         await purge_expired_trash(area)
         entries = await read_session_index(area)
         entry = find_entry(entries, sid)
@@ -700,7 +700,7 @@ async def handle_delete(platform: Platform, payload: dict) -> dict:
                 undo["reopen"] = {"length": len(open_history), "hash": body_hash(open_history)}
         # Undo data first: once the index forgets the entry, this is where it lives.
         await platform.session.set({UNDO_PREFIX + token: undo})
-        trash = await _read_trash(area)
+        trash = await read_trash(area)
         items: dict[str, Any] = {SESSION_TRASH: [*trash, {"id": sid, "expiresAt": expires_at}]}
         if current == sid:
             items[HISTORY_SESSION_ID] = None  # the open conversation, if saved again, is a new session
@@ -715,13 +715,13 @@ async def handle_undelete(platform: Platform, payload: dict) -> dict:
         raise too_late
     key = UNDO_PREFIX + token
     area = platform.local
-    async with _lock_for(area):
+    async with lock_for(area):
         record = (await platform.session.get([key])).get(key)
         if not isinstance(record, dict) or not isinstance(record.get("entry"), dict) \
-                or not _is_number(record.get("expiresAt")) or record["expiresAt"] < now_ms():
+                or not is_number(record.get("expiresAt")) or record["expiresAt"] < now_ms():
             raise too_late
         sid = record["entry"].get("id")
-        trash = await _read_trash(area)
+        trash = await read_trash(area)
         if not any(t["id"] == sid for t in trash):
             raise too_late
         entries = await read_session_index(area)
@@ -755,7 +755,7 @@ async def handle_export(platform: Platform, payload: dict) -> dict:
     fmt = payload.get("format")
     if fmt not in ("markdown", "json"):
         raise MarginError("bad_format", "Choose Markdown or JSON to export a session.")
-    async with _lock_for(platform.local):
+    async with lock_for(platform.local):
         entries = await read_session_index(platform.local)
         entry = find_entry(entries, sid)
         raw = await read_body_checked(platform.local, entries, entry)
