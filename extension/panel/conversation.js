@@ -207,6 +207,14 @@ export function applyHistory(raw, { initial = false } = {}) {
     bubbles.push({ sig, node });
     nodes.push(node);
   });
+  // A whole conversation arriving at once (first paint, another session opened) is not news for a
+  // screen reader: hold the log's announcements while it is put in (aria-busy), so only what a
+  // turn adds later is read out.
+  const reused = bubbles.filter((b, i) => b && b === state.bubbles[i]).length;
+  if (nodes.length - reused > 2) {
+    ui.conversation.setAttribute("aria-busy", "true");
+    requestAnimationFrame(() => ui.conversation.removeAttribute("aria-busy"));
+  }
   state.bubbles = bubbles;
   // Reconcile in place: unchanged bubbles stay (and keep their highlighting and scroll).
   const container = ui.history;
