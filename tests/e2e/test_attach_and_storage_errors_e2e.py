@@ -28,11 +28,11 @@ from PIL import Image, ImageChops, ImageStat
 from fake_provider import FakeProvider
 from harness import Margin, poll
 from test_images_e2e import (
-    attach_with_chooser,
     chips,
     data_url,
     decode_data_url,
     image_urls_in,
+    pick_image,
     picture_png,
     srcs,
     stored_image_urls,
@@ -188,13 +188,8 @@ def test_a_tiff_is_sent_as_png_or_jpeg_while_storage_keeps_the_tiff(
 ):
     margin = configured_margin
     tiff, picture = tiff_bytes(300, 180)
-    path = tmp_path / "scan.tif"
-    path.write_bytes(tiff)
-    tiff_url = data_url("image/tiff", tiff)
-
     page = margin.open_panel()
-    attach_with_chooser(page, path)
-    chips(page).first.wait_for(state="visible", timeout=10_000)
+    tiff_url = pick_image(page, tmp_path, "scan.tif", tiff, "image/tiff")
     # Chrome cannot show a TIFF: the chip says what it is instead of a broken image.
     tile = page.get_by_title("scan.tif: no preview in this browser")
     tile.wait_for(state="visible", timeout=10_000)

@@ -107,6 +107,15 @@ def attach_with_chooser(page, files: list[Path] | Path) -> None:
     chooser.value.set_files(files)
 
 
+def pick_image(page, folder: Path, name: str, data: bytes, mime: str) -> str:
+    """Save `data` as `folder/name`, pick it with "Attach image", wait for its chip; its data URL."""
+    path = folder / name
+    path.write_bytes(data)
+    attach_with_chooser(page, path)
+    chips(page).first.wait_for(state="visible", timeout=10_000)
+    return data_url(mime, data)
+
+
 def chips(page):
     """The attachment chips above the message box (each has a "Remove image" button)."""
     return page.get_by_role("button", name="Remove image")
@@ -128,13 +137,8 @@ def test_picked_image_is_sent_once_then_a_placeholder_and_kept_byte_for_byte(
 ):
     margin = configured_margin
     png = picture_png(320, 200, seed=7)
-    path = tmp_path / "chart.png"
-    path.write_bytes(png)
-    expected_url = data_url("image/png", png)
-
     page = margin.open_panel()
-    attach_with_chooser(page, path)
-    chips(page).first.wait_for(state="visible", timeout=10_000)
+    expected_url = pick_image(page, tmp_path, "chart.png", png, "image/png")
     assert chips(page).count() == 1
     assert page.locator(".chip img, #chips img").first.get_attribute("src") == expected_url
 
@@ -196,13 +200,8 @@ def test_a_failed_turn_stamps_nothing_so_the_next_send_carries_the_pixels_again(
 ):
     margin = configured_margin
     png = picture_png(120, 90, seed=3)
-    path = tmp_path / "photo.png"
-    path.write_bytes(png)
-    expected_url = data_url("image/png", png)
-
     page = margin.open_panel()
-    attach_with_chooser(page, path)
-    chips(page).first.wait_for(state="visible", timeout=10_000)
+    expected_url = pick_image(page, tmp_path, "photo.png", png, "image/png")
     fake_provider.script(server_error())
     margin.send(page, "Describe it")
     alert = margin.wait_alert(page)
