@@ -34,7 +34,7 @@ from .errors import MarginError
 from .history import parked_unreadable, parse_history
 from .ports import Platform
 from .storage import (ACTIVE_PROVIDER_ID, HISTORY, HISTORY_SESSION_ID, OPTION_DEFAULTS, PROVIDERS,
-                      UI_LANGUAGE, get_all, session_body_key)
+                      UI_LANGUAGE, get_all, session_body_key, lock_for)
 
 FORMAT = "margin-backup"
 VERSION = 1
@@ -74,7 +74,7 @@ async def build_backup(platform: Platform, include_api_keys: bool) -> dict[str, 
 
 async def handle_export(platform: Platform, payload: dict) -> dict:
     include = isinstance(payload, dict) and payload.get("includeApiKeys") is True
-    async with s.lock_for(platform.local):
+    async with lock_for(platform.local):
         backup = await build_backup(platform, include)
     day = datetime.fromtimestamp(backup["exportedAt"] / 1000, tz=timezone.utc).strftime("%Y-%m-%d")
     return {"filename": f"margin-backup-{day}.json", "mimeType": "application/json",
@@ -235,5 +235,5 @@ def _message(added: int, updated: int, skipped: int, providers: int) -> str:
 
 async def handle_import(platform: Platform, payload: dict) -> dict:
     backup = parse_backup(payload.get("text") if isinstance(payload, dict) else None)
-    async with s.lock_for(platform.local):
+    async with lock_for(platform.local):
         return await import_backup(platform, backup)

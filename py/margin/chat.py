@@ -10,9 +10,11 @@ Rules:
    stream too: a half answer that looks whole would mislead).
 4. Images are stamped `imagesSeen` only after a successful answer, so a failed or stopped turn
    sends the pixels again next time.
-5. Storage is never trusted across an await: the answer is appended to a fresh read, and only if
-   that conversation still holds this turn's question (a clear or a session switch meanwhile
-   means the answer is not saved into someone else's conversation).
+5. Storage is never trusted across an await: the answer is put into a fresh read, right after this
+   turn's question, and only if that conversation still holds the question (a clear or a session
+   switch meanwhile means the answer is not saved into someone else's conversation). Pages
+   attached while the answer streamed stay after it, for the next question; every
+   read-modify-write of `history` holds `storage.lock_for(local)`.
 6. Stop is prompt: every wait on the network races the stop event; the panel's port closing
    (emit failing) is a stop too. The body has an idle timeout (`BODY_IDLE_TIMEOUT`).
 7. One turn at a time per process. Every outcome is ONE terminal event (done, stopped or error);
@@ -30,6 +32,7 @@ from . import images, options
 from .errors import MarginError, ProviderError, StorageError
 from .history import HistoryRead, Record, for_edit, for_regenerate, read_history, user_record, write_history
 from .ports import Platform
+from .storage import lock_for
 from .providers import provider_module
 
 # Seconds without a body chunk before the answer is given up as timed out.
@@ -87,11 +90,13 @@ async def new_user_record(platform: Platform, text: Any, attachments: Any) -> Re
     return user_record(text, parts, createdAt=now_ms())
 
 
-async def conversation_for(platform: Platform, start: Any, records: list[Record]) -> list[Record]:
-    """The stored conversation this turn answers, old bubbles removed, the new one appended."""
+async def conversation_for(platform: Platform, start: Any, records: list[Record]) -> tuple[list[Record], int]:
+    """The conversation to store for this turn (old bubbles removed, the new question appended),
+    and how many of its records the answer answers (the rest are attachments that wait)."""
     action = start.get("action") if isinstance(start, dict) else None
     if action == "send":
-        return records + [await new_user_record(platform, start.get("text"), start.get("images"))]
+        conversation = records + [await new_user_record(platform, start.get("text"), start.get("images"))]
+        return conversation, len(conversation)
     if action == "regenerate":
         return for_regenerate(records)
     if action == "edit":
@@ -99,7 +104,13 @@ async def conversation_for(platform: Platform, start: Any, records: list[Record]
         if not isinstance(index, int) or isinstance(index, bool):
             raise MarginError("edit_target_gone", "Margin could not tell which message to edit. Try again.")
         kept = for_edit(records, index)
-        return kept + [await new_user_record(platform, start.get("text"), start.get("images"))]
+        conversation = kept + [await new_user_record(platform, start.get("text"), start.get("images"))]
+        return conversation, len(conversation)
+    if action == "explain":
+        from . import explain
+
+        conversation = records + await explain.take_request(platform, start.get("requestId"))
+        return conversation, len(conversation)
     raise MarginError("bad_turn", "Margin did not understand what to do with this message. Reload the panel.")
 
 
@@ -187,16 +198,18 @@ class _Turn:
             self.emit({"event": "done"})
 
     async def _store_question(self, start: dict) -> list[Record]:
-        read = await self._read()
-        conversation = await conversation_for(self.platform, start, read.records)
-        # Compared by value, not length: editing an unanswered last question keeps the length.
-        unchanged = conversation == read.records and read.unreadable_raw is None
-        if not unchanged:
-            try:
-                await write_history(self.platform.local, conversation, read)
-            except Exception as error:  # noqa: BLE001
-                raise _storage_failure(error, "save your message") from None
-        return conversation
+        """Store the question; returns the conversation the answer answers (rule 1)."""
+        async with lock_for(self.platform.local):
+            read = await self._read()
+            conversation, answered = await conversation_for(self.platform, start, read.records)
+            # Compared by value, not length: editing an unanswered last question keeps the length.
+            unchanged = conversation == read.records and read.unreadable_raw is None
+            if not unchanged:
+                try:
+                    await write_history(self.platform.local, conversation, read)
+                except Exception as error:  # noqa: BLE001
+                    raise _storage_failure(error, "save your message") from None
+        return conversation[:answered]
 
     async def _read(self) -> HistoryRead:
         try:
@@ -205,20 +218,23 @@ class _Turn:
             raise _storage_failure(error, "read the conversation") from None
 
     async def _store_answer(self, question: list[Record], answer: Record, *, stamp: bool) -> bool:
-        """Append `answer` to a fresh read of the conversation; False if that is not ours any more."""
-        read = await self._read()
-        current = read.records
-        n = len(question)
-        if len(current) < n or not _same_question(current[n - 1], question[n - 1]):
-            return False
-        records = current[:n] + [answer]
-        if stamp:
-            records = images.stamp_images_seen(records)
-        try:
-            await write_history(self.platform.local, records, read)
-        except Exception as error:  # noqa: BLE001
-            raise _storage_failure(error, "save the answer") from None
-        return True
+        """Put `answer` right after its question in a fresh read of the conversation (rule 5);
+        False if that conversation is not ours any more."""
+        async with lock_for(self.platform.local):
+            read = await self._read()
+            current = read.records
+            n = len(question)
+            if len(current) < n or not _same_question(current[n - 1], question[n - 1]):
+                return False
+            waiting = current[n:]
+            if not all(r.is_attachment for r in waiting):
+                return False
+            answered = images.stamp_images_seen(current[:n]) if stamp else current[:n]
+            try:
+                await write_history(self.platform.local, answered + [answer] + waiting, read)
+            except Exception as error:  # noqa: BLE001
+                raise _storage_failure(error, "save the answer") from None
+            return True
 
     async def _finish_stopped(self, question: list[Record], provider: dict[str, Any], text: str) -> None:
         if text:

@@ -1,8 +1,8 @@
 """The one global, flat conversation (`history`) and its invariant.
 
-Rules (../shared/spec/storage-model.md, "One global, flat history"):
+Rules (docs/storage-model.md, "One global, flat history"):
 1. `history` is ONE conversation for the whole browser, a flat list of records; it never
-   changes with the active tab (ADR-0002).
+   changes with the active tab (docs/storage-model.md says why).
 2. A record is `{role, content, ...}`: `content` is a string, or a list of parts
    `[{type: "text", text}, {type: "image_url", image_url: {url}}]`. Extra fields are kept as they
    are (`imagesSeen`, `videoSrc`, `stopped`, `createdAt`, ...), so a record survives a round trip
@@ -14,6 +14,12 @@ Rules (../shared/spec/storage-model.md, "One global, flat history"):
    (`parked_unreadable`): under `historyUnreadable`, or, when that already holds another value,
    under `historyUnreadable_<12 hex of its sha256>`, so parking never overwrites what was parked.
    Every write that replaces `history` goes through it (`write_history` does so itself).
+5. Attachment records (page context: a page's text, a video's transcript, a selection) are user
+   records whose text starts with `PAGE_CONTEXT_PREFIX` and that carry an `attachment` object
+   (`margin.page_context` builds them). They are not bubbles: the panel shows them as cards, and a
+   run of them is answered by the next QUESTION (a user record that is not an attachment).
+   Regenerate keeps the attachments that follow the answer it replaces (they wait for the next
+   question); an answer is stored right after its question, before any attachment added meanwhile.
 """
 
 from __future__ import annotations
@@ -30,6 +36,10 @@ from .storage import HISTORY, HISTORY_SESSION_ID
 HISTORY_UNREADABLE = "historyUnreadable"
 
 ROLES = ("user", "assistant", "system")
+
+# The first characters of every attachment record's text: the model reads where the page's text
+# starts and ends; the panel and the slimming rules find attachments by it.
+PAGE_CONTEXT_PREFIX = "[Page context]"
 
 
 @dataclass(frozen=True)
@@ -77,6 +87,17 @@ class Record:
 
     def with_fields(self, **changes: Any) -> "Record":
         return Record(self.role, self.content, {**self.fields, **changes})
+
+    @property
+    def is_attachment(self) -> bool:
+        """Page context (rule 5): shown as a card, answered by the next question."""
+        return (self.role == "user" and isinstance(self.fields.get("attachment"), dict)
+                and self.text.startswith(PAGE_CONTEXT_PREFIX))
+
+    @property
+    def is_question(self) -> bool:
+        """A user bubble: what the user typed (and the images they sent with it)."""
+        return self.role == "user" and not self.is_attachment
 
 
 @dataclass(frozen=True)
@@ -144,17 +165,28 @@ def user_record(text: str, images: list[dict[str, Any]] | None = None, **fields:
     return Record("user", parts, dict(fields))
 
 
-def for_regenerate(records: list[Record]) -> list[Record]:
-    """The conversation without the answer to regenerate: everything after the last user record."""
+def last_question_index(records: list[Record]) -> int | None:
     for index in range(len(records) - 1, -1, -1):
-        if records[index].role == "user":
-            return records[: index + 1]
-    raise MarginError("nothing_to_regenerate", "There is no question to answer again yet.")
+        if records[index].is_question:
+            return index
+    return None
+
+
+def for_regenerate(records: list[Record]) -> tuple[list[Record], int]:
+    """The conversation without the answer to regenerate, and how much of it the new answer answers.
+
+    Everything after the last question is dropped except attachments (rule 5): they were added
+    after the old answer, so they wait for the next question and stay after the new answer."""
+    index = last_question_index(records)
+    if index is None:
+        raise MarginError("nothing_to_regenerate", "There is no question to answer again yet.")
+    waiting = [r for r in records[index + 1:] if r.is_attachment]
+    return records[: index + 1] + waiting, index + 1
 
 
 def for_edit(records: list[Record], index: int) -> list[Record]:
     """The conversation without the edited bubble and everything after it."""
-    if not (0 <= index < len(records)) or records[index].role != "user":
+    if not (0 <= index < len(records)) or not records[index].is_question:
         raise MarginError(
             "edit_target_gone",
             "That message is no longer in the conversation. Reopen the panel and try again.",

@@ -1,6 +1,6 @@
 """Saved sessions: a light index in `savedSessions`, one body per session in `session_<id>`.
 
-Storage (../shared/spec/storage-model.md, "Session snapshots"):
+Storage (docs/storage-model.md, "Sessions"):
 - `savedSessions` is the LIGHT index, a list of entries
   `{id, name, createdAt, pinned, textDigest, savedAt, bodyHash, named?, damaged?}`.
   The first five fields are the storage model's; `savedAt` (ms of the last save), `bodyHash`
@@ -52,7 +52,6 @@ Rules:
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import secrets
@@ -66,7 +65,7 @@ from typing import Any
 from .errors import MarginError
 from .history import Record, canonical_hash, parked_unreadable, parse_history, read_history
 from .ports import Platform, StorageArea
-from .storage import HISTORY, HISTORY_SESSION_ID, SAVED_SESSIONS, session_body_key
+from .storage import HISTORY, HISTORY_SESSION_ID, SAVED_SESSIONS, lock_for, session_body_key
 
 DIGEST_CAP = 100_000
 NAME_LENGTH = 60
@@ -165,9 +164,17 @@ def _is_clean(raw: Any) -> bool:
 
 # -- text: digest, default name ----------------------------------------------------------------
 
+def searchable_text(record: Record) -> str:
+    """What search sees of a record: its text; of an attachment, only its header (what it is,
+    the title, the URL), so one attached page cannot fill the digest's cap by itself."""
+    if record.is_attachment:
+        return record.text.split("\n\n", 1)[0]
+    return record.text
+
+
 def text_digest(records: list[Record]) -> str:
     """The conversation's text, images left out, capped at DIGEST_CAP characters."""
-    return "\n".join(r.text for r in records if r.text)[:DIGEST_CAP]
+    return "\n".join(text for text in map(searchable_text, records) if text)[:DIGEST_CAP]
 
 
 def shorten(text: str, limit: int = NAME_LENGTH) -> str:
@@ -184,8 +191,11 @@ def shorten(text: str, limit: int = NAME_LENGTH) -> str:
 
 def default_name(records: list[Record]) -> str:
     for record in records:
-        if record.role == "user" and record.text.strip():
+        if record.is_question and record.text.strip():
             return shorten(record.text)
+    for record in records:
+        if record.is_attachment and record.fields["attachment"].get("title"):
+            return shorten(str(record.fields["attachment"]["title"]))
     return UNTITLED
 
 
@@ -205,18 +215,6 @@ def body_history(body: Any) -> Any:
 
 
 # -- the repairing, migrating index reader -------------------------------------------------------
-
-_locks: dict[tuple[int, int], asyncio.Lock] = {}
-
-
-def lock_for(area: StorageArea) -> asyncio.Lock:
-    """One lock per storage area and event loop: session calls may interleave at every await."""
-    key = (id(area), id(asyncio.get_running_loop()))
-    lock = _locks.get(key)
-    if lock is None:
-        lock = _locks[key] = asyncio.Lock()
-    return lock
-
 
 async def read_session_index(area: StorageArea) -> list[IndexEntry]:
     """The session index; migrates legacy entries and repairs bad ones first (see rules 1 and 2)."""
@@ -555,6 +553,12 @@ def to_markdown(entry: IndexEntry, raw_history: list[Any]) -> str:
         except ValueError:
             lines += ["**(A message Margin could not read.)**", "", "```json",
                       json.dumps(item, ensure_ascii=False)[:2000], "```", ""]
+            continue
+        if record.is_attachment:
+            meta = record.fields["attachment"]
+            lines += [f"**Attached {meta.get('kind', 'page')}:** {meta.get('title') or meta.get('url', '')} "
+                      f"({meta.get('url', '')})", "", "<details><summary>The text the model got</summary>", "",
+                      "```text", record.text.replace("```", "ʼʼʼ"), "```", "", "</details>", ""]
             continue
         label = {"user": "You", "assistant": "Assistant"}.get(record.role, record.role.title())
         lines += [f"**{label}:**", ""]

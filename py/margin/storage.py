@@ -1,6 +1,6 @@
 """The storage contract: which keys exist in chrome.storage.local, their defaults, and getAll.
 
-Rules (../shared/spec/storage-model.md, "The GET_ALL_KEYS contract"):
+Rules (docs/storage-model.md, "Reading the light keys"):
 1. `DEFAULTS` names every light key with its default. `history` is in it but is heavy (it can
    hold megabytes of images), so it is read by address only (`margin.history`).
 2. `GET_ALL_KEYS` = DEFAULTS minus `history`, plus the three option settings: a FIXED list.
@@ -15,6 +15,7 @@ names it uses are generated from this module at build time (`contract_for_js()`)
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from typing import Any
 
@@ -27,6 +28,10 @@ PROVIDERS = "providers"
 ACTIVE_PROVIDER_ID = "activeProviderId"
 UI_LANGUAGE = "uiLanguage"
 SESSION_BODY_PREFIX = "session_"
+# In chrome.storage.session (cleared when the browser or the extension restarts).
+SITE_CACHE_INDEX = "siteCacheIndex"
+SITE_CACHE_BODY_PREFIX = "siteCache_"
+EXPLAIN_REQUEST = "explainRequest"
 
 DEFAULTS: dict[str, Any] = {
     # The one global, flat conversation: [{role, content, ...}] (margin.history).
@@ -48,6 +53,20 @@ OPTION_DEFAULTS: dict[str, Any] = {
 GET_ALL_KEYS: tuple[str, ...] = tuple(
     [key for key in DEFAULTS if key != HISTORY] + list(OPTION_DEFAULTS)
 )
+
+
+_locks: dict[tuple[int, int], asyncio.Lock] = {}
+
+
+def lock_for(area: StorageArea) -> asyncio.Lock:
+    """One lock per storage area and event loop. Every read-modify-write of `history` and of the
+    session index holds it: requests interleave at every await (a page attached while an answer
+    streams must not be lost when the answer is stored)."""
+    key = (id(area), id(asyncio.get_running_loop()))
+    lock = _locks.get(key)
+    if lock is None:
+        lock = _locks[key] = asyncio.Lock()
+    return lock
 
 
 def session_body_key(session_id: str) -> str:
@@ -78,5 +97,7 @@ def contract_for_js() -> dict[str, Any]:
             "uiLanguage": UI_LANGUAGE,
         },
         "sessionBodyPrefix": SESSION_BODY_PREFIX,
+        # chrome.storage.session keys the pages and the worker's shell read (never write).
+        "sessionKeys": {"siteCacheIndex": SITE_CACHE_INDEX, "explainRequest": EXPLAIN_REQUEST},
         "getAllKeys": list(GET_ALL_KEYS),
     }

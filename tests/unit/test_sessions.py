@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from margin import sessions
+from margin import sessions, storage
 from margin.errors import MarginError
 from margin.platform_memory import memory_platform
 from margin.storage import HISTORY, HISTORY_SESSION_ID, SAVED_SESSIONS, session_body_key
@@ -185,7 +185,7 @@ def test_delete_then_undo_even_after_a_worker_restart(platform, monkeypatch):
     token = run(sessions.handle_delete(platform, {"id": sid}))["undo"]
     assert listed(platform) == []
     # A new worker: no Python state survives, chrome.storage.session does.
-    sessions._locks.clear()
+    storage._locks.clear()
     run(sessions.handle_undelete(platform, {"undo": token}))
     assert [s["id"] for s in listed(platform)] == [sid]
     assert platform.local.snapshot()[session_body_key(sid)] == body

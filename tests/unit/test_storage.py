@@ -105,9 +105,40 @@ def _conversation():
 
 
 def test_regenerate_removes_the_old_answer_first():
-    kept = for_regenerate(_conversation())
+    kept, answered = for_regenerate(_conversation())
     assert [r.text for r in kept] == ["q1", "a1", "q2"]
+    assert answered == 3
     assert sum(r.role == "user" for r in kept) == 2
+
+
+def _attachment(title):
+    return Record("user", f"[Page context] {title}\n\ntext", {"attachment": {"kind": "page", "title": title}})
+
+
+def test_regenerate_keeps_pages_attached_after_the_answer_for_the_next_question():
+    records = _conversation() + [_attachment("later page")]
+    kept, answered = for_regenerate(records)
+    assert [r.text.split("\n")[0] for r in kept] == ["q1", "a1", "q2", "[Page context] later page"]
+    # The new answer answers q2 only: the page waits for the next question.
+    assert answered == 3
+
+
+def test_an_attachment_is_not_a_question_and_cannot_be_edited_or_regenerated_alone():
+    import pytest
+
+    from margin.errors import MarginError
+
+    page = _attachment("p")
+    assert page.is_attachment and not page.is_question
+    # A typed message that merely starts like one is still the user's question.
+    typed = user_record("[Page context] my own words")
+    assert typed.is_question and not typed.is_attachment
+    with pytest.raises(MarginError) as info:
+        for_regenerate([page])
+    assert info.value.code == "nothing_to_regenerate"
+    with pytest.raises(MarginError) as info:
+        for_edit([page, user_record("q")], 0)
+    assert info.value.code == "edit_target_gone"
 
 
 def test_edit_removes_the_bubble_and_everything_after():
