@@ -65,6 +65,9 @@ NPM_FILES: list[tuple[str, str, str]] = [
     ("@highlightjs/cdn-assets", "es/highlight.min.js",         "vendor/highlight.min.js"),
     ("@highlightjs/cdn-assets", "styles/github.min.css",       "vendor/hljs-light.css"),
     ("@highlightjs/cdn-assets", "styles/github-dark.min.css",  "vendor/hljs-dark.css"),
+    # A classic script, not a module: injected into a tab before content/extract.js, it leaves a
+    # global `Readability` in the content script's isolated world.
+    ("@mozilla/readability",    "Readability.js",              "vendor/Readability.js"),
 ]
 # Each package's license text -> vendor/licenses/<package name, "/" and "@" made safe>.txt.
 # None: the package ships no license file; a note naming its declared license is written instead.
@@ -73,9 +76,13 @@ NPM_LICENSES: dict[str, str | None] = {
     "marked": "LICENSE.md",
     "dompurify": "LICENSE",
     "@highlightjs/cdn-assets": "LICENSE",
+    "@mozilla/readability": "LICENSE.md",
 }
 # Files the extension imports as ES modules (`import ... from`): each must export something.
 ES_MODULES = ("vendor/marked.esm.js", "vendor/purify.es.mjs", "vendor/highlight.min.js")
+# Files injected into tabs with chrome.scripting.executeScript({files}): classic scripts (an
+# `import`/`export` statement would be a SyntaxError there), each defining the named global.
+CLASSIC_SCRIPTS = {"vendor/Readability.js": "Readability"}
 
 
 @dataclass(frozen=True)
@@ -486,6 +493,18 @@ def check_es_module(rel: str, data: bytes) -> None:
                          f"with `import`; pick the package's ES build in the table of build.py.")
 
 
+def check_classic_script(rel: str, data: bytes, global_name: str) -> None:
+    if re.search(rb"^\s*(export\s*(\{|\*|default\b|const\b|function\b|class\b|let\b|var\b)"
+                 rb"|import(\s+[\w{*]|\s*[{*\"']))", data, re.M):
+        raise BuildError(f"{rel} is an ES module (it has an `import` or `export` statement): it is "
+                         f"injected into tabs as a classic script; pick the package's plain build "
+                         f"in the table of build.py.")
+    name = re.escape(global_name.encode())
+    if not re.search(rb"^(function\s+|class\s+|var\s+)" + name + rb"\b", data, re.M):
+        raise BuildError(f"{rel} does not define `{global_name}` at its top level: the code "
+                         f"injected after it expects that global; the package layout changed.")
+
+
 def license_name(package: str) -> str:
     return package.replace("@", "").replace("/", "-") + ".txt"
 
@@ -513,6 +532,8 @@ def place_npm_files(pins: dict[str, NpmPin], dist: Path, cache: Path, report: Re
                 continue
             if dest in ES_MODULES:
                 check_es_module(dest, members[member])
+            if dest in CLASSIC_SCRIPTS:
+                check_classic_script(dest, members[member], CLASSIC_SCRIPTS[dest])
             (dist / dest).parent.mkdir(parents=True, exist_ok=True)
             (dist / dest).write_bytes(members[member])
             if member == "pyodide-lock.json":

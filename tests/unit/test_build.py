@@ -306,3 +306,45 @@ def test_a_non_module_script_is_refused_where_an_es_module_is_expected():
     build.check_es_module("vendor/highlight.min.js", b"var a=1;export{Ke as default};")
     with pytest.raises(build.BuildError, match="vendor/highlight.min.js is not an ES module"):
         build.check_es_module("vendor/highlight.min.js", b"var hljs=function(){}();")
+
+
+def test_a_module_is_refused_where_a_classic_script_is_injected():
+    build.check_classic_script(
+        "vendor/Readability.js",
+        b"/* important: no imports */\nfunction Readability(doc, options) {}\n"
+        b"Readability.prototype = {};\nif (typeof module === 'object') { module.exports = Readability; }\n",
+        "Readability")
+    with pytest.raises(build.BuildError, match=r"vendor/Readability.js is an ES module"):
+        build.check_classic_script("vendor/Readability.js",
+                                   b"export default function Readability() {}", "Readability")
+    with pytest.raises(build.BuildError, match=r"vendor/Readability.js is an ES module"):
+        build.check_classic_script("vendor/Readability.js",
+                                   b'import x from "./y.js";\nfunction Readability() {}', "Readability")
+    with pytest.raises(build.BuildError, match=r"does not define `Readability` at its top level"):
+        build.check_classic_script("vendor/Readability.js",
+                                   b"function isProbablyReaderable(doc) {}", "Readability")
+
+
+def test_injected_scripts_come_from_the_table_and_are_not_es_modules():
+    destinations = {dest for _, _, dest in build.NPM_FILES}
+    assert ("@mozilla/readability", "Readability.js", "vendor/Readability.js") in build.NPM_FILES
+    assert build.NPM_LICENSES["@mozilla/readability"] == "LICENSE.md"
+    assert set(build.CLASSIC_SCRIPTS) <= destinations
+    assert not set(build.CLASSIC_SCRIPTS) & set(build.ES_MODULES)
+
+
+def built_dist() -> Path | None:
+    import os
+
+    dist = Path(os.environ.get("MARGIN_DIST") or REPO / "dist" / "margin")
+    return dist if (dist / "vendor" / "Readability.js").exists() else None
+
+
+@pytest.mark.skipif(built_dist() is None, reason="needs a built dist (python3 build.py)")
+def test_the_files_attach_page_injects_are_built():
+    dist = built_dist()
+    # what the worker passes to chrome.scripting.executeScript({files}), in that order
+    build.check_classic_script("vendor/Readability.js",
+                               (dist / "vendor" / "Readability.js").read_bytes(), "Readability")
+    assert b"globalThis.__marginExtract = " in (dist / "content" / "extract.js").read_bytes()
+    assert b"Apache License" in (dist / "vendor" / "licenses" / "mozilla-readability.txt").read_bytes()
