@@ -242,7 +242,59 @@ chrome.runtime.onConnect.addListener((port) => {
 
 // -- browser UI wiring ------------------------------------------------------------------------
 
+// "Explain with Margin" on a selection. The menu item is created once per install (Chrome keeps
+// it); this listener is registered at top level like every other, and fires only on a user's click.
+const EXPLAIN_MENU_ID = 'margin-explain';
+
+function onExplainClicked(info, tab) {
+  if (info.menuItemId !== EXPLAIN_MENU_ID) return;
+  // sidePanel.open() needs the click's user gesture, so it is called before anything is awaited.
+  const where = tab?.windowId !== undefined && tab.windowId >= 0 ? { windowId: tab.windowId } : { tabId: tab?.id };
+  try {
+    chrome.sidePanel.open(where).catch((error) => console.warn('Margin: could not open the side panel', error));
+  } catch (error) {
+    console.warn('Margin: could not open the side panel', error);
+  }
+  const request = { selectionText: info.selectionText, pageUrl: info.pageUrl || tab?.url || '', title: tab?.title || '' };
+  // The panel picks the request up from chrome.storage.session and runs the turn (py/margin/explain.py).
+  return python()
+    .then(({ api }) => api.explain_queue_json(JSON.stringify(request)))
+    .then((replyJson) => {
+      const reply = JSON.parse(replyJson);
+      if (!reply.ok) console.warn('Margin: Explain was not queued:', reply.error?.message);
+      return reply;
+    })
+    .catch((error) => console.error('Margin: Explain failed', error));
+}
+chrome.contextMenus.onClicked.addListener(onExplainClicked);
+// Native menus cannot be clicked from a test: the tests call the same handler.
+globalThis.marginExplainClicked = onExplainClicked;
+
+// -- site caches: purge listeners exist only while a tab is cached (py/margin/site_caches.py) ---
+
+bridge.setTabEventHandler((kind, tabId, url) => {
+  python()
+    .then(({ api }) => api.site_cache_event(kind, tabId, url))
+    .catch((error) => console.error('Margin: site cache purge failed', error));
+});
+
+// A new worker instance: if nothing is cached, add and remove the purge listeners once, which
+// clears a wake-up registration a previous instance may have left behind; if something is,
+// restore the cache now (dead tabs dropped, listeners back for the live ones).
+chrome.storage.session.get(CONTRACT.storage.sessionKeys.siteCacheIndex).then((stored) => {
+  const index = stored[CONTRACT.storage.sessionKeys.siteCacheIndex];
+  if (index && typeof index === 'object' && Object.keys(index).length) {
+    python().then(({ api }) => api.site_cache_restore()).catch((error) => console.error('Margin: site cache restore failed', error));
+  } else {
+    bridge.tabsWatch('{}', true);
+  }
+}, (error) => console.warn('Margin: could not read the site cache index', error));
+
 chrome.runtime.onInstalled.addListener(() => {
+  chrome.contextMenus.create({ id: EXPLAIN_MENU_ID, title: 'Explain with Margin', contexts: ['selection'] }, () => {
+    // "duplicate id" after an update that kept the item: nothing to do.
+    void chrome.runtime.lastError;
+  });
   // Boot Python once now, so its memory snapshot exists before the panel is first opened (the
   // first boot of a version takes seconds; later cold starts restore the snapshot in ~0.3 s).
   python().catch((error) => console.error('Margin: Python failed to start', error));

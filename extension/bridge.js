@@ -148,6 +148,112 @@ export async function captureVisibleTab(windowId) {
   }
 }
 
+const tabJson = (tab) => ({ id: tab.id, windowId: tab.windowId, url: tab.url || '', title: tab.title || '' });
+
+export async function tabsGet(tabId) {
+  try {
+    return reply(tabJson(await chrome.tabs.get(tabId)));
+  } catch {
+    return reply(null); // "No tab with id": it was closed
+  }
+}
+
+// The page script (content/extract.js) is injected on demand, into the tab's top frame only; it
+// stays in Margin's isolated world until the page navigates, so it is injected again only then.
+const PAGE_SCRIPT_FILES = ['vendor/Readability.js', 'content/extract.js'];
+
+async function callPageFunction(tabId, name, args) {
+  const [injection] = await chrome.scripting.executeScript({
+    target: { tabId },
+    func: async (fn, fnArgs) => {
+      const f = globalThis[fn];
+      if (typeof f !== 'function') return { missing: true };
+      return { value: await f(...fnArgs) };
+    },
+    args: [name, args],
+  });
+  return injection?.result;
+}
+
+export async function tabsRun(tabId, name, argsJson) {
+  try {
+    const args = JSON.parse(argsJson);
+    let result = await callPageFunction(tabId, name, args);
+    if (result?.missing) {
+      await chrome.scripting.executeScript({ target: { tabId }, files: PAGE_SCRIPT_FILES });
+      result = await callPageFunction(tabId, name, args);
+    }
+    if (!result || result.missing) return failed('script', 'Margin\'s page script did not run in this tab.');
+    return reply(result.value);
+  } catch (error) {
+    return failed('script', error);
+  }
+}
+
+export async function tabsFocus(tabId, windowId) {
+  try {
+    await chrome.tabs.update(tabId, { active: true });
+    await chrome.windows.update(windowId, { focused: true });
+    return reply(null);
+  } catch (error) {
+    return failed('tabs', error);
+  }
+}
+
+export async function tabsOpen(url) {
+  try {
+    const win = await chrome.windows.getLastFocused({ windowTypes: ['normal'] }).catch(() => null);
+    return reply(tabJson(await chrome.tabs.create({ url, active: true, ...(win ? { windowId: win.id } : {}) })));
+  } catch (error) {
+    return failed('tabs', error);
+  }
+}
+
+// -- the site caches' purge listeners (py/margin/site_caches.py, rule 3) ----------------------
+//
+// Chromium keeps a wake-up registration for every listener ever added, after the worker stops,
+// until removeListener runs; so these are added only while a tab is cached, and removed as soon
+// as none is. Tab events of tabs that are not cached never reach Python.
+
+let tabEventHandler = () => {};
+let watched = new Map(); // tabId -> cached URL
+let listening = false;
+
+export function setTabEventHandler(handler) { tabEventHandler = handler; }
+
+function onTabRemoved(tabId) {
+  if (watched.has(tabId)) tabEventHandler('removed', tabId, null);
+}
+
+function onTabUpdated(tabId, changeInfo) {
+  if (changeInfo.url && watched.has(tabId)) tabEventHandler('updated', tabId, changeInfo.url);
+}
+
+function listen(on) {
+  if (on === listening) return;
+  if (on) {
+    chrome.tabs.onRemoved.addListener(onTabRemoved);
+    chrome.tabs.onUpdated.addListener(onTabUpdated);
+  } else {
+    chrome.tabs.onRemoved.removeListener(onTabRemoved);
+    chrome.tabs.onUpdated.removeListener(onTabUpdated);
+  }
+  listening = on;
+}
+
+export async function tabsWatch(tabUrlsJson, clearStale) {
+  try {
+    watched = new Map(Object.entries(JSON.parse(tabUrlsJson)).map(([id, url]) => [Number(id), url]));
+    if (!watched.size && clearStale && !listening) listen(true);
+    listen(watched.size > 0);
+    return reply(null);
+  } catch (error) {
+    return failed('tabs', error);
+  }
+}
+
+export const purgeListenersOn = () => listening;
+
 // The browser's UI language, for "auto" in the options ("en-US", "zh-CN", ...).
 export function uiLanguage() {
   try {

@@ -7,7 +7,7 @@
 //    every change goes through the service worker (docs/protocol.md).
 // 2. First paint comes first: Python is woken and the sessions index read only after it. Only what
 //    the first paint needs is imported statically (sessions_panel.js is a dynamic import).
-// 3. Accessible names are the contract of product.md ("Message", "Send"/"Stop", "Copy", "Edit",
+// 3. Accessible names are the contract of docs/interface.md ("Message", "Send"/"Stop", "Copy", "Edit",
 //    "Regenerate", "Attach image", "Screenshot", "New session", "Sessions", role=alert for errors).
 // 4. `window.__marginFirstPaint`, `window.__marginPaintBreakdown` and `body[data-ready]` are read by
 //    the benchmark and the end-to-end tests.
@@ -17,6 +17,9 @@
 // panel/composer.js      message box, Send/Stop, attachments, edit mode
 // panel/turn.js          a turn: the port, streaming, Stop, keepalive
 // panel/header.js        model name, New session, Sessions, Settings, Esc
+// panel/attachments.js   Attach page (button, keyboard command), attachment cards
+// panel/capsules.js      "Seek to 12:34" capsules in answers that follow a video (timecodes.js)
+// panel/explain.js       runs the turn the context menu's "Explain with Margin" queued
 
 import { call, idle } from "./ui_common.js";
 import { KEYS, moduleStartedAt, ui, state, showAlert } from "./panel/state.js";
@@ -24,6 +27,8 @@ import { applyHistory } from "./panel/conversation.js";
 import { setSendMode, autosize } from "./panel/composer.js";
 import "./panel/turn.js";
 import { paintModel } from "./panel/header.js";
+import "./panel/attachments.js";
+import { followExplainRequests } from "./panel/explain.js";
 
 const PING_GRACE_MS = 250;
 
@@ -106,5 +111,6 @@ function preloadSessionsIndex() {
 // Paint first, then wake the worker: booting Python competes for the CPU the first paint needs.
 firstPaint().finally(() => {
   wakePython();
+  followExplainRequests();
   preloadSessionsIndex();
 });

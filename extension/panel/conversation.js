@@ -9,12 +9,16 @@
 // 3. An image the browser cannot display (a TIFF, say) shows a tile with its name instead of a
 //    broken image; the stored record is never touched.
 // 4. The one place "Regenerate" is offered is decided here (`regenerateIndex`).
+// 5. Page-context records are cards (attachments.js), not bubbles; an answer that follows a video
+//    record gets "Seek to" capsules for that video (capsules.js).
 
-import { el, svg, copyText, idle } from "../ui_common.js";
+import { call, el, svg, copyText, idle } from "../ui_common.js";
 import { renderMarkdown } from "../markdown.js";
 import { KEYS, $, ui, state, recordText, recordImages, recordSignature, scrollToBottom, announce, showAlert } from "./state.js";
 import { startEdit, cancelEdit } from "./composer.js";
 import { startTurn, reconcileStreamingWithHistory } from "./turn.js";
+import { isAttachment, isVideoRecord, waitingFrom, attachmentSignature, buildAttachmentCard, updateComposerHint } from "./attachments.js";
+import { addCapsules } from "./capsules.js";
 
 const EAGER_BUBBLES = 12;
 const EAGER_IMAGE_BUBBLES = 12;
@@ -96,7 +100,7 @@ function showNoPreview(button, img, name) {
   button.title = `${name}: this browser cannot show a preview of this image`;
 }
 
-function buildBubble(record, index, { regenerate, lite, deferImages }) {
+function buildBubble(record, index, { regenerate, lite, deferImages, videoIndex }) {
   const role = record.role === "user" ? "user" : "assistant";
   const article = el("article", { class: `msg ${role}`, dataset: { role, index: String(index) } });
   const body = el("div", { class: "bubble" });
@@ -121,7 +125,9 @@ function buildBubble(record, index, { regenerate, lite, deferImages }) {
       article.dataset.pending = "1";
     } else {
       renderMarkdown(content, text);
+      if (videoIndex >= 0) addCapsules(content, videoIndex);
     }
+    if (videoIndex >= 0) article.dataset.video = String(videoIndex);
     body.append(content);
     if (record.stopped) body.append(el("span", { class: "tag", text: "Stopped" }));
   }
@@ -139,8 +145,8 @@ function buildBubble(record, index, { regenerate, lite, deferImages }) {
 // conversation; when a question was left unanswered (an error, a lost worker), its user bubble.
 function regenerateIndex(records) {
   for (let i = records.length - 1; i >= 0; i--) {
-    const role = records[i].role;
-    if (role === "assistant" || role === "user") return i;
+    const role = records[i]?.role;
+    if (role === "assistant" || (role === "user" && !isAttachment(records[i]))) return i;
   }
   return -1;
 }
@@ -163,6 +169,7 @@ function scheduleUpgrades() {
       const before = ui.conversation.scrollHeight;
       const top = ui.conversation.scrollTop;
       renderMarkdown(content, recordText(record));
+      if (node.dataset.video) addCapsules(content, Number(node.dataset.video));
       content.classList.remove("pending");
       delete node.dataset.pending;
       // Keep what the user looks at still while older bubbles grow above it.
@@ -184,12 +191,25 @@ export function applyHistory(raw, { initial = false } = {}) {
   const eagerFrom = initial ? records.length - EAGER_BUBBLES : 0;
   const eagerImagesFrom = initial ? records.length - EAGER_IMAGE_BUBBLES : 0;
   const lite = [];
+  const waiting = waitingFrom(records);
+  let videoIndex = -1;
   records.forEach((record, index) => {
     if (!record || (record.role !== "user" && record.role !== "assistant")) {
       bubbles.push(null);
       return;
     }
-    const sig = `${recordSignature(record)}|${index === regen ? "R" : ""}`;
+    if (isAttachment(record)) {
+      if (isVideoRecord(record)) videoIndex = index;
+      const sig = attachmentSignature(record, index >= waiting);
+      const old = state.bubbles[index];
+      const entry = old && old.sig === sig ? old : { sig, node: buildAttachmentCard(record, index, { waiting: index >= waiting }) };
+      entry.node.dataset.index = String(index);
+      bubbles.push(entry);
+      nodes.push(entry.node);
+      return;
+    }
+    const capsulesFor = record.role === "assistant" ? videoIndex : -1;
+    const sig = `${recordSignature(record)}|${index === regen ? "R" : ""}|v${capsulesFor}`;
     const old = state.bubbles[index];
     if (old && old.sig === sig) {
       old.node.dataset.index = String(index);
@@ -202,6 +222,7 @@ export function applyHistory(raw, { initial = false } = {}) {
       regenerate: index === regen,
       lite: isLite,
       deferImages: index < eagerImagesFrom,
+      videoIndex: capsulesFor,
     });
     if (isLite) lite.push({ node, index });
     bubbles.push({ sig, node });
@@ -236,6 +257,7 @@ export function applyHistory(raw, { initial = false } = {}) {
   scheduleUpgrades();
 
   reconcileStreamingWithHistory();
+  updateComposerHint(records);
   updateEmptyState();
   if (stickToBottom) scrollToBottom();
   // The message being edited changed or went away (another session was opened, say): "Send" must
@@ -277,7 +299,10 @@ ui.conversation.addEventListener("click", async (event) => {
       break;
     }
     case "edit":
-      if (record?.role === "user") startEdit(index, record);
+      if (record?.role === "user" && !isAttachment(record)) startEdit(index, record);
+      break;
+    case "seek":
+      seek(button);
       break;
     case "regenerate":
       if (!state.turn) startTurn({ action: "regenerate" });
@@ -287,6 +312,18 @@ ui.conversation.addEventListener("click", async (event) => {
       break;
   }
 });
+
+async function seek(button) {
+  button.disabled = true;
+  try {
+    const result = await call("video.seek", { index: Number(button.dataset.video), seconds: Number(button.dataset.seconds) });
+    if (result.how === "reopened") announce("The video's tab was closed: it was opened again at that time");
+  } catch (error) {
+    showAlert(error.message);
+  } finally {
+    button.disabled = false;
+  }
+}
 
 function flashCopied(button) {
   button.classList.add("is-copied");

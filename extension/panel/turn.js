@@ -19,7 +19,7 @@ const LOST_CONNECTION =
 
 const KEEPALIVE_MS = 20_000;
 
-export function startTurn(start, restore = null) {
+export function startTurn(start, restore = null, { quietErrors = [] } = {}) {
   clearAlert();
   let port;
   try {
@@ -44,6 +44,7 @@ export function startTurn(start, restore = null) {
     stopTimer: 0,
     keepAlive: 0,
     restore,
+    quietErrors,
     settle: null,
   };
   turn.settled = new Promise((resolve) => (turn.settle = resolve));
@@ -90,7 +91,9 @@ function onTurnEvent(turn, message) {
       break;
     case "error": {
       endTurn(turn, { removeNow: true });
-      showAlert(message.error?.message || "The model did not answer. Please try again.");
+      if (!turn.quietErrors.includes(message.error?.code)) {
+        showAlert(message.error?.message || "The model did not answer. Please try again.");
+      }
       // Nothing was stored: give the user their words back.
       if (!turn.started) giveBack(turn.restore);
       break;

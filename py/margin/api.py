@@ -34,6 +34,10 @@ ROUTES: dict[str, str] = {
     "history.clear": "margin.history:handle_clear",
     "images.bound": "margin.images:handle_bound",
     "tab.screenshot": "margin.images:handle_screenshot",
+    "tab.attach": "margin.attach:handle_attach",
+    "attachment.remove": "margin.attach:handle_remove",
+    "video.seek": "margin.video:handle_seek",
+    "sitecache.status": "margin.site_caches:handle_status",
     "session.new": "margin.sessions:handle_new",
     "session.list": "margin.sessions:handle_list",
     "session.open": "margin.sessions:handle_open",
@@ -165,6 +169,51 @@ async def run_turn_json(turn_id: str, start_json: str) -> None:
         emit({"event": "error", "error": internal_error(exc).to_json()})
     finally:
         _turn_stops.pop(turn_id, None)
+
+
+async def explain_queue_json(info_json: str) -> str:
+    """The context menu's "Explain with Margin" was clicked (margin.explain, rule 1)."""
+    from . import explain
+
+    async def queue(platform: Platform, payload: dict) -> dict[str, Any]:
+        return await explain.queue(platform, payload)
+
+    return json.dumps(await _run_envelope(queue, info_json), ensure_ascii=False)
+
+
+async def site_cache_event(kind: str, tab_id: int, url: str | None) -> None:
+    """A purge listener of the site caches fired (margin.site_caches, rule 3)."""
+    from . import site_caches
+
+    try:
+        await site_caches.on_tab_event(_browser(), kind, int(tab_id), url)
+    except Exception as exc:  # noqa: BLE001 - a listener has nobody to answer; log it
+        internal_error(exc)
+
+
+async def site_cache_restore() -> None:
+    """A worker start found site-cache entries: restore them now (margin.site_caches, rule 3)."""
+    from . import site_caches
+
+    try:
+        await site_caches.restore(_browser())
+    except Exception as exc:  # noqa: BLE001
+        internal_error(exc)
+
+
+async def _run_envelope(handler: Any, payload_json: str) -> dict[str, Any]:
+    try:
+        payload = json.loads(payload_json)
+    except ValueError:
+        return failure(MarginError("bad_payload", "The request was not valid JSON."))
+    try:
+        if not isinstance(payload, dict):
+            raise MarginError("bad_payload", "The request needs an object as its payload.")
+        return ok(await handler(_browser(), payload))
+    except MarginError as error:
+        return failure(error)
+    except Exception as exc:  # noqa: BLE001
+        return failure(internal_error(exc))
 
 
 def stop_turn(turn_id: str) -> None:

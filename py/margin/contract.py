@@ -13,12 +13,14 @@ from . import __version__, storage
 
 def for_js(wheel_filename: str) -> dict[str, Any]:
     from .api import ROUTES, TURN_PORT_NAME
+    from .history import PAGE_CONTEXT_PREFIX
 
     return {
         "version": __version__,
         "storage": storage.contract_for_js(),
         "messages": sorted(ROUTES),
         "turnPort": TURN_PORT_NAME,
+        "pageContextPrefix": PAGE_CONTEXT_PREFIX,
         "wheel": wheel_filename,
     }
 

@@ -1,6 +1,6 @@
 """Images in the conversation: pixels are never destroyed, compression happens on the request side.
 
-The concept (../shared/spec/storage-model.md, "Image lifecycle", ADR-0013 and ADR-0005):
+The concept (docs/storage-model.md, "Images: pixels are never destroyed"):
 an image lives in a record as an `image_url` part whose `url` is a data URL, plus an optional
 `meta` object `{name, alt, source, capturedAt}` (capturedAt in ms since the epoch).
 

@@ -15,7 +15,7 @@ from typing import Any
 import margin_bridge  # registered by the service worker: pyodide.registerJsModule("margin_bridge", bridge)
 
 from .errors import StorageError
-from .ports import HttpRequest, Platform, TransportError, WebTab
+from .ports import HttpRequest, Platform, ScriptError, TransportError, WebTab
 
 
 async def _call(function_name: str, *args: Any) -> Any:
@@ -127,12 +127,33 @@ class FetchTransport:
 class ChromeTabs:
     async def active_web_tab(self) -> WebTab | None:
         value = await _call("activeWebTab")
-        if value is None:
-            return None
-        return WebTab(id=value["id"], window_id=value["windowId"], url=value["url"], title=value["title"])
+        return _web_tab(value) if value is not None else None
 
     async def capture_visible(self, window_id: int) -> str:
         return await _call("captureVisibleTab", window_id)
+
+    async def get(self, tab_id: int) -> WebTab | None:
+        value = await _call("tabsGet", tab_id)
+        return _web_tab(value) if value else None
+
+    async def run(self, tab_id: int, function: str, *args: Any) -> Any:
+        try:
+            return await _call("tabsRun", tab_id, function, json.dumps(list(args), ensure_ascii=False))
+        except _BridgeFailure as failure:
+            raise ScriptError(failure.message) from None
+
+    async def focus(self, tab: WebTab) -> None:
+        await _call("tabsFocus", tab.id, tab.window_id)
+
+    async def open(self, url: str) -> WebTab:
+        return _web_tab(await _call("tabsOpen", url))
+
+    async def watch(self, tab_urls: dict[int, str], *, clear_stale: bool = False) -> None:
+        await _call("tabsWatch", json.dumps({str(k): v for k, v in tab_urls.items()}), clear_stale)
+
+
+def _web_tab(value: dict[str, Any]) -> WebTab:
+    return WebTab(id=value["id"], window_id=value["windowId"], url=value["url"], title=value["title"])
 
 
 async def load_package(name: str) -> None:

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .ports import HttpRequest, Platform, TransportError, WebTab
+from .ports import HttpRequest, Platform, ScriptError, TransportError, WebTab
 
 
 class StoreCrashed(Exception):
@@ -155,10 +155,45 @@ class ScriptedTransport:
         return item
 
 
+ScriptHandler = Callable[[WebTab, str, tuple], Any]
+
+
 class MemoryTabs:
-    def __init__(self, tab: WebTab | None = None, screenshot: str = ""):
-        self.tab = tab
+    """Tabs in memory: `tabs` by id, the active one, and the page script answered by `script`
+    (`script(tab, function, args)` returns the JSON result or raises ScriptError). Records what
+    the core asked for: `runs`, `focused`, `opened`, `watches` (each `watch()` call)."""
+
+    def __init__(self, tab: WebTab | None = None, screenshot: str = "", script: ScriptHandler | None = None):
+        self.tabs: dict[int, WebTab] = {}
+        self.active_id: int | None = None
+        if tab is not None:
+            self.add(tab, active=True)
         self.screenshot = screenshot
+        self.script = script
+        self.runs: list[tuple[int, str, tuple]] = []
+        self.focused: list[int] = []
+        self.opened: list[str] = []
+        self.watches: list[tuple[dict[int, str], bool]] = []
+
+    @property
+    def tab(self) -> WebTab | None:
+        return self.tabs.get(self.active_id) if self.active_id is not None else None
+
+    def add(self, tab: WebTab, *, active: bool = False) -> WebTab:
+        self.tabs[tab.id] = tab
+        if active:
+            self.active_id = tab.id
+        return tab
+
+    def close(self, tab_id: int) -> None:
+        self.tabs.pop(tab_id, None)
+        if self.active_id == tab_id:
+            self.active_id = None
+
+    @property
+    def watched(self) -> dict[int, str]:
+        """What the purge listeners watch now ({} = no listener registered)."""
+        return self.watches[-1][0] if self.watches else {}
 
     async def active_web_tab(self) -> WebTab | None:
         return self.tab
@@ -166,12 +201,39 @@ class MemoryTabs:
     async def capture_visible(self, window_id: int) -> str:
         return self.screenshot
 
+    async def get(self, tab_id: int) -> WebTab | None:
+        return self.tabs.get(tab_id)
+
+    async def run(self, tab_id: int, function: str, *args: Any) -> Any:
+        self.runs.append((tab_id, function, args))
+        tab = self.tabs.get(tab_id)
+        if tab is None:
+            raise ScriptError(f"No tab with id: {tab_id}.")
+        if self.script is None:
+            raise ScriptError("Cannot access contents of the page.")
+        result = self.script(tab, function, args)
+        if hasattr(result, "__await__"):
+            result = await result
+        return json.loads(json.dumps(result))
+
+    async def focus(self, tab: WebTab) -> None:
+        self.focused.append(tab.id)
+        self.active_id = tab.id
+
+    async def open(self, url: str) -> WebTab:
+        self.opened.append(url)
+        new_id = max(self.tabs, default=100) + 1
+        return self.add(WebTab(id=new_id, window_id=1, url=url, title=""), active=True)
+
+    async def watch(self, tab_urls: dict[int, str], *, clear_stale: bool = False) -> None:
+        self.watches.append((dict(tab_urls), clear_stale))
+
 
 def memory_platform(local: dict[str, Any] | None = None, transport: ScriptedTransport | None = None,
-                    **kwargs: Any) -> Platform:
+                    tabs: MemoryTabs | None = None, **kwargs: Any) -> Platform:
     return Platform(
         local=MemoryStorageArea(local, **kwargs),
         session=MemoryStorageArea(),
         transport=transport or ScriptedTransport(),
-        tabs=MemoryTabs(),
+        tabs=tabs or MemoryTabs(),
     )

@@ -80,6 +80,15 @@ class WebTab:
     title: str
 
 
+class ScriptError(Exception):
+    """Chrome refused to run Margin's script in a tab, or the tab is gone: `message` is Chrome's
+    own words ("Cannot access contents of url ...", "No tab with id: 5", ...)."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
 class Tabs(Protocol):
     async def active_web_tab(self) -> WebTab | None:
         """The active http(s)/file tab of the last focused normal window, never an extension page."""
@@ -87,6 +96,32 @@ class Tabs(Protocol):
 
     async def capture_visible(self, window_id: int) -> str:
         """A PNG data URL of what the window shows."""
+        ...
+
+    async def get(self, tab_id: int) -> WebTab | None:
+        """The tab as it is now, or None when it was closed."""
+        ...
+
+    async def run(self, tab_id: int, function: str, *args: Any) -> Any:
+        """Call `globalThis.<function>(*args)` of Margin's page script (extension/content/extract.js)
+        in the tab's top frame, injecting the script first; returns its JSON result. Raises
+        `ScriptError` when Chrome refuses (a chrome:// page, the Web Store, a closed tab, ...)."""
+        ...
+
+    async def focus(self, tab: WebTab) -> None:
+        """Bring the tab to the front of its window, and its window to the front."""
+        ...
+
+    async def open(self, url: str) -> WebTab:
+        """Open `url` in a new tab of the last focused window, in front."""
+        ...
+
+    async def watch(self, tab_urls: dict[int, str], *, clear_stale: bool = False) -> None:
+        """The purge listeners of the site caches: while `tab_urls` is not empty, Margin is told
+        (`margin.site_caches.on_tab_event`) when one of these tabs closes or navigates away from its
+        URL; when it is empty, the listeners are removed, so tab events no longer wake the worker.
+        `clear_stale` with an empty map adds and removes them once: that clears the wake-up
+        registration a previous worker instance may have left behind (docs/storage-model.md)."""
         ...
 
 

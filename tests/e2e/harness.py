@@ -4,7 +4,7 @@ Concept: one place that knows how to run Margin in a real browser, shared by the
 (`conftest.py`) and the benchmark (`bench/run.py`).
 
 Rules:
-1. The UI is driven only through the accessible names of spec/product.md ("Message", "Send",
+1. The UI is driven only through the accessible names of docs/interface.md ("Message", "Send",
    "Stop", "Conversation", "Copy", "Edit", "Regenerate", the options form). Bubbles are found as
    `article[data-role=user|assistant]`.
 2. Storage is read directly with `chrome.storage.local.get(keys)` in an extension page; seeding it
@@ -286,6 +286,16 @@ class Margin:
     def worker_running(self) -> bool:
         return bool(self.worker_targets())
 
+    def watch_worker_starts(self) -> "WorkerStarts":
+        """Count the extension's service-worker starts from now on, without attaching to it."""
+        return WorkerStarts(self)
+
+    def worker(self) -> Worker:
+        """The running service worker (woken by a ping if it was stopped)."""
+        self.send_message({"type": "app.ping", "payload": {}})
+        return poll(lambda: [w for w in self.context.service_workers if w.url.startswith(self.origin)][-1:],
+                    timeout=COLD_TIMEOUT_MS / 1000, message="no service worker")[0]
+
     def stop_service_worker(self, timeout: float = 15.0) -> None:
         """Stop the extension's service worker over CDP and wait until its target is gone.
 
@@ -418,6 +428,37 @@ class Margin:
         alert = page.get_by_role("alert").filter(has_text=re.compile(r"\S"))
         alert.first.wait_for(state="visible", timeout=timeout_ms)
         return alert.first.inner_text().strip()
+
+
+class WorkerStarts:
+    """Starts of the extension's service worker from now on, seen in the browser's target list
+    over CDP (`Target.getTargets`): it observes, it never attaches. A started worker lives at
+    least 30 s (Chrome's idle timeout), so sampling the list after each step misses no start."""
+
+    def __init__(self, margin: "Margin"):
+        self._margin = margin
+        self._running = margin.worker_running()
+        self.starts = 0
+
+    def sample(self) -> None:
+        running = self._margin.worker_running()
+        if running and not self._running:
+            self.starts += 1
+        self._running = running
+
+    def watch_for(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            self.sample()
+            time.sleep(0.1)
+
+    @property
+    def count(self) -> int:
+        self.sample()
+        return self.starts
+
+    def close(self) -> None:
+        pass
 
 
 def realistic_history(count: int) -> list[dict[str, Any]]:

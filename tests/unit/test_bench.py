@@ -15,7 +15,7 @@ run = pytest.importorskip("run", reason="the benchmark needs playwright (build.p
 def test_every_metric_module_loads_and_is_listed():
     names = [metric.__name__ for metric in run.all_metrics()]
     assert {"cold_start", "warm_round_trip", "first_paint_200", "request_bytes_ratio",
-            "bound_in_browser", "search_and_open", "save_8mb"} <= set(names)
+            "bound_in_browser", "search_and_open", "save_8mb", "attach_page", "tab_event_wakes"} <= set(names)
 
 
 def test_request_bytes_rows_are_measured_from_the_real_request_builder():

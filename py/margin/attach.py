@@ -1,0 +1,323 @@
+"""Attach page: read the active web tab into a page-context record (`tab.attach`).
+
+Rules:
+1. Only the active web tab (http, https, file) of the last focused window is read, never an
+   extension page. Pages Chrome does not let extensions read (the Web Store, a PDF viewer, an
+   error page, a file:// page without file access) and pages with no readable text are refused
+   with one sentence that says what to do instead; nothing is stored then.
+2. The page script (extension/content/extract.js, injected on demand: no content script runs on
+   every page) returns the article's HTML (Mozilla Readability) or the body's HTML, and each
+   video's caption tracks; Python makes the text (`margin.page_text`) and the transcript
+   (`margin.transcripts`). Caption files are fetched by the worker, which the page's CORS rules
+   do not bind.
+3. What was read is cached per tab (`margin.site_caches`); the cheap probe tells whether the page
+   is still the one cached, so attaching it again skips the extraction.
+4. The record is appended under the history lock. The same page already waiting in the trailing
+   run of attachments is not attached twice.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+from urllib.parse import urlsplit
+
+from . import page_context, page_text, transcripts
+from .errors import MarginError
+from .history import read_history, write_history
+from .page_context import trailing_attachments
+from .ports import HttpRequest, Platform, ScriptError, TransportError, WebTab
+from .site_caches import site_cache_ctx
+from .storage import lock_for
+
+WEB_STORE_HOSTS = ("chromewebstore.google.com", "chrome.google.com")
+CAPTION_TIMEOUT = 20.0
+CAPTION_MAX_BYTES = 20 * 1024 * 1024
+TRACK_KINDS = ("captions", "subtitles", "")
+YOUTUBE_HOSTS = ("youtube.com", "m.youtube.com", "www.youtube.com", "www.youtube-nocookie.com")
+
+
+def _refusal(code: str, sentence: str) -> MarginError:
+    return MarginError(code, sentence)
+
+
+NO_WEB_TAB = ("Margin can only read web pages (http, https or file). Switch to the tab you want to "
+              "ask about, then press Attach page.")
+
+
+def refuse_by_url(url: str) -> None:
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    if host == "chromewebstore.google.com" or (host == "chrome.google.com" and parts.path.startswith("/webstore")):
+        raise _refusal("page_not_readable", "Chrome does not let extensions read the Chrome Web Store. "
+                       "Copy the text you want to ask about into the message, or use Screenshot.")
+
+
+def script_refusal(error: ScriptError, tab: WebTab) -> MarginError:
+    """Chrome's reason for not running the page script, as a sentence with a way out."""
+    message = error.message
+    lowered = message.lower()
+    if "no tab with id" in lowered or "tab was closed" in lowered:
+        return _refusal("tab_gone", "That tab was closed before Margin could read it. Open the page again, then press Attach page.")
+    if "extensions gallery" in lowered or "webstore" in lowered:
+        return _refusal("page_not_readable", "Chrome does not let extensions read the Chrome Web Store. "
+                        "Copy the text you want to ask about into the message, or use Screenshot.")
+    if tab.url.lower().startswith("file:"):
+        return _refusal("file_access_off", "Margin may not read files on this computer yet. Open chrome://extensions, "
+                        "click Details under Margin, turn on “Allow access to file URLs”, then press Attach page again.")
+    if urlsplit(tab.url).path.lower().endswith(".pdf"):
+        return pdf_refusal()
+    if "error page" in lowered:
+        return _refusal("page_not_readable", "This tab shows an error page, so there is nothing to read. Reload the page, then press Attach page.")
+    return _refusal("page_not_readable", f"Chrome did not let Margin read this tab ({message.strip().rstrip('.')}). "
+                    "Use Screenshot instead, or copy the text into the message.")
+
+
+def pdf_refusal() -> MarginError:
+    return _refusal("page_is_pdf", "This tab shows a PDF, which Margin cannot read as a page. Select the text "
+                    "you need and choose “Explain with Margin” from the right-click menu, or use Screenshot.")
+
+
+def no_text_refusal() -> MarginError:
+    return _refusal("page_has_no_text", "This page has no text Margin can read (it may be a picture, a canvas, or still "
+                    "loading). Wait until it has loaded and try again, or use Screenshot to send what you see.")
+
+
+async def run_page_script(platform: Platform, tab: WebTab, function: str, *args: Any) -> Any:
+    try:
+        return await platform.tabs.run(tab.id, function, *args)
+    except ScriptError as error:
+        raise script_refusal(error, tab) from None
+
+
+def fingerprint_of(probe: Any) -> list[Any]:
+    if not isinstance(probe, dict):
+        return []
+    return [probe.get("url"), probe.get("title"), probe.get("textLength"), probe.get("videoCount")]
+
+
+# -- captions ------------------------------------------------------------------------------------
+
+
+async def fetch_text(platform: Platform, url: str) -> str | None:
+    """GET a caption file; None when it cannot be had (the page text is attached anyway)."""
+    if urlsplit(url).scheme not in ("http", "https"):
+        return None
+    try:
+        response = await platform.transport.open(HttpRequest("GET", url, {}, None, timeout=CAPTION_TIMEOUT))
+    except TransportError:
+        return None
+    chunks: list[str] = []
+    size = 0
+    try:
+        if response.status != 200:
+            return None
+        while (chunk := await response.read_chunk()) is not None:
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > CAPTION_MAX_BYTES:
+                return None
+    except TransportError:
+        return None
+    finally:
+        await response.aclose()
+    return "".join(chunks)
+
+
+def _language_rank(lang: str, preferred: list[str]) -> int:
+    lang = (lang or "").lower()
+    for rank, want in enumerate(preferred):
+        if want and (lang == want or lang.split("-")[0] == want.split("-")[0]):
+            return rank
+    return len(preferred)
+
+
+def _track_candidates(video: dict[str, Any], preferred: list[str]) -> list[dict[str, Any]]:
+    tracks = [t for t in video.get("tracks") or [] if isinstance(t, dict) and (t.get("kind") or "") in TRACK_KINDS]
+    return sorted(tracks, key=lambda t: (_language_rank(t.get("srclang", ""), preferred), not t.get("isDefault")))
+
+
+def _youtube_candidates(youtube: dict[str, Any], preferred: list[str]) -> list[dict[str, Any]]:
+    tracks = [t for t in youtube.get("captionTracks") or [] if isinstance(t, dict) and isinstance(t.get("baseUrl"), str)]
+    # Captions people wrote before automatic ones, then by language.
+    return sorted(tracks, key=lambda t: (t.get("kind") == "asr", _language_rank(t.get("languageCode", ""), preferred)))
+
+
+def _youtube_caption_url(base_url: str) -> str:
+    return base_url if "fmt=" in base_url else base_url + ("&" if "?" in base_url else "?") + "fmt=vtt"
+
+
+async def _cues_of_track(platform: Platform, track: dict[str, Any]) -> list[transcripts.Cue]:
+    cues = transcripts.clean_cues(transcripts.cues_from_json(track.get("cues"))) if track.get("cues") else []
+    if cues:
+        return cues
+    src = track.get("src")
+    if not isinstance(src, str):
+        return []
+    text = await fetch_text(platform, src)
+    if not text:
+        return []
+    try:
+        return transcripts.clean_cues(transcripts.parse_captions(text))
+    except transcripts.TranscriptError:
+        return []
+
+
+async def find_transcript(platform: Platform, extraction: dict[str, Any], preferred: list[str]) -> dict[str, Any] | None:
+    """The first video's best caption track that yields cues: {video, cues, source, label, lang}."""
+    videos = [v for v in extraction.get("videos") or [] if isinstance(v, dict)]
+    youtube = extraction.get("youtube")
+    if isinstance(youtube, dict):
+        for track in _youtube_candidates(youtube, preferred):
+            text = await fetch_text(platform, _youtube_caption_url(track["baseUrl"]))
+            try:
+                cues = transcripts.clean_cues(transcripts.parse_captions(text)) if text else []
+            except transcripts.TranscriptError:
+                cues = []
+            if cues:
+                video = videos[0] if videos else {"index": 0}
+                label = str(track.get("name") or track.get("languageCode") or "captions")
+                if track.get("kind") == "asr":
+                    label += " (automatic)"
+                return {"video": video, "cues": cues, "source": "youtube", "label": label,
+                        "lang": track.get("languageCode") or ""}
+    for video in videos:
+        for track in _track_candidates(video, preferred):
+            cues = await _cues_of_track(platform, track)
+            if cues:
+                return {"video": video, "cues": cues, "source": "track",
+                        "label": str(track.get("label") or track.get("srclang") or track.get("kind") or "captions"),
+                        "lang": track.get("srclang") or ""}
+    return None
+
+
+def _video_src(video: dict[str, Any], page_url: str) -> str:
+    src = video.get("src")
+    # MediaSource players (YouTube) show a blob: URL that means nothing after a reload.
+    if isinstance(src, str) and urlsplit(src).scheme in ("http", "https", "file"):
+        return src
+    return page_url
+
+
+def _duration(video: dict[str, Any], cues: list[transcripts.Cue]) -> float | None:
+    duration = video.get("duration")
+    if isinstance(duration, (int, float)) and not isinstance(duration, bool) and duration > 0 and duration == duration:
+        return float(duration)
+    return transcripts.transcript_duration(cues) or None
+
+
+# -- the payload ---------------------------------------------------------------------------------
+
+
+async def page_payload(platform: Platform, extraction: dict[str, Any], *, preferred_languages: list[str]) -> dict[str, Any]:
+    """Everything the record needs from one extraction (what the site cache keeps)."""
+    url = str(extraction.get("url") or "")
+    title = str(extraction.get("title") or "").strip()
+    method = "readability" if extraction.get("method") == "readability" else "fallback"
+    text = page_text.page_text(str(extraction.get("html") or ""), method=method, title=title)
+    found = await find_transcript(platform, extraction, preferred_languages)
+    notes: list[str] = []
+    if found is None:
+        if extraction.get("videos") or extraction.get("youtube"):
+            notes.append("the video on this page has no captions Margin can read, so only the page's text is attached.")
+        if not text.text.strip():
+            raise no_text_refusal()
+        if text.truncated:
+            notes.append(page_context.truncation_note(len(text.text), text.original_chars))
+        return {"kind": "page", "title": title, "url": url, "body": text.text, "method": method,
+                "truncated": text.truncated, "originalChars": text.original_chars, "notes": notes}
+
+    cues = found["cues"]
+    video = found["video"]
+    duration = _duration(video, cues)
+    lines = transcripts.format_transcript(cues)
+    length = f", {transcripts.format_timestamp(duration)} long" if duration else ""
+    body = f"## Transcript ({found['label']}{length})\n\n{lines}"
+    if text.text.strip():
+        body += "\n\n## Page text\n\n" + text.text
+    capped = page_text.cap_text(body)
+    if capped.truncated:
+        notes.append(page_context.truncation_note(len(capped.text), capped.original_chars))
+    return {
+        "kind": "video", "title": title, "url": url, "body": capped.text, "method": method,
+        "truncated": capped.truncated, "originalChars": capped.original_chars, "notes": notes,
+        "video": {
+            "src": _video_src(video, url),
+            "index": int(video.get("index") or 0),
+            "duration": duration,
+            "title": video.get("title") or None,
+            "transcript": {"source": found["source"], "label": found["label"], "lang": found["lang"], "cues": len(cues)},
+        },
+    }
+
+
+def preferred_languages(platform: Platform, extraction: dict[str, Any], ui_language: str) -> list[str]:
+    browser = ui_language if ui_language and ui_language != "auto" else platform.browser_language
+    return [lang.lower() for lang in (browser, str(extraction.get("lang") or ""), "en") if lang]
+
+
+# -- the request ---------------------------------------------------------------------------------
+
+
+async def read_tab(platform: Platform, tab: WebTab, ui_language: str) -> tuple[dict[str, Any], bool]:
+    """The payload for `tab`, from the site cache when the page is unchanged; (payload, from_cache)."""
+    async with site_cache_ctx(platform) as cache:
+        probe = await run_page_script(platform, tab, "__marginProbe")
+        if isinstance(probe, dict) and probe.get("contentType") == "application/pdf":
+            raise pdf_refusal()
+        fingerprint = fingerprint_of(probe)
+        url = str(probe.get("url") or tab.url) if isinstance(probe, dict) else tab.url
+        cached = await cache.get(tab.id, url, fingerprint)
+        if cached is not None:
+            return cached, True
+        extraction = await run_page_script(platform, tab, "__marginExtract")
+        if not isinstance(extraction, dict) or not extraction.get("ok"):
+            reason = extraction.get("reason") if isinstance(extraction, dict) else None
+            if reason == "pdf":
+                raise pdf_refusal()
+            if reason == "no_text":
+                raise no_text_refusal()
+            detail = extraction.get("detail") if isinstance(extraction, dict) else None
+            raise MarginError("page_not_readable", "Margin could not read this page"
+                              + (f" ({detail})" if detail else "") + ". Reload it and try again, or use Screenshot.")
+        payload = await page_payload(platform, extraction,
+                                     preferred_languages=preferred_languages(platform, extraction, ui_language))
+        await cache.put(tab.id, url, fingerprint, payload)
+        return payload, False
+
+
+async def handle_attach(platform: Platform, payload: dict) -> dict[str, Any]:
+    """`tab.attach`: the active web tab's text (or transcript) becomes an attachment record."""
+    from .options import read_options
+
+    started = time.perf_counter()
+    tab = await platform.tabs.active_web_tab()
+    if tab is None:
+        raise MarginError("no_web_tab", NO_WEB_TAB)
+    refuse_by_url(tab.url)
+    settings = await read_options(platform)
+    page, from_cache = await read_tab(platform, tab, str(settings.get("uiLanguage") or "auto"))
+    read_ms = round((time.perf_counter() - started) * 1000, 1)
+    record = page_context.attachment_record(page, captured_at=int(time.time() * 1000),
+                                            tab={"id": tab.id, "windowId": tab.window_id})
+    async with lock_for(platform.local):
+        read = await read_history(platform.local)
+        duplicate = any(page_context.same_attachment(record, waiting) for waiting in trailing_attachments(read.records))
+        if not duplicate:
+            await write_history(platform.local, read.records + [record], read)
+    return {"attachment": page_context.card(record), "fromCache": from_cache, "duplicate": duplicate, "readMs": read_ms}
+
+
+async def handle_remove(platform: Platform, payload: dict) -> dict[str, Any]:
+    """`attachment.remove {index, url}`: take back an attachment no question has answered yet."""
+    index, url = payload.get("index"), payload.get("url")
+    async with lock_for(platform.local):
+        read = await read_history(platform.local)
+        records = read.records
+        waiting_from = len(records) - len(trailing_attachments(records))
+        if (not isinstance(index, int) or isinstance(index, bool) or not waiting_from <= index < len(records)
+                or records[index].fields["attachment"].get("url") != url):
+            raise MarginError("attachment_answered", "Only a page that no question has used yet can be removed. "
+                              "Start a New session to leave it behind.")
+        await write_history(platform.local, records[:index] + records[index + 1:], read)
+    return {}

@@ -1,0 +1,67 @@
+"""Explain: select text on a page, right-click, "Explain with Margin".
+
+Rules:
+1. The service worker's context-menu listener opens the side panel (it must, synchronously, to
+   keep the click's user gesture) and queues the request here: `explainRequest` in
+   `chrome.storage.session` = `{id, selection, pageUrl, title, at}`. Only a user's click fires it.
+2. The side panel, open or just opened, sees the request (it reads the key on load and follows
+   storage.onChanged) and starts an ordinary turn `{action: "explain", requestId}`; so the answer
+   streams like any other, and Stop, Regenerate and Edit work on it.
+3. The turn takes the request once (`take_request`): the selection and the page it came from
+   become an attachment record, followed by the question `EXPLAIN_QUESTION`. A request already
+   taken, replaced by a newer one, or older than `REQUEST_MAX_AGE_MS` is refused with a sentence;
+   two open panels therefore never answer the same click twice.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from .errors import MarginError
+from .history import Record, user_record
+from .page_context import selection_record
+from .ports import Platform
+from .storage import EXPLAIN_REQUEST
+
+EXPLAIN_QUESTION = "Explain this."
+REQUEST_MAX_AGE_MS = 5 * 60 * 1000
+QUEUED_SELECTION_MAX_CHARS = 200_000
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+async def queue(platform: Platform, info: dict[str, Any]) -> dict[str, Any]:
+    """The context menu was clicked on a selection: remember what to explain."""
+    selection = info.get("selectionText")
+    if not isinstance(selection, str) or not selection.strip():
+        raise MarginError("nothing_selected", "Select some text on the page first, then choose Explain with Margin.")
+    page_url = info.get("pageUrl") if isinstance(info.get("pageUrl"), str) else ""
+    title = info.get("title") if isinstance(info.get("title"), str) else ""
+    request = {"id": uuid.uuid4().hex, "selection": selection[:QUEUED_SELECTION_MAX_CHARS],
+               "pageUrl": page_url, "title": title, "at": _now_ms()}
+    await platform.session.set({EXPLAIN_REQUEST: request})
+    return request
+
+
+def _gone() -> MarginError:
+    return MarginError("explain_gone", "That Explain request was already answered or is too old. Select the text "
+                       "again and choose Explain with Margin.")
+
+
+async def take_request(platform: Platform, request_id: Any) -> list[Record]:
+    """The records an explain turn stores: the selection's attachment, then the question."""
+    stored = await platform.session.get([EXPLAIN_REQUEST])
+    request = stored.get(EXPLAIN_REQUEST)
+    if not isinstance(request, dict) or request.get("id") != request_id or not isinstance(request.get("selection"), str):
+        raise _gone()
+    await platform.session.remove([EXPLAIN_REQUEST])
+    if _now_ms() - int(request.get("at") or 0) > REQUEST_MAX_AGE_MS:
+        raise _gone()
+    now = _now_ms()
+    attachment = selection_record(request["selection"], title=str(request.get("title") or ""),
+                                  url=str(request.get("pageUrl") or ""), captured_at=now)
+    return [attachment, user_record(EXPLAIN_QUESTION, createdAt=now)]

@@ -1,0 +1,126 @@
+"""Page-context records: what "Attach page" and "Explain" put into the conversation.
+
+The concept (docs/storage-model.md, "One global, flat history"): an attachment is a user
+record of the one flat history whose text starts with `PAGE_CONTEXT_PREFIX` (margin.history),
+shown as a card, not a bubble, and answered by the next question.
+
+Rules:
+1. The text the model reads is the record's `content`: a header (what it is, the title, the URL,
+   when it was attached, and a note when something was cut or is missing), a blank line, then
+   the body (the page as compact Markdown, a transcript with `[m:ss]` times, or a selection).
+   The same inputs give the same bytes: a stable request prefix for the provider's cache.
+2. `attachment` = `{kind: "page" | "video" | "selection", title, url, site, chars, truncated,
+   originalChars, method, capturedAt}`: what the card shows without parsing the text.
+3. A video record is stamped `videoSrc` (what the capsules of later answers seek) and `video`
+   = `{tabId, windowId, pageUrl, src, index, duration, title, transcript: {source, label, lang,
+   cues}}`: enough to find the tab again, or to reopen the page at a time.
+4. Nothing here reads a tab or storage: `margin.attach` and `margin.explain` do, and hand the
+   payload over.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from .history import PAGE_CONTEXT_PREFIX, Record
+from .page_text import MAX_PAGE_CHARS, site_of
+
+KIND_LABELS = {"page": "Page", "video": "Video", "selection": "Selection from"}
+SELECTION_MAX_CHARS = 20_000
+
+
+def attached_at(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _one_line(text: Any, limit: int = 300) -> str:
+    line = " ".join(str(text or "").split())
+    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+
+
+def header(kind: str, title: str, url: str, captured_at: int, notes: list[str]) -> str:
+    lines = [f"{PAGE_CONTEXT_PREFIX} {KIND_LABELS[kind]}: {_one_line(title) or site_of(url) or 'untitled'}",
+             f"URL: {url}", f"Attached: {attached_at(captured_at)}"]
+    lines += [f"Note: {note}" for note in notes]
+    return "\n".join(lines)
+
+
+def truncation_note(shown: int, original: int) -> str:
+    return (f"this page is very long; only its first {shown:,} of {original:,} characters are "
+            f"attached (Margin's limit is {MAX_PAGE_CHARS:,}).")
+
+
+def attachment_record(payload: dict[str, Any], *, captured_at: int, tab: dict[str, Any] | None = None) -> Record:
+    """The record for an extracted page (`margin.attach.page_payload`'s result).
+
+    `payload` = {kind, title, url, body, method, truncated, originalChars, notes, video?}; `tab` =
+    {id, windowId} of the tab it was read from (video records keep it to find the tab again)."""
+    kind = payload["kind"]
+    title = _one_line(payload.get("title"))
+    url = str(payload.get("url") or "")
+    body = str(payload.get("body") or "")
+    notes = [str(n) for n in payload.get("notes") or []]
+    text = header(kind, title, url, captured_at, notes) + "\n\n" + body
+    fields: dict[str, Any] = {
+        "attachment": {
+            "kind": kind,
+            "title": title,
+            "url": url,
+            "site": site_of(url),
+            "chars": len(body),
+            "truncated": bool(payload.get("truncated")),
+            "originalChars": int(payload.get("originalChars") or len(body)),
+            "method": payload.get("method") or "",
+            "capturedAt": captured_at,
+        },
+        "createdAt": captured_at,
+    }
+    video = payload.get("video")
+    if kind == "video" and isinstance(video, dict):
+        fields["videoSrc"] = video.get("src") or url
+        fields["video"] = {**video, "pageUrl": url,
+                           "tabId": (tab or {}).get("id"), "windowId": (tab or {}).get("windowId")}
+    return Record("user", text, fields)
+
+
+def selection_record(selection: str, *, title: str, url: str, captured_at: int) -> Record:
+    """The attachment "Explain" sends: the selected text and the page it came from."""
+    text = " ".join(selection.split()) if "\n" not in selection else selection.strip()
+    notes = []
+    original = len(text)
+    if original > SELECTION_MAX_CHARS:
+        text = text[:SELECTION_MAX_CHARS].rstrip() + "…"
+        notes.append(f"the selection was cut at {SELECTION_MAX_CHARS:,} of {original:,} characters.")
+    payload = {"kind": "selection", "title": title, "url": url, "body": text, "method": "selection",
+               "truncated": bool(notes), "originalChars": original, "notes": notes}
+    return attachment_record(payload, captured_at=captured_at)
+
+
+def same_attachment(a: Record, b: Record) -> bool:
+    """The same page attached twice (the header's time aside)."""
+    if not (a.is_attachment and b.is_attachment):
+        return False
+    meta_a, meta_b = a.fields["attachment"], b.fields["attachment"]
+    return (meta_a.get("kind") == meta_b.get("kind") and meta_a.get("url") == meta_b.get("url")
+            and _body_of(a) == _body_of(b))
+
+
+def _body_of(record: Record) -> str:
+    return record.text.split("\n\n", 1)[-1]
+
+
+def trailing_attachments(records: list[Record]) -> list[Record]:
+    """The attachments after the last question or answer: they wait for the next question."""
+    run: list[Record] = []
+    for record in reversed(records):
+        if not record.is_attachment:
+            break
+        run.append(record)
+    return run[::-1]
+
+
+def card(record: Record) -> dict[str, Any]:
+    """What a reply tells the panel about an attachment it just added."""
+    meta = record.fields["attachment"]
+    return {key: meta.get(key) for key in ("kind", "title", "url", "site", "chars", "truncated")}

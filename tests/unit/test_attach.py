@@ -1,0 +1,386 @@
+"""Attach page, Explain and Seek as the user lives them, with the tab and the page script faked
+(the page script itself runs in Chromium in tests/e2e/test_page_context_e2e.py)."""
+
+import asyncio
+import json
+
+import pytest
+
+from margin import attach, chat, explain, site_caches, video
+from margin.errors import MarginError
+from margin.platform_memory import MemoryTabs, ScriptedResponse, ScriptedTransport, memory_platform
+from margin.ports import ScriptError, WebTab
+
+from test_chat import PROVIDER, SETTINGS, answer
+
+ARTICLE_URL = "https://news.example.com/2026/rivers"
+ARTICLE_HTML = ("<h1>How rivers carve canyons</h1><p>Water finds the weakest rock.</p>"
+                "<h2>Time</h2><ul><li>Millions of years</li><li>Floods</li></ul>")
+VTT = "WEBVTT\n\n00:00:01.000 --> 00:00:04.000\nWelcome to the canyon.\n\n01:02:03.000 --> 01:02:06.000\nThe end.\n"
+
+
+@pytest.fixture(autouse=True)
+def fresh_worker():
+    site_caches.forget_instance()
+    yield
+    site_caches.forget_instance()
+
+
+class Page:
+    """What the page script answers in one tab."""
+
+    def __init__(self, url=ARTICLE_URL, title="How rivers carve canyons", html=ARTICLE_HTML, videos=(), youtube=None,
+                 content_type="text/html", method="readability"):
+        self.url, self.title, self.html = url, title, html
+        self.videos, self.youtube, self.content_type, self.method = list(videos), youtube, content_type, method
+        self.seeks = []
+
+    def __call__(self, tab, function, args):
+        if function == "__marginProbe":
+            return {"url": self.url, "title": self.title, "textLength": len(self.html),
+                    "videoCount": len(self.videos), "contentType": self.content_type}
+        if function == "__marginExtract":
+            if not self.html and not self.videos:
+                return {"ok": False, "reason": "no_text"}
+            return {"ok": True, "url": self.url, "title": self.title, "lang": "en", "method": self.method,
+                    "html": self.html, "videos": self.videos, "youtube": self.youtube}
+        if function == "__marginSeek":
+            self.seeks.append(args)
+            return {"ok": True, "currentTime": args[2]}
+        raise AssertionError(function)
+
+
+def setup(page=None, responses=(), url=ARTICLE_URL):
+    tabs = MemoryTabs(WebTab(7, 3, url, "page"), script=page or Page(url=url))
+    transport = ScriptedTransport(list(responses))
+    platform = memory_platform(dict(SETTINGS), transport, tabs=tabs)
+    return platform
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def history(platform):
+    return platform.local.snapshot().get("history", [])
+
+
+def attach_now(platform):
+    return run(attach.handle_attach(platform, {}))
+
+
+def turn(platform, start):
+    events = []
+    run(asyncio.wait_for(chat.run_turn(platform, start, events.append, asyncio.Event()), 5))
+    return events
+
+
+def test_attach_page_stores_a_card_record_with_the_article_as_markdown():
+    platform = setup()
+    result = attach_now(platform)
+    assert result["attachment"] == {"kind": "page", "title": "How rivers carve canyons", "url": ARTICLE_URL,
+                                    "site": "news.example.com", "chars": result["attachment"]["chars"], "truncated": False}
+    assert result["fromCache"] is False and result["duplicate"] is False
+    [record] = history(platform)
+    assert record["role"] == "user" and record["attachment"]["kind"] == "page"
+    header, body = record["content"].split("\n\n", 1)
+    assert header.splitlines()[:2] == ["[Page context] Page: How rivers carve canyons", f"URL: {ARTICLE_URL}"]
+    assert header.splitlines()[2].startswith("Attached: ")
+    assert "## Time" in body and "- Millions of years" in body
+    # The title heading is not repeated under the header that names it.
+    assert "# How rivers carve canyons" not in body
+
+
+def test_the_next_question_answers_the_attached_page_and_the_page_goes_to_the_model_first():
+    platform = setup(responses=[answer("Erosion.")])
+    attach_now(platform)
+    events = turn(platform, {"action": "send", "text": "Why do canyons form?", "images": []})
+    assert [e["event"] for e in events][-1] == "done"
+    messages = json.loads(platform.transport.requests[0].body)["messages"]
+    assert [m["role"] for m in messages] == ["user", "user"]
+    assert messages[0]["content"].startswith("[Page context] Page: How rivers carve canyons")
+    assert messages[1]["content"] == "Why do canyons form?"
+    assert [r["role"] for r in history(platform)] == ["user", "user", "assistant"]
+
+
+def test_attaching_the_same_unchanged_page_again_reads_it_from_the_cache():
+    page = Page()
+    platform = setup(page, responses=[answer("ok")])
+    attach_now(platform)
+    again = attach_now(platform)
+    # Still waiting for a question: not attached twice.
+    assert again["duplicate"] is True and again["fromCache"] is True
+    assert len(history(platform)) == 1
+    turn(platform, {"action": "send", "text": "Summarize", "images": []})
+    third = attach_now(platform)
+    assert third["fromCache"] is True and third["duplicate"] is False
+    assert len(history(platform)) == 4
+    extracts = [fn for _, fn, _ in platform.tabs.runs if fn == "__marginExtract"]
+    assert extracts == ["__marginExtract"]  # one extraction, three attaches
+
+
+def test_a_page_that_changed_in_place_is_read_again():
+    page = Page()
+    platform = setup(page)
+    attach_now(platform)
+    page.html += "<p>Breaking: an update.</p>"
+    result = attach_now(platform)
+    assert result["fromCache"] is False and result["duplicate"] is False
+    assert "Breaking: an update." in history(platform)[-1]["content"]
+
+
+@pytest.mark.parametrize("url, error, code, words", [
+    ("https://chromewebstore.google.com/detail/x", None, "page_not_readable", "Chrome Web Store"),
+    ("file:///home/me/notes.html", "Cannot access contents of url \"file:///home/me/notes.html\".", "file_access_off",
+     "Allow access to file URLs"),
+    ("https://example.com/report.pdf", "Cannot access contents of the page.", "page_is_pdf", "PDF"),
+    ("https://example.com/x", "Frame with ID 0 is showing error page", "page_not_readable", "error page"),
+    ("https://example.com/x", "No tab with id: 7.", "tab_gone", "closed"),
+])
+def test_pages_chrome_does_not_let_margin_read_get_a_sentence_and_store_nothing(url, error, code, words):
+    def refuse(tab, function, args):
+        raise ScriptError(error)
+
+    platform = setup(url=url)
+    platform.tabs.script = refuse
+    with pytest.raises(MarginError) as info:
+        attach_now(platform)
+    assert info.value.code == code and words in info.value.message
+    assert history(platform) == []
+
+
+def test_a_pdf_viewer_tab_and_a_page_without_text_are_refused():
+    platform = setup(Page(content_type="application/pdf"))
+    with pytest.raises(MarginError) as info:
+        attach_now(platform)
+    assert info.value.code == "page_is_pdf"
+    platform = setup(Page(html=""))
+    with pytest.raises(MarginError) as info:
+        attach_now(platform)
+    assert info.value.code == "page_has_no_text" and "Screenshot" in info.value.message
+    assert history(platform) == []
+
+
+def test_no_web_tab_is_refused_with_what_to_do():
+    platform = setup()
+    platform.tabs.close(7)
+    with pytest.raises(MarginError) as info:
+        attach_now(platform)
+    assert info.value.code == "no_web_tab" and "Attach page" in info.value.message
+
+
+def test_a_runaway_page_is_cut_at_the_hard_cap_and_says_so(monkeypatch):
+    from margin import page_text
+
+    # The 2,000,000-character cap, scaled down so the test stays fast.
+    monkeypatch.setattr(page_text.page_text, "__kwdefaults__", {**page_text.page_text.__kwdefaults__, "limit": 5000})
+    html = "".join(f"<p>Paragraph {i} " + "word " * 40 + "</p>" for i in range(200))
+    platform = setup(Page(html=html))
+    result = attach_now(platform)
+    assert result["attachment"]["truncated"] is True
+    record = history(platform)[0]
+    assert "Note: this page is very long" in record["content"]
+    assert record["attachment"]["originalChars"] > record["attachment"]["chars"]
+
+
+def video_page():
+    return Page(url="https://videos.example.com/watch/canyon", title="Canyon documentary", html="<p>A film about rivers.</p>",
+                videos=[{"index": 0, "src": "https://videos.example.com/media/canyon.webm", "duration": 3730.0,
+                         "tracks": [{"kind": "captions", "label": "English", "srclang": "en",
+                                     "src": "https://videos.example.com/media/canyon.en.vtt", "isDefault": True, "cues": None}]}])
+
+
+def test_a_video_with_captions_attaches_its_transcript_and_is_stamped_for_seeking():
+    page = video_page()
+    platform = setup(page, responses=[ScriptedResponse(chunks=[VTT], headers={"content-type": "text/vtt"})], url=page.url)
+    result = attach_now(platform)
+    assert result["attachment"]["kind"] == "video"
+    assert platform.transport.requests[0].url == "https://videos.example.com/media/canyon.en.vtt"
+    [record] = history(platform)
+    assert record["videoSrc"] == "https://videos.example.com/media/canyon.webm"
+    assert record["video"]["tabId"] == 7 and record["video"]["pageUrl"] == page.url
+    body = record["content"].split("\n\n", 1)[1]
+    assert body.startswith("## Transcript (English, 1:02:10 long)")
+    assert "[0:01] Welcome to the canyon." in body and "[1:02:03] The end." in body
+    assert "## Page text" in body and "A film about rivers." in body
+
+
+def test_cues_the_page_already_loaded_are_used_without_a_fetch():
+    page = video_page()
+    page.videos[0]["tracks"][0].update(src=None, cues=[{"start": 5, "end": 8, "text": "<v Guide>Look up.</v>"}])
+    platform = setup(page, url=page.url)
+    attach_now(platform)
+    assert platform.transport.requests == []
+    assert "[0:05] Look up." in history(platform)[0]["content"]
+
+
+def test_a_video_without_readable_captions_attaches_the_page_and_says_so():
+    page = video_page()
+    platform = setup(page, responses=[ScriptedResponse(status=404, chunks=["nope"])], url=page.url)
+    result = attach_now(platform)
+    assert result["attachment"]["kind"] == "page"
+    record = history(platform)[0]
+    assert "videoSrc" not in record
+    assert "no captions Margin can read" in record["content"]
+
+
+def test_youtube_caption_tracks_are_fetched_as_webvtt_preferring_captions_people_wrote():
+    url = "https://www.youtube.com/watch?v=abc123XYZ"
+    page = Page(url=url, title="Rivers - YouTube", html="<p>Description</p>",
+                videos=[{"index": 0, "src": "blob:https://www.youtube.com/1234", "duration": 600.0, "tracks": []}],
+                youtube={"videoId": "abc123XYZ", "captionTracks": [
+                    {"baseUrl": "https://www.youtube.com/api/timedtext?v=abc123XYZ&lang=en&kind=asr", "languageCode": "en",
+                     "name": "English (auto-generated)", "kind": "asr"},
+                    {"baseUrl": "https://www.youtube.com/api/timedtext?v=abc123XYZ&lang=en", "languageCode": "en",
+                     "name": "English", "kind": ""}]})
+    platform = setup(page, responses=[ScriptedResponse(chunks=[VTT])], url=url)
+    attach_now(platform)
+    assert platform.transport.requests[0].url == "https://www.youtube.com/api/timedtext?v=abc123XYZ&lang=en&fmt=vtt"
+    record = history(platform)[0]
+    # A MediaSource blob: URL means nothing later: the page's URL is what finds the video again.
+    assert record["videoSrc"] == url
+
+
+# -- attachments in a turn ---------------------------------------------------------------------
+
+
+def test_a_page_attached_while_the_answer_streams_waits_after_the_answer():
+    platform = setup()
+    platform.local = type(platform.local)({**SETTINGS, "history": [{"role": "user", "content": "Hello", "createdAt": 1}]})
+
+    def answer_after_an_attach(request):
+        async def respond():
+            await attach.handle_attach(platform, {})  # the user pressed Attach page meanwhile
+            return answer("Hi!")
+        return respond()
+
+    platform.transport.queue = [answer_after_an_attach]
+    events = turn(platform, {"action": "regenerate"})
+    assert events[-1]["event"] == "done"
+    roles = [(r["role"], "attachment" in r) for r in history(platform)]
+    assert roles == [("user", False), ("assistant", False), ("user", True)]
+
+
+def test_regenerate_keeps_the_attachment_waiting_after_the_new_answer():
+    platform = setup(responses=[answer("first"), answer("second")])
+    turn(platform, {"action": "send", "text": "q", "images": []})
+    attach_now(platform)
+    turn(platform, {"action": "regenerate"})
+    stored = history(platform)
+    assert [r["role"] for r in stored] == ["user", "assistant", "user"]
+    assert stored[1]["content"] == "second" and "attachment" in stored[2]
+    # The regenerated answer answered the question alone: the page was not sent.
+    messages = json.loads(platform.transport.requests[1].body)["messages"]
+    assert [m["content"] for m in messages] == ["q"]
+
+
+def test_remove_takes_back_a_waiting_attachment_only():
+    platform = setup(responses=[answer("ok")])
+    attach_now(platform)
+    run(attach.handle_remove(platform, {"index": 0, "url": ARTICLE_URL}))
+    assert history(platform) == []
+    attach_now(platform)
+    turn(platform, {"action": "send", "text": "q", "images": []})
+    with pytest.raises(MarginError) as info:
+        run(attach.handle_remove(platform, {"index": 0, "url": ARTICLE_URL}))
+    assert info.value.code == "attachment_answered"
+    assert len(history(platform)) == 3
+
+
+# -- Explain -----------------------------------------------------------------------------------
+
+
+def test_explain_sends_the_selection_and_its_page_once():
+    platform = setup(responses=[answer("It means ...")])
+    request = run(explain.queue(platform, {"selectionText": "  isostatic   rebound ", "pageUrl": ARTICLE_URL,
+                                           "title": "How rivers carve canyons"}))
+    events = turn(platform, {"action": "explain", "requestId": request["id"]})
+    assert events[-1]["event"] == "done"
+    stored = history(platform)
+    assert [r["role"] for r in stored] == ["user", "user", "assistant"]
+    assert stored[0]["attachment"]["kind"] == "selection"
+    assert stored[0]["content"].startswith("[Page context] Selection from: How rivers carve canyons\nURL: " + ARTICLE_URL)
+    assert stored[0]["content"].endswith("\n\nisostatic rebound")
+    assert stored[1]["content"] == explain.EXPLAIN_QUESTION
+    # The click is answered once: a second panel asking for it gets a quiet "gone".
+    again = turn(platform, {"action": "explain", "requestId": request["id"]})
+    assert again[-1]["event"] == "error" and again[-1]["error"]["code"] == "explain_gone"
+    assert len(history(platform)) == 3
+
+
+def test_explain_without_a_selection_is_refused():
+    with pytest.raises(MarginError) as info:
+        run(explain.queue(setup(), {"selectionText": "   "}))
+    assert info.value.code == "nothing_selected"
+
+
+# -- Seek to -----------------------------------------------------------------------------------
+
+
+def attached_video(platform):
+    page = platform.tabs.script
+    attach_now(platform)
+    return page
+
+
+def test_seek_moves_the_video_in_its_tab_and_brings_the_tab_forward():
+    page = video_page()
+    platform = setup(page, responses=[ScriptedResponse(chunks=[VTT])], url=page.url)
+    attached_video(platform)
+    platform.tabs.add(WebTab(9, 3, "https://elsewhere.example/", "other"), active=True)
+    result = run(video.handle_seek(platform, {"index": 0, "seconds": 754}))
+    assert result["how"] == "seeked"
+    assert page.seeks == [("https://videos.example.com/media/canyon.webm", 0, 754)]
+    assert platform.tabs.focused == [7]
+
+
+def test_seek_with_the_tab_gone_reopens_a_video_file_at_that_time():
+    page = video_page()
+    platform = setup(page, responses=[ScriptedResponse(chunks=[VTT])], url=page.url)
+    attached_video(platform)
+    platform.tabs.close(7)
+    result = run(video.handle_seek(platform, {"index": 0, "seconds": 754.6}))
+    assert result == {"how": "reopened", "tabId": result["tabId"], "url": "https://videos.example.com/media/canyon.webm#t=754"}
+
+
+def test_seek_reopens_youtube_with_t_and_refuses_a_page_without_a_time_address():
+    assert video.reopen_url({"pageUrl": "https://www.youtube.com/watch?v=abc&list=x", "src": "blob:x"}, 65) == \
+        "https://www.youtube.com/watch?v=abc&t=65s"
+    assert video.reopen_url({"pageUrl": "https://youtu.be/abc", "src": ""}, 3) == "https://www.youtube.com/watch?v=abc&t=3s"
+    assert video.reopen_url({"pageUrl": "https://example.com/lesson", "src": "https://cdn.example.com/stream"}, 3) is None
+    assert video.same_video_page("https://www.youtube.com/watch?v=abc&t=30s", "https://www.youtube.com/watch?v=abc")
+    assert not video.same_video_page("https://www.youtube.com/watch?v=def", "https://www.youtube.com/watch?v=abc")
+
+    page = video_page()
+    page.videos[0]["src"] = "https://cdn.example.com/stream"
+    platform = setup(page, responses=[ScriptedResponse(chunks=[VTT])], url=page.url)
+    attached_video(platform)
+    platform.tabs.close(7)
+    with pytest.raises(MarginError) as info:
+        run(video.handle_seek(platform, {"index": 0, "seconds": 10}))
+    assert info.value.code == "video_gone" and "Attach page" in info.value.message
+
+
+def test_seek_refuses_a_record_that_is_not_a_video_and_a_bad_time():
+    platform = setup()
+    attach_now(platform)
+    for payload in ({"index": 0, "seconds": 5}, {"index": 4, "seconds": 5}, {"index": "0", "seconds": 5}):
+        with pytest.raises(MarginError) as info:
+            run(video.handle_seek(platform, payload))
+        assert info.value.code == "video_gone"
+    with pytest.raises(MarginError) as info:
+        run(video.handle_seek(platform, {"index": 0, "seconds": float("nan")}))
+    assert info.value.code == "bad_payload"
+
+
+def test_sessions_name_and_search_a_conversation_by_its_question_not_the_page_text():
+    from margin import sessions
+    from margin.history import parse_history
+
+    platform = setup(responses=[answer("ok")])
+    attach_now(platform)
+    turn(platform, {"action": "send", "text": "Why canyons?", "images": []})
+    records = parse_history(history(platform)).records
+    assert sessions.default_name(records) == "Why canyons?"
+    digest = sessions.text_digest(records)
+    assert "How rivers carve canyons" in digest and "Water finds the weakest rock" not in digest
