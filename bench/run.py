@@ -187,7 +187,7 @@ def all_metrics() -> list[Callable]:
     import importlib
 
     metrics = list(METRICS)
-    for module_name in ("bench_images", "bench_sessions"):
+    for module_name in ("bench_images", "bench_sessions", "bench_page_context"):
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as error:

@@ -1,6 +1,6 @@
 """Chatting in the side panel against the fake provider: stream, stop, regenerate, edit, copy, errors.
 
-Every test drives the panel by the accessible names of spec/product.md and then checks three
+Every test drives the panel by the accessible names of docs/interface.md and then checks three
 witnesses: what the user sees, what chrome.storage holds, and what the provider received.
 """
 

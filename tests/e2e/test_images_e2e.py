@@ -1,11 +1,11 @@
 """Images end to end (issue 4): attach, send, see a placeholder later, keep the pixels, bound the parked ones.
 
-Every test drives the side panel by the accessible names of spec/product.md ("Attach image",
+Every test drives the side panel by the accessible names of docs/interface.md ("Attach image",
 "Screenshot", "Message", "Send") and checks three witnesses: what the provider received (the fake
 server records every body), what chrome.storage `history` holds, and what the user sees.
 
 The images are real files made with Pillow; the checks compare the exact bytes the user picked with
-what was sent and what was stored (storage-model.md, "Image lifecycle": pixels are never destroyed).
+what was sent and what was stored (docs/storage-model.md, "Images: pixels are never destroyed").
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Sessions in the real extension: the legacy migration, new/open/update, search, rename, pin,
 delete + undo, export, a damaged session, and a backup carried into a fresh browser profile.
 
-Driven by the accessible names of spec/product.md ("New session", "Sessions", "Search sessions",
+Driven by the accessible names of docs/interface.md ("New session", "Sessions", "Search sessions",
 one listitem per session with "Open", "Rename", "Pin"/"Unpin", "Delete", "Export"); checked
 against what chrome.storage holds and what the downloaded files say.
 """
@@ -48,7 +48,7 @@ def answer(text):
 
 
 def legacy(sid, name, created, history, pinned=False):
-    """The legacy format of product.md: the whole snapshot inline, no textDigest, no body key."""
+    """The legacy format (docs/storage.md, "Saved sessions"): the whole snapshot inline, no textDigest, no body key."""
     return {"id": sid, "name": name, "createdAt": created, "pinned": pinned, "history": history}
 
 
