@@ -124,7 +124,7 @@ _SEARCH_LIMIT = 100  # open elements looked through to find the one to close
 # How the renderer treats each tag (anything else is inline: its text flows).
 _PARAGRAPH = frozenset(
     "p address article section main header footer aside nav figure figcaption hgroup fieldset "
-    "center dl details".split())
+    "center dl details form".split())
 _LINE = frozenset("div dt summary legend".split())
 _LISTS = frozenset(("ul", "ol", "menu", "dir"))
 _INLINE_CODE = frozenset(("code", "kbd", "samp", "tt"))

@@ -112,12 +112,15 @@ def parse_webvtt(text: str) -> list[Cue]:
     skipping = False  # inside a NOTE, STYLE or REGION block
     block_start = True
     for line in lines:
-        if not line.strip():
+        # Only an empty line ends a block: YouTube's automatic captions hold lines of one space.
+        if not line:
             flush()
             timing, payload = None, []
             in_header = skipping = False
             block_start = True
             continue
+        if in_header and "-->" in line:  # a cue right under the header, no blank line between
+            in_header = False
         if in_header or skipping:
             continue
         if block_start and any(_starts_block(line, k) for k in _SKIPPED_BLOCKS):
@@ -125,6 +128,8 @@ def parse_webvtt(text: str) -> list[Cue]:
             continue
         block_start = False
         if "-->" in line:
+            if len(payload) >= 2 and not payload[-2].strip():
+                payload.pop()  # blocks parted by a line of spaces: that was the next cue's identifier
             flush()
             match = _TIMING.match(line)
             timing = None
