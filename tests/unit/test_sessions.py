@@ -311,32 +311,20 @@ def test_unknown_session_says_so(platform):
 
 # -- the panel searches in JS with the same fold and the same results -------------------------------
 
-import shutil
-import subprocess
 from pathlib import Path
 
+from helpers import run_js_module
+
 PANEL = Path(__file__).resolve().parents[2] / "extension" / "sessions_panel.js"
-needs_node = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 
 
 def run_panel_js(tmp_path, script, data):
-    module = tmp_path / "panel.mjs"
-    module.write_text(PANEL.read_text(encoding="utf-8"), encoding="utf-8")
     from margin.contract import render_js
 
-    (tmp_path / "generated").mkdir(exist_ok=True)
-    (tmp_path / "generated" / "contract.js").write_text(render_js("margin-test.whl"), encoding="utf-8")
-    (tmp_path / "input.json").write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
-    runner = tmp_path / "run.mjs"
-    runner.write_text(
-        "import fs from 'fs';\nimport * as panel from './panel.mjs';\n"
-        "const input = JSON.parse(fs.readFileSync(new URL('./input.json', import.meta.url), 'utf8'));\n"
-        + script, encoding="utf-8")
-    out = subprocess.run(["node", str(runner)], capture_output=True, text=True, timeout=120, check=True)
-    return json.loads(out.stdout)
+    return run_js_module(tmp_path, PANEL, "panel", script, data,
+                         extra_files={"generated/contract.js": render_js("margin-test.whl")})
 
 
-@needs_node
 def test_js_fold_equals_python_fold_for_every_assigned_character(tmp_path):
     import unicodedata
 
@@ -348,7 +336,6 @@ def test_js_fold_equals_python_fold_for_every_assigned_character(tmp_path):
     assert differ == []
 
 
-@needs_node
 def test_js_search_returns_what_session_list_returns(tmp_path, platform):
     seed(platform, "Un café à Paris, " + "notes " * 60 + "encore un CAFÉ", "Crème brûlée recipe",
          "ПРИВЕТ, как дела", "你好世界，今天", "Die Straße entlang", "nothing here",

@@ -8,9 +8,9 @@ node is part of the test environment: without it these tests fail, they do not s
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from pathlib import Path
+
+from helpers import run_js_module
 
 REPO = Path(__file__).resolve().parents[2]
 MODULE = REPO / "extension" / "panel" / "timecodes.js"
@@ -18,18 +18,7 @@ CASES = Path(__file__).resolve().parent / "timecode_cases.json"
 
 
 def run_timecodes_js(tmp_path: Path, script: str, data) -> object:
-    node = shutil.which("node")
-    assert node, "node is not installed: it is part of the test environment (apt-get install nodejs)"
-    (tmp_path / "timecodes.mjs").write_text(MODULE.read_text(encoding="utf-8"), encoding="utf-8")
-    (tmp_path / "input.json").write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
-    runner = tmp_path / "run.mjs"
-    runner.write_text(
-        "import fs from 'fs';\nimport * as tc from './timecodes.mjs';\n"
-        "const input = JSON.parse(fs.readFileSync(new URL('./input.json', import.meta.url), 'utf8'));\n"
-        + script, encoding="utf-8")
-    done = subprocess.run([node, str(runner)], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    return run_js_module(tmp_path, MODULE, "tc", script, data)
 
 
 def load_cases() -> list[dict]:
