@@ -18,12 +18,15 @@ import importlib
 import json
 import sys
 import traceback
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .errors import MarginError
 from .ports import Platform
 
 TURN_PORT_NAME = "chat.turn"
+
+Handler = Callable[[Platform, dict], Awaitable[Any]]
 
 ROUTES: dict[str, str] = {
     "app.ping": "margin.api:handle_ping",
@@ -78,7 +81,9 @@ def internal_error(exc: BaseException) -> MarginError:
     )
 
 
-async def dispatch(platform: Platform, name: str, payload: Any, tier: str = "extension") -> dict[str, Any]:
+async def dispatch(platform: Platform, name: str, payload: Any, tier: str = "extension",
+                   handler: Handler | None = None) -> dict[str, Any]:
+    """Run the request's handler (ROUTES', or `handler` for the worker's own events) in the envelope."""
     try:
         if tier != "extension" and not name.startswith(CONTENT_SCRIPT_PREFIX):
             raise MarginError("forbidden", f"Pages may not send {name!r} to Margin.")
@@ -86,8 +91,7 @@ async def dispatch(platform: Platform, name: str, payload: Any, tier: str = "ext
             payload = {}
         if not isinstance(payload, dict):
             raise MarginError("bad_payload", f"The request {name!r} needs an object as its payload.")
-        handler = resolve(name)
-        return ok(await handler(platform, payload))
+        return ok(await (handler or resolve(name))(platform, payload))
     except MarginError as error:
         return failure(error)
     except Exception as exc:  # noqa: BLE001 - the envelope must always come back
@@ -136,13 +140,13 @@ def _browser() -> Platform:
     return _platform
 
 
-async def dispatch_json(name: str, payload_json: str, tier: str) -> str:
+async def dispatch_json(name: str, payload_json: str, tier: str, handler: Handler | None = None) -> str:
     """The worker's onMessage handler calls this: JSON string in, JSON envelope string out."""
     try:
         payload = json.loads(payload_json)
     except ValueError:
         return json.dumps(failure(MarginError("bad_payload", "The request was not valid JSON.")))
-    reply = await dispatch(_browser(), name, payload, tier)
+    reply = await dispatch(_browser(), name, payload, tier, handler)
     return json.dumps(reply, ensure_ascii=False)
 
 
@@ -175,10 +179,7 @@ async def explain_queue_json(info_json: str) -> str:
     """The context menu's "Explain with Margin" was clicked (margin.explain, rule 1)."""
     from . import explain
 
-    async def queue(platform: Platform, payload: dict) -> dict[str, Any]:
-        return await explain.queue(platform, payload)
-
-    return json.dumps(await _run_envelope(queue, info_json), ensure_ascii=False)
+    return await dispatch_json("explain.queue", info_json, "extension", explain.queue)
 
 
 async def site_cache_event(kind: str, tab_id: int, url: str | None) -> None:
@@ -199,21 +200,6 @@ async def site_cache_restore() -> None:
         await site_caches.restore(_browser())
     except Exception as exc:  # noqa: BLE001
         internal_error(exc)
-
-
-async def _run_envelope(handler: Any, payload_json: str) -> dict[str, Any]:
-    try:
-        payload = json.loads(payload_json)
-    except ValueError:
-        return failure(MarginError("bad_payload", "The request was not valid JSON."))
-    try:
-        if not isinstance(payload, dict):
-            raise MarginError("bad_payload", "The request needs an object as its payload.")
-        return ok(await handler(_browser(), payload))
-    except MarginError as error:
-        return failure(error)
-    except Exception as exc:  # noqa: BLE001
-        return failure(internal_error(exc))
 
 
 def stop_turn(turn_id: str) -> None:
