@@ -30,15 +30,9 @@ from .ports import HttpRequest, Platform, ScriptError, TransportError, WebTab
 from .site_caches import site_cache_ctx
 from .storage import lock_for
 
-WEB_STORE_HOSTS = ("chromewebstore.google.com", "chrome.google.com")
 CAPTION_TIMEOUT = 20.0
 CAPTION_MAX_BYTES = 20 * 1024 * 1024
 TRACK_KINDS = ("captions", "subtitles", "")
-YOUTUBE_HOSTS = ("youtube.com", "m.youtube.com", "www.youtube.com", "www.youtube-nocookie.com")
-
-
-def _refusal(code: str, sentence: str) -> MarginError:
-    return MarginError(code, sentence)
 
 
 NO_WEB_TAB = ("Margin can only read web pages (http, https or file). Switch to the tab you want to "
@@ -49,8 +43,7 @@ def refuse_by_url(url: str) -> None:
     parts = urlsplit(url)
     host = (parts.hostname or "").lower()
     if host == "chromewebstore.google.com" or (host == "chrome.google.com" and parts.path.startswith("/webstore")):
-        raise _refusal("page_not_readable", "Chrome does not let extensions read the Chrome Web Store. "
-                       "Copy the text you want to ask about into the message, or use Screenshot.")
+        raise web_store_refusal()
 
 
 def script_refusal(error: ScriptError, tab: WebTab) -> MarginError:
@@ -58,29 +51,33 @@ def script_refusal(error: ScriptError, tab: WebTab) -> MarginError:
     message = error.message
     lowered = message.lower()
     if "no tab with id" in lowered or "tab was closed" in lowered:
-        return _refusal("tab_gone", "That tab was closed before Margin could read it. Open the page again, then press Attach page.")
+        return MarginError("tab_gone", "That tab was closed before Margin could read it. Open the page again, then press Attach page.")
     if "extensions gallery" in lowered or "webstore" in lowered:
-        return _refusal("page_not_readable", "Chrome does not let extensions read the Chrome Web Store. "
-                        "Copy the text you want to ask about into the message, or use Screenshot.")
+        return web_store_refusal()
     if tab.url.lower().startswith("file:"):
-        return _refusal("file_access_off", "Margin may not read files on this computer yet. Open chrome://extensions, "
-                        "click Details under Margin, turn on “Allow access to file URLs”, then press Attach page again.")
+        return MarginError("file_access_off", "Margin may not read files on this computer yet. Open chrome://extensions, "
+                           "click Details under Margin, turn on “Allow access to file URLs”, then press Attach page again.")
     if urlsplit(tab.url).path.lower().endswith(".pdf"):
         return pdf_refusal()
     if "error page" in lowered:
-        return _refusal("page_not_readable", "This tab shows an error page, so there is nothing to read. Reload the page, then press Attach page.")
-    return _refusal("page_not_readable", f"Chrome did not let Margin read this tab ({message.strip().rstrip('.')}). "
-                    "Use Screenshot instead, or copy the text into the message.")
+        return MarginError("page_not_readable", "This tab shows an error page, so there is nothing to read. Reload the page, then press Attach page.")
+    return MarginError("page_not_readable", f"Chrome did not let Margin read this tab ({message.strip().rstrip('.')}). "
+                       "Use Screenshot instead, or copy the text into the message.")
+
+
+def web_store_refusal() -> MarginError:
+    return MarginError("page_not_readable", "Chrome does not let extensions read the Chrome Web Store. "
+                       "Copy the text you want to ask about into the message, or use Screenshot.")
 
 
 def pdf_refusal() -> MarginError:
-    return _refusal("page_is_pdf", "This tab shows a PDF, which Margin cannot read as a page. Select the text "
-                    "you need and choose “Explain with Margin” from the right-click menu, or use Screenshot.")
+    return MarginError("page_is_pdf", "This tab shows a PDF, which Margin cannot read as a page. Select the text "
+                       "you need and choose “Explain with Margin” from the right-click menu, or use Screenshot.")
 
 
 def no_text_refusal() -> MarginError:
-    return _refusal("page_has_no_text", "This page has no text Margin can read (it may be a picture, a canvas, or still "
-                    "loading). Wait until it has loaded and try again, or use Screenshot to send what you see.")
+    return MarginError("page_has_no_text", "This page has no text Margin can read (it may be a picture, a canvas, or still "
+                       "loading). Wait until it has loaded and try again, or use Screenshot to send what you see.")
 
 
 async def run_page_script(platform: Platform, tab: WebTab, function: str, *args: Any) -> Any:
