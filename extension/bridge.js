@@ -252,8 +252,6 @@ export async function tabsWatch(tabUrlsJson, clearStale) {
   }
 }
 
-export const purgeListenersOn = () => listening;
-
 // The browser's UI language, for "auto" in the options ("en-US", "zh-CN", ...).
 export function uiLanguage() {
   try {

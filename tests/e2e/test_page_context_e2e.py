@@ -245,3 +245,22 @@ def test_a_cached_tab_closed_while_the_worker_slept_is_dropped_by_the_next_resto
     assert f"siteCache_{cached}" not in margin.storage_get(None, area="session")
     # The card is still in the conversation: the cache is only a shortcut.
     assert len(margin.history()) == 1
+
+
+def test_waiting_cards_can_be_removed_in_any_order(configured_margin: Margin, web: WebPages):
+    margin = configured_margin
+    panel = margin.open_panel()
+    open_web_page(margin, web.url("/article.html"))
+    attach(panel)
+    card(panel, "Attached page: How rivers carve canyons").wait_for(timeout=ATTACH_TIMEOUT_MS)
+    open_web_page(margin, web.url("/video.html"), video=True)
+    attach(panel)
+    card(panel, "Attached video: Canyon walk (video)").wait_for(timeout=ATTACH_TIMEOUT_MS)
+    assert len(margin.history()) == 2
+    card(panel, "Attached page: How rivers carve canyons").get_by_role("button", name="Remove attachment").click()
+    poll(lambda: [r["attachment"]["kind"] for r in margin.history()] == ["video"], timeout=15,
+         message=lambda: f"history: {[r.get('attachment') for r in margin.history()]}")
+    # The video's card is now first: its Remove must name its new place.
+    card(panel, "Attached video: Canyon walk (video)").get_by_role("button", name="Remove attachment").click()
+    poll(lambda: margin.history() == [], timeout=15, message=lambda: panel.locator("#alert-text").text_content())
+    card(panel, "Attached video: Canyon walk (video)").wait_for(state="detached")
