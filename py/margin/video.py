@@ -18,6 +18,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from .errors import MarginError
 from .history import Record
 from .ports import Platform, ScriptError
+from .site_caches import same_page
 from .storage import HISTORY
 
 MEDIA_EXTENSIONS = (".mp4", ".m4v", ".webm", ".ogv", ".ogg", ".mov", ".mkv", ".mp3", ".m4a", ".wav", ".flac", ".opus")
@@ -43,7 +44,7 @@ def same_video_page(current: str, recorded: str) -> bool:
     video_id = youtube_id(recorded)
     if video_id is not None:
         return youtube_id(current) == video_id
-    return current.split("#", 1)[0] == recorded.split("#", 1)[0]
+    return same_page(current, recorded)
 
 
 def reopen_url(video: dict[str, Any], seconds: float) -> str | None:
