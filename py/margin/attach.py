@@ -248,15 +248,15 @@ async def page_payload(platform: Platform, extraction: dict[str, Any], *, prefer
     }
 
 
-def preferred_languages(platform: Platform, extraction: dict[str, Any], ui_language: str) -> list[str]:
-    browser = ui_language if ui_language and ui_language != "auto" else platform.browser_language
-    return [lang.lower() for lang in (browser, str(extraction.get("lang") or ""), "en") if lang]
+def preferred_languages(extraction: dict[str, Any], language: str) -> list[str]:
+    """Captions in Margin's language (`options.model_language`), then the page's, then English."""
+    return [lang.lower() for lang in (language, str(extraction.get("lang") or ""), "en") if lang]
 
 
 # -- the request ---------------------------------------------------------------------------------
 
 
-async def read_tab(platform: Platform, tab: WebTab, ui_language: str) -> tuple[dict[str, Any], bool]:
+async def read_tab(platform: Platform, tab: WebTab, language: str) -> tuple[dict[str, Any], bool]:
     """The payload for `tab`, from the site cache when the page is unchanged; (payload, from_cache)."""
     async with site_cache_ctx(platform) as cache:
         probe = await run_page_script(platform, tab, "__marginProbe")
@@ -278,14 +278,14 @@ async def read_tab(platform: Platform, tab: WebTab, ui_language: str) -> tuple[d
             raise MarginError("page_not_readable", "Margin could not read this page"
                               + (f" ({detail})" if detail else "") + ". Reload it and try again, or use Screenshot.")
         payload = await page_payload(platform, extraction,
-                                     preferred_languages=preferred_languages(platform, extraction, ui_language))
+                                     preferred_languages=preferred_languages(extraction, language))
         await cache.put(tab.id, url, fingerprint, payload)
         return payload, False
 
 
 async def handle_attach(platform: Platform, payload: dict) -> dict[str, Any]:
     """`tab.attach`: the active web tab's text (or transcript) becomes an attachment record."""
-    from .options import read_options
+    from .options import model_language, read_options
 
     started = time.perf_counter()
     tab = await platform.tabs.active_web_tab()
@@ -293,7 +293,7 @@ async def handle_attach(platform: Platform, payload: dict) -> dict[str, Any]:
         raise MarginError("no_web_tab", NO_WEB_TAB)
     refuse_by_url(tab.url)
     settings = await read_options(platform)
-    page, from_cache = await read_tab(platform, tab, str(settings.get("uiLanguage") or "auto"))
+    page, from_cache = await read_tab(platform, tab, model_language(settings, platform.browser_language))
     read_ms = round((time.perf_counter() - started) * 1000, 1)
     record = page_context.attachment_record(page, captured_at=int(time.time() * 1000),
                                             tab={"id": tab.id, "windowId": tab.window_id})
