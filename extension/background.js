@@ -157,7 +157,7 @@ async function handleRequest(message, sender) {
   if (!KNOWN_REQUESTS.has(type)) {
     return failure('unknown_message', `Margin does not know the request "${type}".`);
   }
-  if (tier === 'content' && !type.startsWith('page.')) {
+  if (tier === 'content' && !type.startsWith(CONTRACT.contentScriptPrefix)) {
     return failure('forbidden', `Pages may not send "${type}" to Margin.`);
   }
   // Tier 2: needs Python.

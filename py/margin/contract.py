@@ -1,7 +1,8 @@
 """What the JS side may know of the Python side, generated into `generated/contract.js` at build.
 
 One source of truth: storage key names (the panel reads `history` itself to paint before Python is
-up) and the request names of docs/protocol.md (from `margin.api.ROUTES`).
+up), the request names of docs/protocol.md (from `margin.api.ROUTES`), and every limit that the
+pages check before they ask (so the panel and Python can never disagree about a size or a window).
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ from . import __version__, storage
 
 
 def for_js(wheel_filename: str) -> dict[str, Any]:
-    from .api import ROUTES, TURN_PORT_NAME
+    from .api import CONTENT_SCRIPT_PREFIX, ROUTES, TURN_PORT_NAME
     from .history import PAGE_CONTEXT_PREFIX
+    from .images import ATTACHMENT_MAX_BYTES
+    from .sessions import PREVIEW_LENGTH, UNDO_MS
 
     return {
         "version": __version__,
@@ -21,6 +24,12 @@ def for_js(wheel_filename: str) -> dict[str, Any]:
         "messages": sorted(ROUTES),
         "turnPort": TURN_PORT_NAME,
         "pageContextPrefix": PAGE_CONTEXT_PREFIX,
+        "contentScriptPrefix": CONTENT_SCRIPT_PREFIX,
+        "limits": {
+            "attachmentMaxBytes": ATTACHMENT_MAX_BYTES,
+            "previewLength": PREVIEW_LENGTH,
+            "undoWindowMs": UNDO_MS,
+        },
         "wheel": wheel_filename,
     }
 
