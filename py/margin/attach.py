@@ -22,7 +22,7 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
-from . import page_context, page_text, transcripts
+from . import clock, page_context, page_text, transcripts
 from .errors import MarginError
 from .history import read_history, write_history
 from .page_context import trailing_attachments
@@ -295,7 +295,7 @@ async def handle_attach(platform: Platform, payload: dict) -> dict[str, Any]:
     settings = await read_options(platform)
     page, from_cache = await read_tab(platform, tab, model_language(settings, platform.browser_language))
     read_ms = round((time.perf_counter() - started) * 1000, 1)
-    record = page_context.attachment_record(page, captured_at=int(time.time() * 1000),
+    record = page_context.attachment_record(page, captured_at=clock.now_ms(),
                                             tab={"id": tab.id, "windowId": tab.window_id})
     async with lock_for(platform.local):
         read = await read_history(platform.local)

@@ -24,11 +24,10 @@ Rules:
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from . import images, options
+from . import clock, images, options
 from .errors import MarginError, ProviderError, StorageError
 from .history import HistoryRead, Record, for_edit, for_regenerate, read_history, user_record, write_history
 from .ports import Platform
@@ -40,9 +39,6 @@ BODY_IDLE_TIMEOUT = 60.0
 
 _turn_running = False
 
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 class _Stopped(Exception):
@@ -87,7 +83,7 @@ async def new_user_record(platform: Platform, text: Any, attachments: Any) -> Re
     parts = [images.attachment_to_part(await images.check_attachment(platform, a)) for a in attachments]
     if not text.strip() and not parts:
         raise MarginError("empty_message", "Type a message or attach an image first.")
-    return user_record(text, parts, createdAt=now_ms())
+    return user_record(text, parts, createdAt=clock.now_ms())
 
 
 async def conversation_for(platform: Platform, start: Any, records: list[Record]) -> tuple[list[Record], int]:
@@ -256,7 +252,7 @@ class _Turn:
 
     @staticmethod
     def _answer_fields(provider: dict[str, Any], usage: dict[str, Any] | None) -> dict[str, Any]:
-        fields: dict[str, Any] = {"createdAt": now_ms(), "model": provider["model"]}
+        fields: dict[str, Any] = {"createdAt": clock.now_ms(), "model": provider["model"]}
         if usage:
             kept = {k: v for k, v in usage.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
             if kept:

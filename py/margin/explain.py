@@ -15,10 +15,10 @@ Rules:
 
 from __future__ import annotations
 
-import time
 import uuid
 from typing import Any
 
+from . import clock
 from .errors import MarginError
 from .history import Record, user_record
 from .page_context import selection_record
@@ -30,9 +30,6 @@ REQUEST_MAX_AGE_MS = 5 * 60 * 1000
 QUEUED_SELECTION_MAX_CHARS = 200_000
 
 
-def _now_ms() -> int:
-    return int(time.time() * 1000)
-
 
 async def queue(platform: Platform, info: dict[str, Any]) -> dict[str, Any]:
     """The context menu was clicked on a selection: remember what to explain."""
@@ -42,7 +39,7 @@ async def queue(platform: Platform, info: dict[str, Any]) -> dict[str, Any]:
     page_url = info.get("pageUrl") if isinstance(info.get("pageUrl"), str) else ""
     title = info.get("title") if isinstance(info.get("title"), str) else ""
     request = {"id": uuid.uuid4().hex, "selection": selection[:QUEUED_SELECTION_MAX_CHARS],
-               "pageUrl": page_url, "title": title, "at": _now_ms()}
+               "pageUrl": page_url, "title": title, "at": clock.now_ms()}
     await platform.session.set({EXPLAIN_REQUEST: request})
     return request
 
@@ -59,9 +56,9 @@ async def take_request(platform: Platform, request_id: Any) -> list[Record]:
     if not isinstance(request, dict) or request.get("id") != request_id or not isinstance(request.get("selection"), str):
         raise _gone()
     await platform.session.remove([EXPLAIN_REQUEST])
-    if _now_ms() - int(request.get("at") or 0) > REQUEST_MAX_AGE_MS:
+    if clock.now_ms() - int(request.get("at") or 0) > REQUEST_MAX_AGE_MS:
         raise _gone()
-    now = _now_ms()
+    now = clock.now_ms()
     attachment = selection_record(request["selection"], title=str(request.get("title") or ""),
                                   url=str(request.get("pageUrl") or ""), captured_at=now)
     return [attachment, user_record(EXPLAIN_QUESTION, createdAt=now)]

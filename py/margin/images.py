@@ -32,6 +32,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from . import clock
 from .errors import MarginError, StorageError
 from .history import Record, read_history, write_history
 from .ports import Platform
@@ -642,9 +643,6 @@ def _apply_replacements(records: list[Record], replaced: dict[str, dict[str, Any
 # -- handlers ------------------------------------------------------------------------------------
 
 
-def _now_ms() -> int:
-    return int(time.time() * 1000)
-
 
 async def handle_bound(platform: Platform, payload: dict) -> dict[str, int]:
     """`images.bound`: the panel calls it once when it opens."""
@@ -675,5 +673,5 @@ async def handle_screenshot(platform: Platform, payload: dict) -> dict[str, Any]
         "source": "screenshot",
         "title": tab.title,
         "url": tab.url,
-        "capturedAt": _now_ms(),
+        "capturedAt": clock.now_ms(),
     }

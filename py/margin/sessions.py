@@ -55,13 +55,13 @@ from __future__ import annotations
 import json
 import re
 import secrets
-import time
 import unicodedata
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from functools import lru_cache
 from typing import Any
 
+from . import clock
 from .errors import MarginError
 from .history import Record, canonical_hash, parked_unreadable, parse_history, read_history
 from .ports import Platform, StorageArea
@@ -80,9 +80,6 @@ PARKED_PREFIX = "savedSessionsUnreadable_"
 _KNOWN_FIELDS = ("id", "name", "createdAt", "pinned", "textDigest", "savedAt", "bodyHash", "named",
                  "damaged")
 
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 def new_session_id() -> str:
@@ -362,7 +359,7 @@ async def save_current(area: StorageArea, *, clear: bool = False) -> str | None:
     sid = current_id if isinstance(current_id, str) and current_id else new_session_id()
     existing = next((e for e in entries if e.id == sid), None)
     digest_hash = body_hash(raw_history)
-    now = now_ms()
+    now = clock.now_ms()
 
     unchanged = existing is not None and existing.body_hash == digest_hash and not existing.damaged
     if not unchanged:
@@ -524,7 +521,7 @@ async def read_trash(area: StorageArea) -> list[dict[str, Any]]:
 async def purge_expired_trash(area: StorageArea) -> None:
     """Remove the bodies whose undo window has passed (bodies first, then the trash list)."""
     trash = await read_trash(area)
-    now = now_ms()
+    now = clock.now_ms()
     expired = [t for t in trash if not (is_number(t.get("expiresAt")) and t["expiresAt"] > now)]
     if not expired:
         return
@@ -693,7 +690,7 @@ async def handle_delete(platform: Platform, payload: dict) -> dict:
         entries = await read_session_index(area)
         entry = find_entry(entries, sid)
         token = secrets.token_hex(8)
-        expires_at = now_ms() + UNDO_MS
+        expires_at = clock.now_ms() + UNDO_MS
         current = (await area.get([HISTORY_SESSION_ID])).get(HISTORY_SESSION_ID)
         undo: dict[str, Any] = {"entry": entry.to_json(), "expiresAt": expires_at}
         if current == sid:
@@ -722,7 +719,7 @@ async def handle_undelete(platform: Platform, payload: dict) -> dict:
     async with lock_for(area):
         record = (await platform.session.get([key])).get(key)
         if not isinstance(record, dict) or not isinstance(record.get("entry"), dict) \
-                or not is_number(record.get("expiresAt")) or record["expiresAt"] < now_ms():
+                or not is_number(record.get("expiresAt")) or record["expiresAt"] < clock.now_ms():
             raise too_late
         sid = record["entry"].get("id")
         trash = await read_trash(area)

@@ -30,12 +30,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import clock
 from .errors import StorageError
 from .ports import Platform, StorageArea
 from .storage import SITE_CACHE_BODY_PREFIX, SITE_CACHE_INDEX
@@ -48,9 +48,6 @@ CACHE_BUDGET_BYTES = 6 * 1024 * 1024
 def body_key(tab_id: int) -> str:
     return f"{BODY_PREFIX}{tab_id}"
 
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 def same_page(a: str, b: str) -> bool:
@@ -138,7 +135,7 @@ class SiteCache:
             oldest = min(index, key=lambda t: index[t].get("at", 0))
             evicted.append(oldest)
             del index[oldest]
-        index[tab_id] = {"url": url, "fingerprint": fingerprint, "size": size, "at": _now_ms()}
+        index[tab_id] = {"url": url, "fingerprint": fingerprint, "size": size, "at": clock.now_ms()}
         try:
             if evicted:
                 await self._area.remove([body_key(t) for t in evicted])

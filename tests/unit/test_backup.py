@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from margin import backup, sessions
+from margin import backup, clock, sessions
 from margin.errors import MarginError
 from margin.platform_memory import memory_platform
 from margin.storage import HISTORY, PROVIDERS, SAVED_SESSIONS, session_body_key
@@ -75,8 +75,8 @@ def test_a_session_deleted_then_imported_again_keeps_its_body(monkeypatch):
     sid = platform.local.snapshot()[SAVED_SESSIONS][0]["id"]
     run(sessions.handle_delete(platform, {"id": sid}))
     run(backup.handle_import(platform, {"text": text}))
-    later = sessions.now_ms() + sessions.UNDO_MS + 1
-    monkeypatch.setattr(sessions, "now_ms", lambda: later)
+    later = clock.now_ms() + sessions.UNDO_MS + 1
+    monkeypatch.setattr(clock, "now_ms", lambda: later)
     listed = run(sessions.handle_list(platform, {}))["sessions"]
     restored = next(e for e in listed if e["id"] == sid)
     assert not restored["damaged"]
@@ -101,7 +101,7 @@ def test_import_never_overwrites_newer_local_data(monkeypatch):
     # The user goes on with that session after the backup was made.
     run(sessions.handle_open(platform, {"id": sid}))
     newer = [{"role": "user", "content": "edited later"}]
-    monkeypatch.setattr(sessions, "now_ms", lambda: 10**13 * 2)
+    monkeypatch.setattr(clock, "now_ms", lambda: 10**13 * 2)
     run(platform.local.set({HISTORY: newer}))
     run(sessions.save_current(platform.local))
     result = run(backup.handle_import(platform, {"text": text}))

@@ -10,7 +10,7 @@ import random
 import pytest
 from PIL import Image
 
-from margin import images
+from margin import clock, images
 from margin.errors import MarginError
 from margin.history import HISTORY, Record, history_json, read_history
 from margin.platform_memory import MemoryTabs, memory_platform
@@ -392,7 +392,7 @@ def test_screenshot_needs_a_web_tab():
 def test_screenshot_of_the_active_tab(monkeypatch):
     platform = memory_platform()
     platform.tabs = MemoryTabs(WebTab(3, 7, "https://example.com/", "Example page"), screenshot=SMALL_PNG)
-    monkeypatch.setattr(images, "_now_ms", lambda: CAPTURED)
+    monkeypatch.setattr(clock, "now_ms", lambda: CAPTURED)
     shot = run(images.handle_screenshot(platform, {}))
     assert shot == {"dataUrl": SMALL_PNG, "name": "Screenshot of Example page", "source": "screenshot",
                     "title": "Example page", "url": "https://example.com/", "capturedAt": CAPTURED}

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from margin import sessions, storage
+from margin import clock, sessions, storage
 from margin.errors import MarginError
 from margin.platform_memory import memory_platform
 from margin.storage import HISTORY, HISTORY_SESSION_ID, SAVED_SESSIONS, session_body_key
@@ -123,7 +123,7 @@ def test_saving_an_unchanged_conversation_writes_nothing(platform):
 
 def test_list_is_pinned_first_then_newest_and_never_reads_bodies(platform, monkeypatch):
     clock = iter(range(1000, 100000, 1000))
-    monkeypatch.setattr(sessions, "now_ms", lambda: next(clock))
+    monkeypatch.setattr(clock, "now_ms", lambda: next(clock))
     ids = []
     for text in ("oldest", "middle", "newest"):
         chat(platform, user(text))
@@ -195,8 +195,8 @@ def test_delete_removes_the_body_after_the_undo_window(platform, monkeypatch):
     chat(platform, user("bye"))
     sid = new_session(platform)
     token = run(sessions.handle_delete(platform, {"id": sid}))["undo"]
-    later = sessions.now_ms() + sessions.UNDO_MS + 1
-    monkeypatch.setattr(sessions, "now_ms", lambda: later)
+    later = clock.now_ms() + sessions.UNDO_MS + 1
+    monkeypatch.setattr(clock, "now_ms", lambda: later)
     listed(platform)
     assert session_body_key(sid) not in platform.local.snapshot()
     with pytest.raises(MarginError) as err:

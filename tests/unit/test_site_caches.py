@@ -5,7 +5,7 @@ import asyncio
 
 import pytest
 
-from margin import site_caches
+from margin import clock, site_caches
 from margin.platform_memory import MemoryTabs, memory_platform
 from margin.ports import WebTab
 from margin.site_caches import INDEX_KEY, body_key, on_tab_event, restore, site_cache_ctx
@@ -116,7 +116,7 @@ def test_the_cache_stays_within_its_budget_by_evicting_the_oldest(monkeypatch):
     monkeypatch.setattr(site_caches, "CACHE_BUDGET_BYTES", 3000)
     platform = platform_with(*(tab(i, f"https://example.com/{i}") for i in range(1, 5)))
     clock = iter(range(1000, 2000))
-    monkeypatch.setattr(site_caches, "_now_ms", lambda: next(clock))
+    monkeypatch.setattr(clock, "now_ms", lambda: next(clock))
     for i in range(1, 5):
         assert run(put(platform, i, f"https://example.com/{i}", {"body": "x" * 1000}))
     stored = platform.session.snapshot()
