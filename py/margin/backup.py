@@ -29,6 +29,7 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Any
 
+from . import clock
 from . import sessions as s
 from .errors import MarginError
 from .history import parked_unreadable, parse_history
@@ -63,7 +64,7 @@ async def build_backup(platform: Platform, include_api_keys: bool) -> dict[str, 
                 provider["apiKey"] = ""
             providers.append(provider)
     return {
-        "format": FORMAT, "version": VERSION, "exportedAt": s.now_ms(),
+        "format": FORMAT, "version": VERSION, "exportedAt": clock.now_ms(),
         "sessions": exported,
         "current": {"history": current.get(HISTORY, []),
                     "historySessionId": current.get(HISTORY_SESSION_ID)},

@@ -122,8 +122,8 @@ def test_saving_an_unchanged_conversation_writes_nothing(platform):
 
 
 def test_list_is_pinned_first_then_newest_and_never_reads_bodies(platform, monkeypatch):
-    clock = iter(range(1000, 100000, 1000))
-    monkeypatch.setattr(clock, "now_ms", lambda: next(clock))
+    ticks = iter(range(1000, 100000, 1000))
+    monkeypatch.setattr(clock, "now_ms", lambda: next(ticks))
     ids = []
     for text in ("oldest", "middle", "newest"):
         chat(platform, user(text))

@@ -115,8 +115,8 @@ def test_a_restore_that_finds_only_dead_tabs_removes_the_listeners():
 def test_the_cache_stays_within_its_budget_by_evicting_the_oldest(monkeypatch):
     monkeypatch.setattr(site_caches, "CACHE_BUDGET_BYTES", 3000)
     platform = platform_with(*(tab(i, f"https://example.com/{i}") for i in range(1, 5)))
-    clock = iter(range(1000, 2000))
-    monkeypatch.setattr(clock, "now_ms", lambda: next(clock))
+    ticks = iter(range(1000, 2000))
+    monkeypatch.setattr(clock, "now_ms", lambda: next(ticks))
     for i in range(1, 5):
         assert run(put(platform, i, f"https://example.com/{i}", {"body": "x" * 1000}))
     stored = platform.session.snapshot()
