@@ -42,10 +42,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "py"))
 sys.path.insert(0, str(REPO / "tests" / "e2e"))
 
-from margin import sessions  # noqa: E402
+from margin import session_index, sessions  # noqa: E402
 
 SESSIONS = 1000
-DIGEST_CHARS = sessions.DIGEST_CAP
+DIGEST_CHARS = session_index.DIGEST_CAP
 # Digest text: Latin with diacritics, Cyrillic, CJK, so search exercises every folding path.
 WORDS = ("the quick brown fox jumps over a lazy dog while reading café naïve résumé "
          "Привет мир 你好世界 données straße notes about the article and the video").split()
@@ -256,7 +256,7 @@ def _others(n: int = 20) -> dict[str, Any]:
         items[f"session_{sid}"] = {"history": history, "savedAt": 1_700_000_000_000 + i}
         index.append({"id": sid, "name": f"other {i}", "createdAt": 1_700_000_000_000 + i, "pinned": False,
                       "textDigest": f"other {i}", "savedAt": 1_700_000_000_000 + i,
-                      "bodyHash": sessions.body_hash(history)})
+                      "bodyHash": session_index.body_hash(history)})
     items["savedSessions"] = index
     return items
 

@@ -43,6 +43,7 @@ ROUTES: dict[str, str] = {
     "sitecache.status": "margin.site_caches:handle_status",
     "session.new": "margin.sessions:handle_new",
     "session.list": "margin.sessions:handle_list",
+    "session.check": "margin.sessions:handle_check",
     "session.open": "margin.sessions:handle_open",
     "session.rename": "margin.sessions:handle_rename",
     "session.pin": "margin.sessions:handle_pin",

@@ -30,12 +30,14 @@ from datetime import datetime, timezone
 from typing import Any
 
 from . import clock
-from . import sessions as s
+from . import session_index as s
 from .errors import MarginError
 from .history import parked_unreadable, parse_history
 from .ports import Platform
+from .session_search import sort_entries
+from .sessions import read_trash
 from .storage import (ACTIVE_PROVIDER_ID, HISTORY, HISTORY_SESSION_ID, OPTION_DEFAULTS, PROVIDERS,
-                      UI_LANGUAGE, get_all, session_body_key, lock_for)
+                      SESSION_TRASH, UI_LANGUAGE, get_all, lock_for, session_body_key)
 
 FORMAT = "margin-backup"
 VERSION = 1
@@ -45,7 +47,7 @@ async def build_backup(platform: Platform, include_api_keys: bool) -> dict[str, 
     area = platform.local
     entries = await s.read_session_index(area)
     exported = []
-    for entry in s.sort_entries(entries):
+    for entry in sort_entries(entries):
         stored = await area.get([entry.body_key])  # one body at a time keeps memory bounded to one
         raw = s.body_history(stored.get(entry.body_key))
         item = {**entry.to_json(), "history": raw if entry.body_key in stored else None}
@@ -205,10 +207,10 @@ async def import_backup(platform: Platform, backup: dict[str, Any]) -> dict[str,
     if changed:
         # A session deleted moments ago (its body waits in the trash) and imported again must not
         # lose the imported body when the trash is emptied.
-        trash = await s.read_trash(area)
+        trash = await read_trash(area)
         kept = [t for t in trash if t["id"] not in changed]
         if len(kept) != len(trash):
-            extra[s.SESSION_TRASH] = kept
+            extra[SESSION_TRASH] = kept
     if changed or extra:
         merged = [changed.pop(e.id, e) for e in entries] + list(changed.values())
         await s.write_index(area, merged, **extra)

@@ -16,7 +16,8 @@ def for_js(wheel_filename: str) -> dict[str, Any]:
     from .api import CONTENT_SCRIPT_PREFIX, ROUTES, TURN_PORT_NAME
     from .history import PAGE_CONTEXT_PREFIX
     from .images import ATTACHMENT_MAX_BYTES
-    from .sessions import PREVIEW_LENGTH, UNDO_MS
+    from .session_search import PREVIEW_LENGTH
+    from .sessions import UNDO_MS
 
     return {
         "version": __version__,

@@ -28,10 +28,16 @@ PROVIDERS = "providers"
 ACTIVE_PROVIDER_ID = "activeProviderId"
 UI_LANGUAGE = "uiLanguage"
 SESSION_BODY_PREFIX = "session_"
+# Deleted sessions whose body waits out the undo window (margin.sessions, rule 5).
+SESSION_TRASH = "sessionTrash"
+# What `savedSessions` held that could not be read as sessions, parked (margin.session_index).
+SAVED_SESSIONS_UNREADABLE_PREFIX = "savedSessionsUnreadable_"
 # In chrome.storage.session (cleared when the browser or the extension restarts).
 SITE_CACHE_INDEX = "siteCacheIndex"
 SITE_CACHE_BODY_PREFIX = "siteCache_"
 EXPLAIN_REQUEST = "explainRequest"
+# What undoing a delete needs, per undo token (margin.sessions, rule 5).
+SESSION_UNDO_PREFIX = "sessionUndo_"
 
 DEFAULTS: dict[str, Any] = {
     # The one global, flat conversation: [{role, content, ...}] (margin.history).

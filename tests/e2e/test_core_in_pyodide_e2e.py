@@ -23,7 +23,7 @@ from margin.sse import SSEDecoder
 from margin.images import figure_label, prepare_history_for_model
 from margin.history import Record
 from margin.providers import openai
-from margin import sessions
+from margin import session_search
 
 stream = 'data: {"choices":[{"delta":{"content":"Grüß"}}]}\r\n\r\n: keep-alive\n\ndata: {"choices":[{"delta":{"content":" 世界"}}]}\n\ndata: [DONE]\n\n'
 splits = []
@@ -50,7 +50,7 @@ result = {
     "events": splits[0],
     "request_body": request.body,
     "labels": [figure_label(3, {"name": "Screenshot of Docs", "source": "screenshot", "capturedAt": 1764511500000}, language=lang) for lang in ("en", "zh")],
-    "folded": [sessions.fold(s) for s in samples],
+    "folded": [session_search.fold(s) for s in samples],
 }
 json.dumps(result, ensure_ascii=False)
 '''

@@ -5,8 +5,9 @@ import json
 
 import pytest
 
-from margin import clock, sessions, storage
+from margin import clock, session_index, session_search, sessions, storage
 from margin.errors import MarginError
+from margin.history import Record
 from margin.platform_memory import memory_platform
 from margin.storage import HISTORY, HISTORY_SESSION_ID, SAVED_SESSIONS, session_body_key
 
@@ -61,12 +62,12 @@ def test_new_session_saves_the_conversation_with_pixels_and_clears_it(platform):
 
 def test_digest_is_capped():
     long_text = "word " * 30_000
-    digest = sessions.text_digest([sessions.Record.from_json(user(long_text))])
-    assert len(digest) == sessions.DIGEST_CAP == 100_000
+    digest = session_index.text_digest([Record.from_json(user(long_text))])
+    assert len(digest) == session_index.DIGEST_CAP == 100_000
 
 
 def test_default_name_is_shortened_on_a_word_boundary():
-    name = sessions.shorten("Please summarise the following article about the history of the printing press in Europe")
+    name = session_index.shorten("Please summarise the following article about the history of the printing press in Europe")
     assert name == "Please summarise the following article about the history…"
     assert len(name) <= 60
 
@@ -243,6 +244,22 @@ def test_a_body_that_comes_back_is_no_longer_damaged(platform):
     assert listed(platform)[0]["damaged"] is False
 
 
+def test_check_does_the_housekeeping_of_a_listing_without_building_the_list(platform, monkeypatch):
+    seed(platform, "fragile", "deleted")
+    by_name = {s["name"]: s["id"] for s in listed(platform)}
+    run(sessions.handle_delete(platform, {"id": by_name["deleted"]}))
+    run(platform.local.remove([session_body_key(by_name["fragile"])]))
+    later = clock.now_ms() + sessions.UNDO_MS + 1
+    monkeypatch.setattr(clock, "now_ms", lambda: later)
+    platform.local.reads.clear()
+    assert run(sessions.handle_check(platform, {})) == {}
+    assert not any(k.startswith("session_") for k in platform.local.reads)
+    data = platform.local.snapshot()
+    assert session_body_key(by_name["deleted"]) not in data  # the undo window has passed
+    [entry] = data[SAVED_SESSIONS]
+    assert entry["id"] == by_name["fragile"] and entry["damaged"] == "missing"
+
+
 def test_undo_after_deleting_the_open_session_links_the_conversation_again(platform):
     chat(platform, user("draft"), answer("ok"))
     sid = new_session(platform)
@@ -330,7 +347,7 @@ def test_js_fold_equals_python_fold_for_every_assigned_character(tmp_path):
 
     chars = [chr(cp) for cp in range(0x110000)
              if not 0xD800 <= cp <= 0xDFFF and unicodedata.category(chr(cp)) != "Cn"]
-    expected = [sessions.fold(c) for c in chars]
+    expected = [session_search.fold(c) for c in chars]
     got = run_panel_js(tmp_path, "console.log(JSON.stringify(input.map(panel.fold)));", chars)
     differ = [(hex(ord(c)), e, g) for c, e, g in zip(chars, expected, got) if e != g]
     assert differ == []

@@ -5,9 +5,9 @@ import json
 
 import pytest
 
-from margin import sessions
+from margin import session_index, sessions
 from margin.platform_memory import MemoryStorageArea, StoreCrashed
-from margin.storage import SAVED_SESSIONS, session_body_key
+from margin.storage import SAVED_SESSIONS, SAVED_SESSIONS_UNREADABLE_PREFIX, session_body_key
 
 PIXELS = "data:image/png;base64," + "iVBORw0KGgo" * 3000
 
@@ -38,7 +38,7 @@ def run(coro):
 
 
 def migrate(area):
-    return run(sessions.read_session_index(area))
+    return run(session_index.read_session_index(area))
 
 
 def test_legacy_bodies_move_out_of_the_index_verbatim():
@@ -121,7 +121,7 @@ def test_a_value_that_is_not_a_list_is_parked_and_salvaged():
     area = MemoryStorageArea({SAVED_SESSIONS: raw})
     entries = migrate(area)
     data = area.snapshot()
-    parked = [k for k in data if k.startswith(sessions.PARKED_PREFIX)]
+    parked = [k for k in data if k.startswith(SAVED_SESSIONS_UNREADABLE_PREFIX)]
     assert len(parked) == 1 and data[parked[0]] == raw  # the raw value is kept as it was
     assert [e.name for e in entries] == ["Kept"]
     area2 = MemoryStorageArea({SAVED_SESSIONS: "corrupt"})

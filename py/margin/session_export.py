@@ -1,0 +1,80 @@
+"""One session exported as a file the user keeps: Markdown to read, JSON to keep everything.
+
+`session.export {id, format}` (docs/protocol.md) reads the session's body (margin.session_index
+`read_body_checked`: a missing or unreadable body is an error, never an empty file) and returns
+`{filename, mimeType, text}`; the panel downloads it.
+
+Rules:
+1. No record is left out: images are exported as stored (data URLs, inline in Markdown; the
+   records verbatim in JSON), an attachment with the text the model got, and a record Margin
+   cannot read as (the first 2,000 characters of) its raw JSON under a note.
+2. The file name comes from the session's name (word characters and dashes, at most 60), or
+   "session" when nothing of the name is left.
+3. The JSON file is `{format: "margin-session", version: 1, session: {id, name, createdAt,
+   savedAt, pinned}, history}`, `history` being the body's records exactly as stored.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime, timezone
+from typing import Any
+
+from .errors import MarginError
+from .history import Record
+from .session_index import IndexEntry
+
+
+def _date(ms: int) -> str:
+    if not ms:
+        return "date unknown"
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _filename(name: str, extension: str) -> str:
+    slug = re.sub(r"[^\w\-]+", "-", name, flags=re.UNICODE).strip("-")[:60] or "session"
+    return f"{slug}.{extension}"
+
+
+def to_markdown(entry: IndexEntry, raw_history: list[Any]) -> str:
+    lines = [f"# {entry.name}", "", f"_{_date(entry.created_at)}_", ""]
+    for item in raw_history:
+        try:
+            record = Record.from_json(item)
+        except ValueError:
+            lines += ["**(A message Margin could not read.)**", "", "```json",
+                      json.dumps(item, ensure_ascii=False)[:2000], "```", ""]
+            continue
+        if record.is_attachment:
+            meta = record.fields["attachment"]
+            lines += [f"**Attached {meta.get('kind', 'page')}:** {meta.get('title') or meta.get('url', '')} "
+                      f"({meta.get('url', '')})", "", "<details><summary>The text the model got</summary>", "",
+                      "```text", record.text.replace("```", "ʼʼʼ"), "```", "", "</details>", ""]
+            continue
+        label = {"user": "You", "assistant": "Assistant"}.get(record.role, record.role.title())
+        lines += [f"**{label}:**", ""]
+        for part in record.parts:
+            if part.get("type") == "text":
+                lines += [part.get("text", ""), ""]
+            elif part.get("type") == "image_url":
+                url = (part.get("image_url") or {}).get("url", "")
+                if isinstance(url, str) and url:
+                    lines += [f"![image]({url})", ""]
+                else:
+                    lines += ["_(an image that could not be exported)_", ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def export_session(entry: IndexEntry, raw_history: list[Any], fmt: str) -> dict[str, str]:
+    if fmt == "markdown":
+        return {"filename": _filename(entry.name, "md"), "mimeType": "text/markdown",
+                "text": to_markdown(entry, raw_history)}
+    if fmt == "json":
+        value = {"format": "margin-session", "version": 1,
+                 "session": {"id": entry.id, "name": entry.name, "createdAt": entry.created_at,
+                             "savedAt": entry.saved_at, "pinned": entry.pinned},
+                 "history": raw_history}
+        return {"filename": _filename(entry.name, "json"), "mimeType": "application/json",
+                "text": json.dumps(value, ensure_ascii=False, indent=2)}
+    raise MarginError("bad_format", "Choose Markdown or JSON to export a session.")

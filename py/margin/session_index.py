@@ -1,0 +1,344 @@
+"""The light session index: its entries, reading it (with repair and the crash-safe migration), and
+what it says about a conversation (its digest, its default name, the hash of its body).
+
+Storage (docs/storage-model.md, "Sessions"):
+- `savedSessions` is the LIGHT index, a list of entries
+  `{id, name, createdAt, pinned, textDigest, savedAt, bodyHash, named?, damaged?}`.
+  The first five fields are the storage model's; `savedAt` (ms of the last save), `bodyHash`
+  (sha256 of the saved history, so saving an unchanged conversation writes nothing), `named`
+  (true once the user renamed it: saving again keeps that name) and `damaged` ("missing" or
+  "unreadable", set when a body was found gone or not a list of records) are additive.
+  Unknown fields of an entry are kept verbatim.
+- The body of session <id> lives in `session_<id>` (read by address only, never in GET_ALL_KEYS):
+  `{history: [...records exactly as stored in `history`], savedAt}`. Images stay data URLs inside
+  the records: pixels are never dropped or degraded. A body that is a bare list of records (an
+  older shape) is read too.
+- `textDigest` is the sessions' text only (no image bytes), at most DIGEST_CAP characters: content
+  past the cap is not searchable (a documented trade-off).
+
+Rules (numbered as for every sessions module: 4-5 are in margin.sessions, 6 in
+margin.session_search):
+1. Every session function goes through `read_session_index()`. It returns the index as it is when
+   it is clean, and otherwise repairs it in place: legacy inline snapshots
+   (`{id, name, createdAt, pinned, history}`) get their bodies moved to `session_<id>`, entries
+   missing fields are completed, duplicate ids are split (the later one gets a new id and its own
+   copy of the body), what cannot be read is parked under `savedSessionsUnreadable_<hash>`.
+2. The repair writes every body BEFORE it rewrites the index (one `set` per body, then one `set`
+   for the index and anything parked). Everything it computes is a pure function of the stored
+   data (generated ids are hashes of the entry and its position), so a crash at any point leaves
+   the old index in place and the next run writes the same bodies again: idempotent, nothing
+   lost, nothing duplicated.
+3. Listing and searching read the index only, never a body. Listing asks the store for its key
+   NAMES (`StorageArea.keys()`, chrome.storage's getKeys()) and marks an entry whose body key is
+   gone `damaged: "missing"` (and clears that mark when the body is back), so a lost body shows in
+   the list, not only when the session is opened.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from .errors import MarginError
+from .history import Record, canonical_hash, parse_history
+from .ports import StorageArea
+from .storage import SAVED_SESSIONS, SAVED_SESSIONS_UNREADABLE_PREFIX, session_body_key
+
+DIGEST_CAP = 100_000
+NAME_LENGTH = 60
+NAME_MAX = 200
+UNTITLED = "Untitled session"
+
+_KNOWN_FIELDS = ("id", "name", "createdAt", "pinned", "textDigest", "savedAt", "bodyHash", "named",
+                 "damaged")
+
+
+# -- the index entry ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class IndexEntry:
+    id: str
+    name: str
+    created_at: int
+    pinned: bool
+    text_digest: str
+    saved_at: int = 0
+    body_hash: str = ""
+    named: bool = False
+    damaged: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def body_key(self) -> str:
+        return session_body_key(self.id)
+
+    @property
+    def last_active(self) -> int:
+        return max(self.saved_at, self.created_at)
+
+    def to_json(self) -> dict[str, Any]:
+        value: dict[str, Any] = {
+            **self.extra,
+            "id": self.id, "name": self.name, "createdAt": self.created_at, "pinned": self.pinned,
+            "textDigest": self.text_digest, "savedAt": self.saved_at, "bodyHash": self.body_hash,
+        }
+        if self.named:
+            value["named"] = True
+        if self.damaged:
+            value["damaged"] = self.damaged
+        return value
+
+    @classmethod
+    def from_clean_json(cls, value: dict[str, Any]) -> "IndexEntry":
+        return cls(
+            id=value["id"], name=value["name"], created_at=value["createdAt"], pinned=value["pinned"],
+            text_digest=value["textDigest"], saved_at=value.get("savedAt", 0),
+            body_hash=value.get("bodyHash", ""), named=value.get("named") is True,
+            damaged=value.get("damaged"),
+            extra={k: v for k, v in value.items() if k not in _KNOWN_FIELDS},
+        )
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_clean(raw: Any) -> bool:
+    if not isinstance(raw, list):
+        return False
+    seen: set[str] = set()
+    for entry in raw:
+        if not isinstance(entry, dict) or "history" in entry:
+            return False
+        sid = entry.get("id")
+        if not isinstance(sid, str) or not sid or sid in seen:
+            return False
+        seen.add(sid)
+        if not (isinstance(entry.get("name"), str) and entry["name"].strip()
+                and is_number(entry.get("createdAt"))
+                and isinstance(entry.get("pinned"), bool)
+                and isinstance(entry.get("textDigest"), str)
+                and len(entry["textDigest"]) <= DIGEST_CAP
+                and is_number(entry.get("savedAt", 0))
+                and isinstance(entry.get("bodyHash", ""), str)
+                and entry.get("damaged") in (None, "missing", "unreadable")):
+            return False
+    return True
+
+
+# -- text: digest, default name ----------------------------------------------------------------
+
+def searchable_text(record: Record) -> str:
+    """What search sees of a record: its text; of an attachment, only its header (what it is,
+    the title, the URL), so one attached page cannot fill the digest's cap by itself."""
+    if record.is_attachment:
+        return record.text.split("\n\n", 1)[0]
+    return record.text
+
+
+def text_digest(records: list[Record]) -> str:
+    """The conversation's text, images left out, capped at DIGEST_CAP characters."""
+    return "\n".join(text for text in map(searchable_text, records) if text)[:DIGEST_CAP]
+
+
+def shorten(text: str, limit: int = NAME_LENGTH) -> str:
+    """One line, at most `limit` characters, cut on a word boundary with an ellipsis."""
+    line = " ".join(text.split())
+    if len(line) <= limit:
+        return line
+    cut = line[: limit - 1]
+    space = cut.rfind(" ")
+    if space >= limit // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,.;:-") + "…"
+
+
+def default_name(records: list[Record]) -> str:
+    for record in records:
+        if record.is_question and record.text.strip():
+            return shorten(record.text)
+    for record in records:
+        if record.is_attachment and record.fields["attachment"].get("title"):
+            return shorten(str(record.fields["attachment"]["title"]))
+    return UNTITLED
+
+
+def body_hash(raw_history: Any) -> str:
+    return canonical_hash(raw_history)
+
+
+def _stable_hash(value: Any) -> str:
+    return body_hash(value)[:12]
+
+
+def body_history(body: Any) -> Any:
+    """The stored history inside a body (dict or bare-list shape); None when the body is absent."""
+    if isinstance(body, dict):
+        return body.get("history")
+    return body
+
+
+# -- the repairing, migrating index reader -------------------------------------------------------
+
+async def read_session_index(area: StorageArea) -> list[IndexEntry]:
+    """The session index; migrates legacy entries and repairs bad ones first (see rules 1 and 2)."""
+    stored = await area.get([SAVED_SESSIONS])
+    raw = stored.get(SAVED_SESSIONS, [])
+    if _is_clean(raw):
+        return [IndexEntry.from_clean_json(entry) for entry in raw]
+    return await _repair(area, raw)
+
+
+async def _repair(area: StorageArea, raw: Any) -> list[IndexEntry]:
+    parked: dict[str, Any] = {}
+    if isinstance(raw, list):
+        items = raw
+    else:
+        # Keep the raw value, then salvage what looks like entries.
+        parked[SAVED_SESSIONS_UNREADABLE_PREFIX + _stable_hash(raw)] = raw
+        if isinstance(raw, dict) and ("id" in raw or "history" in raw):
+            items = [raw]
+        elif isinstance(raw, dict):
+            items = [v for v in raw.values() if isinstance(v, dict)]
+        else:
+            items = []
+    unreadable = [item for item in items if not isinstance(item, dict)]
+    if unreadable and isinstance(raw, list):
+        parked[SAVED_SESSIONS_UNREADABLE_PREFIX + _stable_hash(unreadable)] = unreadable
+
+    entries: list[IndexEntry] = []
+    taken: set[str] = set()
+    for position, item in enumerate(items):
+        if not isinstance(item, dict):
+            continue
+        entry = await _repair_entry(area, position, item, taken)
+        taken.add(entry.id)
+        entries.append(entry)
+
+    await area.set({SAVED_SESSIONS: [e.to_json() for e in entries], **parked})
+    return entries
+
+
+def id_of_entry(item: dict[str, Any]) -> str | None:
+    sid = item.get("id")
+    if isinstance(sid, bool):
+        return None
+    if isinstance(sid, int) or (isinstance(sid, float) and sid.is_integer()):
+        return str(int(sid))  # legacy ids were often Date.now()
+    if isinstance(sid, str) and sid.strip() and len(sid) <= 200:
+        return sid
+    return None
+
+
+async def _repair_entry(area: StorageArea, position: int, item: dict[str, Any],
+                        taken: set[str]) -> IndexEntry:
+    """One entry made whole; writes its body first when it has to move or copy one."""
+    fingerprint = _stable_hash([position, item])
+    stored_id = id_of_entry(item)
+    sid = stored_id or f"r{fingerprint}"
+    duplicate = sid in taken
+    if duplicate:
+        sid = f"{sid}-{fingerprint[:6]}"
+
+    created_at = item.get("createdAt")
+    if not is_number(created_at):
+        created_at = item.get("savedAt") if is_number(item.get("savedAt")) else 0
+    saved_at = item.get("savedAt") if is_number(item.get("savedAt")) else created_at
+    damaged: str | None = item.get("damaged") if item.get("damaged") in ("missing", "unreadable") else None
+
+    raw_history: Any = None
+    known_history = False
+    if "history" in item:
+        # Legacy: the whole snapshot is inline. Its body moves to session_<id>, verbatim.
+        raw_history = item["history"]
+        known_history = True
+        await area.set({session_body_key(sid): {"history": raw_history, "savedAt": saved_at}})
+        damaged = None
+    else:
+        needs_body = duplicate or not isinstance(item.get("textDigest"), str) or not (
+            isinstance(item.get("name"), str) and item["name"].strip())
+        if needs_body:
+            source_key = session_body_key(stored_id) if stored_id else session_body_key(sid)
+            stored = await area.get([source_key])
+            if source_key in stored:
+                raw_history = body_history(stored[source_key])
+                known_history = True
+                damaged = None
+                if duplicate:
+                    await area.set({session_body_key(sid): stored[source_key]})
+            else:
+                damaged = "missing"
+
+    records: list[Record] = []
+    if known_history:
+        if isinstance(raw_history, list):
+            records = parse_history(raw_history).records
+        else:
+            damaged = "unreadable"
+
+    name = item.get("name")
+    if not (isinstance(name, str) and name.strip()):
+        name = default_name(records)
+    digest = item.get("textDigest")
+    if known_history or not isinstance(digest, str):
+        digest = text_digest(records)
+    return IndexEntry(
+        id=sid, name=name.strip()[:NAME_MAX], created_at=created_at,
+        pinned=item.get("pinned") is True or item.get("pinned") == 1,
+        text_digest=digest[:DIGEST_CAP], saved_at=saved_at,
+        body_hash=body_hash(raw_history) if known_history and isinstance(raw_history, list)
+        else (item.get("bodyHash") if isinstance(item.get("bodyHash"), str) else ""),
+        named=item.get("named") is True, damaged=damaged,
+        extra={k: v for k, v in item.items() if k not in _KNOWN_FIELDS and k != "history"},
+    )
+
+
+async def write_index(area: StorageArea, entries: list[IndexEntry], **other: Any) -> None:
+    await area.set({SAVED_SESSIONS: [e.to_json() for e in entries], **other})
+
+
+def find_entry(entries: list[IndexEntry], sid: Any) -> IndexEntry:
+    for entry in entries:
+        if entry.id == sid:
+            return entry
+    raise MarginError("session_not_found",
+                      "That session no longer exists. Close the sessions panel and open it again.")
+
+
+def replace_entry(entries: list[IndexEntry], new: IndexEntry) -> list[IndexEntry]:
+    return [new if e.id == new.id else e for e in entries]
+
+
+# -- bodies: present, readable ---------------------------------------------------------------
+
+async def check_bodies_present(area: StorageArea, entries: list[IndexEntry]) -> list[IndexEntry]:
+    """Entries whose body key is gone marked damaged "missing" (and back ones unmarked); reads no body."""
+    present = set(await area.keys())
+    checked: list[IndexEntry] = []
+    for entry in entries:
+        if entry.body_key not in present and entry.damaged != "missing":
+            entry = replace(entry, damaged="missing")
+        elif entry.body_key in present and entry.damaged == "missing":
+            entry = replace(entry, damaged=None)
+        checked.append(entry)
+    if any(a is not b for a, b in zip(entries, checked)):
+        await write_index(area, checked)
+    return checked
+
+
+async def read_body_checked(area: StorageArea, entries: list[IndexEntry], entry: IndexEntry) -> list[Any]:
+    """The session's stored history; marks the entry damaged and raises when it cannot be read."""
+    stored = await area.get([entry.body_key])
+    raw = body_history(stored.get(entry.body_key))
+    if isinstance(raw, list):
+        return raw
+    reason = "missing" if entry.body_key not in stored else "unreadable"
+    if entry.damaged != reason:
+        await write_index(area, replace_entry(entries, replace(entry, damaged=reason)))
+    if reason == "missing":
+        raise MarginError("session_damaged",
+                          f"The saved text of “{entry.name}” is missing (Chrome may have lost it while "
+                          "repairing its storage). It cannot be opened; you can delete it.")
+    raise MarginError("session_damaged",
+                      f"The saved text of “{entry.name}” cannot be read. It is kept as it is; "
+                      "export a backup before deleting it.")

@@ -1,0 +1,155 @@
+"""What `session.list` shows: the order of the sessions, search over the index, previews and
+highlights. Reads entries only (margin.session_index), never storage.
+
+Rules (numbered as for every sessions module: 1-3 are in margin.session_index, 4-5 in
+margin.sessions):
+6. Search is case- and diacritics-insensitive in every script: both sides are folded by `fold()`
+   (NFKD, lowercase + the ß/final-sigma/iota folds, NFKD, marks dropped), then every word of the
+   query must occur as a substring of the folded name + digest (substring matching also serves
+   CJK, which has no spaces). Where it runs: in the side panel, in JS, over the index it read
+   (extension/sessions/search.js, same fold, same results): Python here takes seconds per query
+   over 1,000 full digests, the panel answers each keystroke in milliseconds. This Python search
+   serves `session.list {query}` and the tests; tests keep the two in step.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+from typing import Any
+
+from .session_index import IndexEntry
+
+PREVIEW_LENGTH = 140
+
+
+# -- fold ----------------------------------------------------------------------------------------
+
+@lru_cache(maxsize=1)
+def _mark_table() -> dict[int, None]:
+    return {cp: None for cp in range(0x110000) if unicodedata.category(chr(cp)).startswith("M")}
+
+
+# Case folds that lowercasing alone misses; JS's toLowerCase() agrees with str.lower() otherwise.
+_EXTRA_FOLDS = str.maketrans({"ß": "ss", "ς": "σ", "\u0345": "ι"})
+
+
+def fold(text: str) -> str:
+    """Case- and diacritics-insensitive form: NFKD, lowercase + the few extra case folds (ß -> ss,
+    final sigma, iota subscript), NFKD again, then every combining mark (category M) dropped.
+
+    Defined so that JS computes the very same string with String.prototype.normalize and
+    toLowerCase (extension/sessions/search.js `fold`; tests/unit/test_sessions.py compares the two
+    over every code point). It is character-wise: fold(a + b) == fold(a) + fold(b), which
+    `fold_with_map` relies on.
+    """
+    if text.isascii():
+        return text.lower()
+    lowered = unicodedata.normalize("NFKD", text).lower().translate(_EXTRA_FOLDS)
+    return unicodedata.normalize("NFKD", lowered).translate(_mark_table())
+
+
+def fold_with_map(text: str) -> tuple[str, list[int]]:
+    """`fold(text)` and, for each folded character, the index of the character it came from."""
+    pieces: list[str] = []
+    origin: list[int] = []
+    for index, char in enumerate(text):
+        piece = fold(char)
+        pieces.append(piece)
+        origin.extend([index] * len(piece))
+    return "".join(pieces), origin
+
+
+# -- matching, previews, highlights ----------------------------------------------------------
+
+def query_words(query: str) -> list[str]:
+    return fold(query or "").split()
+
+
+def matches(entry: IndexEntry, words: list[str]) -> bool:
+    haystack = fold(entry.name) + "\n" + fold(entry.text_digest)
+    return all(word in haystack for word in words)
+
+
+def _ranges(text: str, words: list[str]) -> list[list[int]]:
+    """Where the words occur in `text`, as merged [start, end) ranges of `text`'s own indexes."""
+    folded, origin = fold_with_map(text)
+    spans: list[tuple[int, int]] = []
+    for word in words:
+        start = folded.find(word)
+        while start >= 0:
+            spans.append((origin[start], origin[start + len(word) - 1] + 1))
+            start = folded.find(word, start + len(word))
+    merged: list[list[int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return merged
+
+
+def _one_line(text: str) -> str:
+    return re.sub(r"\s", " ", text)  # one character for one: highlight offsets stay valid
+
+
+def _first_match_offset(digest: str, words: list[str]) -> int | None:
+    """The index in `digest` of the earliest occurrence of any word, or None."""
+    folded = fold(digest)
+    found = [p for p in (folded.find(w) for w in words) if p >= 0]
+    if not found:
+        return None
+    target = min(found)
+    if len(folded) == len(digest) and digest.isascii():
+        return target
+    # fold is character-wise: walk chunks to the one holding the match, then characters.
+    position = 0
+    chunk_size = 2048
+    for chunk_start in range(0, len(digest), chunk_size):
+        chunk = digest[chunk_start:chunk_start + chunk_size]
+        folded_chunk = fold(chunk)
+        if position + len(folded_chunk) > target:
+            _, origin = fold_with_map(chunk)
+            return chunk_start + origin[target - position]
+        position += len(folded_chunk)
+    return None
+
+
+def preview_for(entry: IndexEntry, words: list[str]) -> tuple[str, list[list[int]]]:
+    digest = entry.text_digest
+    offset = _first_match_offset(digest, words) if words else None
+    if offset is None:
+        return _one_line(digest[:PREVIEW_LENGTH]).strip(), []
+    start = max(0, offset - 40)
+    if start > 0:
+        space = digest.find(" ", start, offset)
+        start = space + 1 if space >= 0 else start
+    excerpt = _one_line(digest[start:start + PREVIEW_LENGTH])
+    prefix = "…" if start > 0 else ""
+    suffix = "…" if start + PREVIEW_LENGTH < len(digest) else ""
+    preview = prefix + excerpt + suffix
+    return preview, _ranges(preview, words)
+
+
+# -- the list ----------------------------------------------------------------------------------
+
+def sort_entries(entries: list[IndexEntry]) -> list[IndexEntry]:
+    """Pinned first, then the most recently saved (or created)."""
+    return sorted(entries, key=lambda e: (not e.pinned, -e.last_active, e.id))
+
+
+def list_view(entries: list[IndexEntry], query: str = "") -> list[dict[str, Any]]:
+    words = query_words(query)
+    shown = [e for e in entries if matches(e, words)] if words else entries
+    result = []
+    for entry in sort_entries(shown):
+        preview, preview_ranges = preview_for(entry, words)
+        result.append({
+            "id": entry.id, "name": entry.name, "createdAt": entry.created_at,
+            "savedAt": entry.saved_at, "pinned": entry.pinned, "preview": preview,
+            "damaged": bool(entry.damaged), "damagedReason": entry.damaged,
+            "highlights": {"name": _ranges(entry.name, words) if words else [],
+                           "preview": preview_ranges},
+        })
+    return result
