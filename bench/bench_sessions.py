@@ -95,7 +95,7 @@ SEED_JS = """async ({n, digestChars, words}) => {
 }"""
 
 PRELOAD_JS = """async () => {
-  const m = await import('./sessions_panel.js');
+  const m = await import('./sessions/preload.js');
   const t = performance.now();
   await m.preloadSessions();
   const loaded = performance.now() - t;

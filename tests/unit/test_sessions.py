@@ -332,14 +332,17 @@ from pathlib import Path
 
 from helpers import run_js_module
 
-PANEL = Path(__file__).resolve().parents[2] / "extension" / "sessions_panel.js"
+SEARCH = Path(__file__).resolve().parents[2] / "extension" / "sessions" / "search.js"
 
 
-def run_panel_js(tmp_path, script, data):
+def run_search_js(tmp_path, script, data):
     from margin.contract import render_js
 
-    return run_js_module(tmp_path, PANEL, "panel", script, data,
-                         extra_files={"generated/contract.js": render_js("margin-test.whl")})
+    # The module runs from a copy of its folder, so that "../generated/contract.js" resolves.
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    return run_js_module(folder, SEARCH, "search", script, data,
+                         extra_files={"../generated/contract.js": render_js("margin-test.whl")})
 
 
 def test_js_fold_equals_python_fold_for_every_assigned_character(tmp_path):
@@ -348,7 +351,7 @@ def test_js_fold_equals_python_fold_for_every_assigned_character(tmp_path):
     chars = [chr(cp) for cp in range(0x110000)
              if not 0xD800 <= cp <= 0xDFFF and unicodedata.category(chr(cp)) != "Cn"]
     expected = [session_search.fold(c) for c in chars]
-    got = run_panel_js(tmp_path, "console.log(JSON.stringify(input.map(panel.fold)));", chars)
+    got = run_search_js(tmp_path, "console.log(JSON.stringify(input.map(search.fold)));", chars)
     differ = [(hex(ord(c)), e, g) for c, e, g in zip(chars, expected, got) if e != g]
     assert differ == []
 
@@ -363,8 +366,8 @@ def test_js_search_returns_what_session_list_returns(tmp_path, platform):
     for rows in expected:
         for row in rows:
             del row["savedAt"]
-    got = run_panel_js(tmp_path, """
-const rows = input.queries.map((q) => panel.searchSessions(input.index, q).map((r) => {
+    got = run_search_js(tmp_path, """
+const rows = input.queries.map((q) => search.searchSessions(input.index, q).map((r) => {
   delete r.savedAt; return r; }));
 console.log(JSON.stringify(rows));""", {"index": index, "queries": queries})
     assert got == expected
