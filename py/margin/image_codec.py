@@ -1,7 +1,8 @@
 """Pixel work with Pillow: verify, thumbnail and request-side conversion of image bytes.
 
 Rule 1: this module is imported only when pixels must be touched (in Pyodide, after
-  `await platform.load_package("pillow")`); `margin.images` decides when, with stdlib sniffing.
+  `await platform.load_package("pillow")`); `margin.image_attachments`, `margin.request_images`
+  and `margin.image_bound` decide when, with stdlib sniffing (`margin.data_urls`).
 Rule 2: bytes in, bytes out; no storage, no data URLs, no records. Failures are `CodecError`
   with a `kind` ("unidentified", "unsupported", "corrupt", "too_large").
 Rule 3: orientation is applied (EXIF) before resizing, so a thumbnail looks like the bubble did;
