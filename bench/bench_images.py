@@ -152,7 +152,7 @@ PROVIDER = {"id": "bench", "type": "openai", "name": "Bench", "baseUrl": "https:
 
 def request_body_bytes(records: list[dict[str, Any]]) -> int:
     from margin.history import Record
-    from margin.images import prepare_history_for_model
+    from margin.figures import prepare_history_for_model
     from margin.providers.openai import build_chat_request
 
     prepared = prepare_history_for_model([Record.from_json(r) for r in records])
@@ -251,7 +251,7 @@ import asyncio, json, sys, time
 sys.path.insert(0, sys.argv[1])
 history = json.load(open(sys.argv[2]))
 t0 = time.perf_counter()
-from margin.images import bound_unseen_image_bytes
+from margin.image_bound import bound_unseen_image_bytes
 from margin.platform_memory import memory_platform
 timings = []
 for _ in range(int(sys.argv[3])):

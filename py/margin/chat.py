@@ -27,9 +27,10 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from . import clock, images, options
+from . import clock, figures, images, options
 from .errors import MarginError, ProviderError, StorageError
 from .history import HistoryRead, Record, for_edit, for_regenerate, read_history, user_record, write_history
+from .image_attachments import attachment_to_part, check_attachment
 from .ports import Platform
 from .storage import lock_for
 from .providers import provider_module
@@ -80,7 +81,7 @@ async def new_user_record(platform: Platform, text: Any, attachments: Any) -> Re
         attachments = []
     if not isinstance(attachments, list):
         raise MarginError("not_an_image", "The attached images could not be read. Attach them again.")
-    parts = [images.attachment_to_part(await images.check_attachment(platform, a)) for a in attachments]
+    parts = [attachment_to_part(await check_attachment(platform, a)) for a in attachments]
     if not text.strip() and not parts:
         raise MarginError("empty_message", "Type a message or attach an image first.")
     return user_record(text, parts, createdAt=clock.now_ms())
@@ -153,7 +154,7 @@ class _Turn:
 
         stream = None
         try:
-            request_records = await images.prepare_request_history(
+            request_records = await figures.prepare_request_history(
                 self.platform, question, language=options.model_language(settings, self.platform.browser_language))
             module = provider_module(provider["type"])
             stream = await self._race(module.open_stream(self.platform.transport, provider, request_records))

@@ -15,7 +15,7 @@ from . import __version__, storage
 def for_js(wheel_filename: str) -> dict[str, Any]:
     from .api import CONTENT_SCRIPT_PREFIX, ROUTES, TURN_PORT_NAME
     from .history import PAGE_CONTEXT_PREFIX
-    from .images import ATTACHMENT_MAX_BYTES
+    from .image_attachments import ATTACHMENT_MAX_BYTES
     from .session_search import PREVIEW_LENGTH
     from .sessions import UNDO_MS
 

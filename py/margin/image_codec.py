@@ -1,7 +1,8 @@
 """Pixel work with Pillow: verify, thumbnail and request-side conversion of image bytes.
 
 Rule 1: this module is imported only when pixels must be touched (in Pyodide, after
-  `await platform.load_package("pillow")`); `margin.images` decides when, with stdlib sniffing.
+  `await platform.load_package("pillow")`); `margin.image_attachments`, `margin.request_images`
+  and `margin.image_bound` decide when, with stdlib sniffing (`margin.data_urls`).
 Rule 2: bytes in, bytes out; no storage, no data URLs, no records. Failures are `CodecError`
   with a `kind` ("unidentified", "unsupported", "corrupt", "too_large").
 Rule 3: orientation is applied (EXIF) before resizing, so a thumbnail looks like the bubble did;
@@ -13,6 +14,7 @@ Rule 4: transparency is kept as PNG; everything opaque is encoded as JPEG (quali
 from __future__ import annotations
 
 import io
+import struct
 from dataclasses import dataclass
 
 from PIL import Image, ImageOps, UnidentifiedImageError
@@ -21,6 +23,9 @@ THUMBNAIL_JPEG_QUALITY = 80
 REQUEST_JPEG_QUALITY = 90
 _FEW_COLOURS = 256
 _SWAPPING_ORIENTATIONS = (5, 6, 7, 8)
+# What Pillow raises on a damaged EXIF block (parsed by TiffImagePlugin; its own ImageFile turns
+# the same list into "not this format"), and OSError/ValueError from the decoder it may run.
+_BAD_METADATA = (OSError, SyntaxError, ValueError, EOFError, IndexError, KeyError, TypeError, struct.error)
 
 
 class CodecError(Exception):
@@ -45,7 +50,12 @@ def _open(data: bytes) -> Image.Image:
         raise CodecError("unidentified", str(error)) from None
     except Image.DecompressionBombError as error:
         raise CodecError("too_large", str(error)) from None
-    except Exception as error:  # Pillow raises OSError, SyntaxError, ValueError, struct.error...
+    except Exception as error:  # broad on purpose, see below
+        # Untrusted bytes go through whichever Pillow plugin claims them, and what a plugin raises
+        # on damaged data varies by plugin and version (OSError, SyntaxError, ValueError,
+        # struct.error, EOFError, IndexError, ...). Every such failure means "these bytes cannot be
+        # decoded" and must become a CodecError: one that escaped would turn a damaged parked image
+        # into a failure of every later turn, or of the bound, instead of a labelled placeholder.
         raise CodecError("corrupt", str(error)) from None
 
 
@@ -54,7 +64,7 @@ def _load(image: Image.Image) -> None:
         image.load()
     except Image.DecompressionBombError as error:
         raise CodecError("too_large", str(error)) from None
-    except Exception as error:
+    except Exception as error:  # broad on purpose: untrusted bytes, see _open
         raise CodecError("corrupt", str(error)) from None
 
 
@@ -62,7 +72,7 @@ def _displayed_size(image: Image.Image) -> tuple[int, int]:
     width, height = image.size
     try:
         orientation = image.getexif().get(0x0112)
-    except Exception:
+    except _BAD_METADATA:
         orientation = None
     return (height, width) if orientation in _SWAPPING_ORIENTATIONS else (width, height)
 
@@ -113,7 +123,7 @@ def _prepared(data: bytes, target_longest: int | None) -> tuple[Image.Image, int
     _load(image)
     try:
         image = ImageOps.exif_transpose(image)
-    except Exception:
+    except _BAD_METADATA:
         pass  # a broken EXIF block: keep the pixels as stored
     return _normalized(image), width, height
 

@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 PROBE = r'''
 import json
 from margin.sse import SSEDecoder
-from margin.images import figure_label, prepare_history_for_model
+from margin.figures import figure_label, prepare_history_for_model
 from margin.history import Record
 from margin.providers import openai
 from margin import session_search

@@ -24,7 +24,7 @@ from PIL import Image
 from fake_provider import FakeProvider, server_error
 from harness import Margin, poll
 
-# Parked unseen pixels are bounded to this many data-URL characters (images.UNSEEN_LIMIT_BYTES).
+# Parked unseen pixels are bounded to this many data-URL characters (image_bound.UNSEEN_LIMIT_BYTES).
 UNSEEN_LIMIT = 8 * 1024 * 1024
 # The first bound in a fresh profile boots Python and loads Pillow inside Pyodide.
 BOUND_TIMEOUT = 90

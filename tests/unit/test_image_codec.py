@@ -103,3 +103,14 @@ def test_too_many_pixels_is_refused_before_decoding():
     with pytest.raises(image_codec.CodecError) as raised:
         image_codec.verify(encoded(Image.new("L", (300, 300)), "PNG"), max_pixels=50_000)
     assert raised.value.kind == "too_large"
+
+
+@pytest.mark.parametrize("error", [SyntaxError("bad IFD"), ValueError("bad rational"), OSError("truncated")])
+def test_a_broken_exif_block_keeps_the_pixels_as_stored(monkeypatch, error):
+    def broken_exif(self):
+        raise error
+
+    monkeypatch.setattr(Image.Image, "getexif", broken_exif)
+    thumb = image_codec.downscale(encoded(noise(600, 300), "JPEG"), 300)
+    assert (thumb.width, thumb.height) == (600, 300)
+    assert opened(thumb.data).size == (300, 150)

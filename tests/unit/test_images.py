@@ -10,7 +10,7 @@ import random
 import pytest
 from PIL import Image
 
-from margin import clock, images
+from margin import clock, data_urls, figures, image_attachments, image_bound, images, screenshot
 from margin.errors import MarginError
 from margin.history import HISTORY, Record, history_json, read_history
 from margin.platform_memory import MemoryTabs, memory_platform
@@ -26,7 +26,7 @@ def data_url(image: Image.Image, fmt: str, **save) -> str:
     image.save(out, fmt, **save)
     mime = {"PNG": "image/png", "JPEG": "image/jpeg", "TIFF": "image/tiff", "BMP": "image/bmp",
             "GIF": "image/gif", "WEBP": "image/webp"}[fmt]
-    return images.build_data_url(mime, out.getvalue())
+    return data_urls.build_data_url(mime, out.getvalue())
 
 
 def noise(width: int, height: int, seed: int, mode: str = "RGB") -> Image.Image:
@@ -42,7 +42,7 @@ def part(url: str, **meta) -> dict:
 
 
 def decode(url: str) -> Image.Image:
-    image = Image.open(io.BytesIO(images.parse_data_url(url).decode()))
+    image = Image.open(io.BytesIO(data_urls.parse_data_url(url).decode()))
     image.load()
     return image
 
@@ -97,7 +97,7 @@ def conversation() -> list[Record]:
 
 
 def test_seen_images_become_numbered_placeholders_in_place():
-    prepared = images.prepare_history_for_model(conversation())
+    prepared = figures.prepare_history_for_model(conversation())
     assert prepared[0].content == [
         {"type": "text", "text": "what is this?"},
         {"type": "text", "text": '[Figure 1: screenshot "Example page", 2026-11-30 14:05 UTC]'},
@@ -112,7 +112,7 @@ def test_seen_images_become_numbered_placeholders_in_place():
 
 
 def test_unseen_images_keep_their_pixels_after_their_label():
-    prepared = images.prepare_history_for_model(conversation())
+    prepared = figures.prepare_history_for_model(conversation())
     assert prepared[4].content == [
         {"type": "text", "text": "new one"},
         {"type": "text", "text": '[Figure 4: pasted, dog.jpg]'},
@@ -123,28 +123,28 @@ def test_unseen_images_keep_their_pixels_after_their_label():
 def test_placeholders_are_deterministic_and_stable_turn_after_turn():
     records = conversation()
     before = copy.deepcopy(history_json(records))
-    first = json.dumps(history_json(images.prepare_history_for_model(records)))
-    assert json.dumps(history_json(images.prepare_history_for_model(records))) == first
+    first = json.dumps(history_json(figures.prepare_history_for_model(records)))
+    assert json.dumps(history_json(figures.prepare_history_for_model(records))) == first
     assert history_json(records) == before  # never mutates
 
     # The turn succeeds, a new image arrives: the earlier request prefix is unchanged.
     later = images.stamp_images_seen(records) + [
         Record("assistant", "A dog."), Record("user", [part(SMALL_PNG)])]
-    prepared_later = history_json(images.prepare_history_for_model(later))
+    prepared_later = history_json(figures.prepare_history_for_model(later))
     assert json.dumps(prepared_later[:4]) == json.dumps(json.loads(first)[:4])
     assert prepared_later[4]["content"][1] == {"type": "text", "text": '[Figure 4: pasted, dog.jpg]'}
     assert prepared_later[6]["content"][0]["text"] == "[Figure 5: an image the user sent earlier]"
 
 
 def test_chinese_placeholders():
-    prepared = images.prepare_history_for_model(conversation(), language="zh-CN")
+    prepared = figures.prepare_history_for_model(conversation(), language="zh-CN")
     assert prepared[0].content[1]["text"] == "[图1：截图「Example page」，2026-11-30 14:05 UTC]"
     assert prepared[2].content[0]["text"] == "[图2：用户之前发送的图片]"
     assert prepared[2].content[2]["text"] == "[图3：「cat.png」，“a cat on a sofa”]"
 
 
 def test_placeholder_labels_cannot_break_out_of_the_brackets():
-    label = images.figure_label(7, {"name": 'evil]\n[Figure 1: "x"' + "y" * 200, "capturedAt": "soon"})
+    label = figures.figure_label(7, {"name": 'evil]\n[Figure 1: "x"' + "y" * 200, "capturedAt": "soon"})
     assert label.startswith("[Figure 7: evil) (Figure 1: 'x'")
     assert label.count("[") == 1 and label.count("]") == 1 and "\n" not in label
     assert len(label) < 120
@@ -155,7 +155,7 @@ def test_seen_images_cost_almost_nothing_in_the_request():
     with_images = [Record("user", [{"type": "text", "text": text}, part(SMALL_PNG, name="a.png")] , {"imagesSeen": True}),
                    Record("assistant", text)] * 3
     without = [Record("user", text), Record("assistant", text)] * 3
-    size = lambda records: len(json.dumps(history_json(images.prepare_history_for_model(records))))
+    size = lambda records: len(json.dumps(history_json(figures.prepare_history_for_model(records))))
     assert size(with_images) / size(without) <= 1.01
 
 
@@ -169,7 +169,7 @@ def test_formats_the_model_cannot_take_are_converted_for_the_request_only(fmt):
     stored = copy.deepcopy(history_json(records))
     platform = memory_platform()
     platform.load_package = LoadRecorder()
-    prepared = run(images.prepare_request_history(platform, records))
+    prepared = run(figures.prepare_request_history(platform, records))
     assert platform.load_package.loaded == ["pillow"]
     sent = prepared[0].content[2]["image_url"]["url"]
     assert sent.split(";")[0] in ("data:image/png", "data:image/jpeg")
@@ -182,7 +182,7 @@ def test_supported_images_need_no_pillow_and_a_wrong_declared_type_is_corrected(
     records = [Record("user", [part(png_declared_as_jpeg)]), Record("user", [part(SMALL_JPEG)])]
     platform = memory_platform()
     platform.load_package = LoadRecorder()
-    prepared = run(images.prepare_request_history(platform, records))
+    prepared = run(figures.prepare_request_history(platform, records))
     assert platform.load_package.loaded == []
     assert prepared[0].content[1]["image_url"]["url"] == SMALL_PNG
     assert prepared[1].content[1]["image_url"]["url"] == SMALL_JPEG
@@ -192,23 +192,23 @@ def test_seen_images_in_odd_formats_need_no_conversion():
     records = [Record("user", [part(data_url(noise(8, 8, 4), "TIFF"))], {"imagesSeen": True})]
     platform = memory_platform()
     platform.load_package = LoadRecorder()
-    run(images.prepare_request_history(platform, records))
+    run(figures.prepare_request_history(platform, records))
     assert platform.load_package.loaded == []
 
 
 def test_images_over_the_provider_side_limit_are_downscaled_for_the_request():
     wide = data_url(Image.new("RGB", (9000, 30), (200, 10, 10)), "PNG")
     records = [Record("user", [part(wide)])]
-    prepared = images.prepare_history_for_model(records)
+    prepared = figures.prepare_history_for_model(records)
     sent = decode(prepared[0].content[1]["image_url"]["url"])
     assert sent.size == (8000, 27)
     assert records[0].content[0]["image_url"]["url"] == wide
 
 
 def test_an_unreadable_parked_image_becomes_a_labelled_placeholder_not_a_failed_turn():
-    broken_tiff = images.build_data_url("image/tiff", b"II*\x00" + b"\x00" * 40)
+    broken_tiff = data_urls.build_data_url("image/tiff", b"II*\x00" + b"\x00" * 40)
     records = [Record("user", [part(broken_tiff, name="scan.tiff")])]
-    prepared = images.prepare_history_for_model(records)
+    prepared = figures.prepare_history_for_model(records)
     assert prepared[0].content == [{"type": "text", "text": '[Figure 1: scan.tiff (could not be sent to '
                                                             'the model: unreadable or unsupported format)]'}]
 
@@ -240,7 +240,7 @@ def test_the_bound_downscales_the_oldest_unseen_images_under_8_mb():
     platform = memory_platform({HISTORY: history})
     platform.load_package = LoadRecorder()
 
-    result = run(images.bound_unseen_image_bytes(platform))
+    result = run(image_bound.bound_unseen_image_bytes(platform))
 
     stored = platform.local.snapshot()[HISTORY]
     assert platform.load_package.loaded == ["pillow"]
@@ -262,11 +262,11 @@ def test_the_bound_downscales_the_oldest_unseen_images_under_8_mb():
             assert max(new.size) <= 512
             assert new_part["meta"]["downscaledFrom"] == {
                 "width": old.width, "height": old.height,
-                "bytes": len(images.parse_data_url(old_part["image_url"]["url"]).decode())}
+                "bytes": len(data_urls.parse_data_url(old_part["image_url"]["url"]).decode())}
             assert new_part["meta"]["name"] == old_part["meta"]["name"]
 
     # Running it again changes nothing more.
-    again = run(images.bound_unseen_image_bytes(platform))
+    again = run(image_bound.bound_unseen_image_bytes(platform))
     assert again == {"changed": 0, "bytesBefore": result["bytesAfter"], "bytesAfter": result["bytesAfter"]}
     assert platform.local.snapshot()[HISTORY] == stored
     assert len(platform.local.writes) == 1
@@ -276,11 +276,11 @@ def test_the_bound_goes_down_to_256_px_and_is_idempotent_when_it_cannot_reach_th
     history = history_json([
         Record("user", [part(data_url(noise(800, 600, seed), "PNG"))]) for seed in range(4)])
     platform = memory_platform({HISTORY: history})
-    first = run(images.bound_unseen_image_bytes(platform, limit_bytes=len(history[-1]["content"][0]["image_url"]["url"])))
+    first = run(image_bound.bound_unseen_image_bytes(platform, limit_bytes=len(history[-1]["content"][0]["image_url"]["url"])))
     stored = platform.local.snapshot()[HISTORY]
     assert first["changed"] == 3 and stored[-1] == history[-1]
     assert all(max(decode(r["content"][0]["image_url"]["url"]).size) == 256 for r in stored[:3])
-    second = run(images.bound_unseen_image_bytes(platform, limit_bytes=1))
+    second = run(image_bound.bound_unseen_image_bytes(platform, limit_bytes=1))
     assert second["changed"] == 0 and platform.local.snapshot()[HISTORY] == stored
 
 
@@ -288,7 +288,7 @@ def test_under_the_limit_nothing_is_loaded_or_written():
     history = history_json([Record("user", [part(SMALL_PNG)]), Record("user", [part(SMALL_JPEG)])])
     platform = memory_platform({HISTORY: history})
     platform.load_package = LoadRecorder()
-    result = run(images.handle_bound(platform, {}))
+    result = run(image_bound.handle_bound(platform, {}))
     assert result == {"changed": 0, "bytesBefore": len(SMALL_PNG) + len(SMALL_JPEG),
                       "bytesAfter": len(SMALL_PNG) + len(SMALL_JPEG)}
     assert platform.load_package.loaded == [] and platform.local.writes == []
@@ -303,7 +303,7 @@ def test_the_bound_keeps_a_record_a_turn_stored_while_pillow_was_loading():
         await platform.local.set({HISTORY: history_json(read.records + [Record("assistant", "late answer")])})
 
     platform.load_package = LoadRecorder(a_turn_writes_meanwhile)
-    result = run(images.bound_unseen_image_bytes(platform, limit_bytes=len(history[-1]["content"][0]["image_url"]["url"])))
+    result = run(image_bound.bound_unseen_image_bytes(platform, limit_bytes=len(history[-1]["content"][0]["image_url"]["url"])))
     stored = platform.local.snapshot()[HISTORY]
     assert result["changed"] == 2
     assert stored[-1] == {"role": "assistant", "content": "late answer"}
@@ -315,7 +315,7 @@ def test_a_refused_write_is_reported_and_nothing_is_lost(storage):
     history = history_json([Record("user", [part(data_url(noise(700, 500, s), "PNG"))]) for s in range(3)])
     platform = memory_platform({HISTORY: history}, **storage)
     with pytest.raises(MarginError) as raised:
-        run(images.bound_unseen_image_bytes(platform, limit_bytes=1000))
+        run(image_bound.bound_unseen_image_bytes(platform, limit_bytes=1000))
     assert raised.value.code == "storage_failed"
     platform.local.revive()
     assert platform.local.snapshot()[HISTORY] == history
@@ -331,10 +331,10 @@ def test_a_refused_write_is_reported_and_nothing_is_lost(storage):
     ({"dataUrl": "data:image/svg+xml,<svg/>"}, "not_an_image"),
     ({"dataUrl": "data:image/png;base64,iVBORw0K!!!"}, "image_corrupt"),
     ({"dataUrl": "data:image/png;base64,"}, "image_corrupt"),
-    ({"dataUrl": images.build_data_url("image/png", b"just some text, not a png")}, "image_corrupt"),
+    ({"dataUrl": data_urls.build_data_url("image/png", b"just some text, not a png")}, "image_corrupt"),
     ({"dataUrl": SMALL_PNG[: len(SMALL_PNG) // 2 // 4 * 4]}, "image_corrupt"),  # truncated
     # A valid header claiming 20000 x 20000 pixels (a decompression bomb).
-    ({"dataUrl": images.build_data_url("image/png", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"
+    ({"dataUrl": data_urls.build_data_url("image/png", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"
                                        + (20000).to_bytes(4, "big") * 2 + b"\x08\x02\x00\x00\x00")},
      "image_too_large"),
 ])
@@ -342,38 +342,38 @@ def test_bad_attachments_get_specific_codes(att, code):
     import PIL.Image  # noqa: F401  (Pillow is loaded: the full decode runs)
 
     with pytest.raises(MarginError) as raised:
-        images.validate_attachment(att)
+        image_attachments.validate_attachment(att)
     assert raised.value.code == code
     assert raised.value.message.endswith(".")
 
 
 def test_oversized_attachments_are_refused_before_decoding():
-    huge = "data:image/png;base64," + "A" * (images.ATTACHMENT_MAX_BYTES // 3 * 4 + 8)
+    huge = "data:image/png;base64," + "A" * (image_attachments.ATTACHMENT_MAX_BYTES // 3 * 4 + 8)
     with pytest.raises(MarginError) as raised:
-        images.validate_attachment({"dataUrl": huge})
+        image_attachments.validate_attachment({"dataUrl": huge})
     assert raised.value.code == "image_too_large"
 
 
 def test_a_good_attachment_is_normalized_and_its_data_url_kept_exactly():
     att = {"dataUrl": SMALL_PNG, "name": " cat.png ", "alt": "", "source": "bogus", "capturedAt": CAPTURED, "x": 1}
-    assert images.validate_attachment(att) == {"dataUrl": SMALL_PNG, "name": "cat.png", "capturedAt": CAPTURED}
-    assert images.attachment_to_part(att) == {
+    assert image_attachments.validate_attachment(att) == {"dataUrl": SMALL_PNG, "name": "cat.png", "capturedAt": CAPTURED}
+    assert image_attachments.attachment_to_part(att) == {
         "type": "image_url", "image_url": {"url": SMALL_PNG}, "meta": {"name": "cat.png", "capturedAt": CAPTURED}}
 
 
 def test_check_attachment_loads_pillow_only_for_formats_that_need_it():
     platform = memory_platform()
     platform.load_package = LoadRecorder()
-    run(images.check_attachment(platform, {"dataUrl": SMALL_JPEG}))
+    run(image_attachments.check_attachment(platform, {"dataUrl": SMALL_JPEG}))
     assert platform.load_package.loaded == []
-    run(images.check_attachment(platform, {"dataUrl": data_url(noise(20, 20, 5), "TIFF")}))
+    run(image_attachments.check_attachment(platform, {"dataUrl": data_url(noise(20, 20, 5), "TIFF")}))
     assert platform.load_package.loaded == ["pillow"]
 
 
 def test_an_image_pillow_cannot_read_is_refused_with_a_clear_message():
-    heic = images.build_data_url("image/heic", b"\x00\x00\x00\x18ftypheic\x00\x00\x00\x00mif1heic" + b"\x00" * 64)
+    heic = data_urls.build_data_url("image/heic", b"\x00\x00\x00\x18ftypheic\x00\x00\x00\x00mif1heic" + b"\x00" * 64)
     with pytest.raises(MarginError) as raised:
-        run(images.check_attachment(memory_platform(), {"dataUrl": heic, "name": "IMG_0001.HEIC"}))
+        run(image_attachments.check_attachment(memory_platform(), {"dataUrl": heic, "name": "IMG_0001.HEIC"}))
     assert raised.value.code == "image_format_unsupported"
     assert "HEIC" in raised.value.message
 
@@ -384,7 +384,7 @@ def test_an_image_pillow_cannot_read_is_refused_with_a_clear_message():
 def test_screenshot_needs_a_web_tab():
     platform = memory_platform()
     with pytest.raises(MarginError) as raised:
-        run(images.handle_screenshot(platform, {}))
+        run(screenshot.handle_screenshot(platform, {}))
     assert raised.value.code == "no_web_tab"
     assert raised.value.message == "Switch to a web page (http, https or file) and try again."
 
@@ -393,19 +393,19 @@ def test_screenshot_of_the_active_tab(monkeypatch):
     platform = memory_platform()
     platform.tabs = MemoryTabs(WebTab(3, 7, "https://example.com/", "Example page"), screenshot=SMALL_PNG)
     monkeypatch.setattr(clock, "now_ms", lambda: CAPTURED)
-    shot = run(images.handle_screenshot(platform, {}))
+    shot = run(screenshot.handle_screenshot(platform, {}))
     assert shot == {"dataUrl": SMALL_PNG, "name": "Screenshot of Example page", "source": "screenshot",
                     "title": "Example page", "url": "https://example.com/", "capturedAt": CAPTURED}
-    label = images.figure_label(1, images.attachment_to_part(shot)["meta"])
+    label = figures.figure_label(1, image_attachments.attachment_to_part(shot)["meta"])
     assert label == '[Figure 1: screenshot "Example page", 2026-11-30 14:05 UTC]'
 
 
 def test_without_pillow_loaded_the_cheap_check_still_tells_junk_from_images(monkeypatch):
-    monkeypatch.setattr(images, "_pillow_loaded", lambda: False)
-    junk_png = images.build_data_url("image/png", b"just some text, not a png")
-    junk_other = images.build_data_url("image/x-thing", b"just some text")
+    monkeypatch.setattr(image_attachments, "_pillow_loaded", lambda: False)
+    junk_png = data_urls.build_data_url("image/png", b"just some text, not a png")
+    junk_other = data_urls.build_data_url("image/x-thing", b"just some text")
     for url, code in [(junk_png, "image_corrupt"), (junk_other, "not_an_image")]:
         with pytest.raises(MarginError) as raised:
-            images.validate_attachment({"dataUrl": url})
+            image_attachments.validate_attachment({"dataUrl": url})
         assert raised.value.code == code
-    assert images.validate_attachment({"dataUrl": SMALL_JPEG}) == {"dataUrl": SMALL_JPEG}
+    assert image_attachments.validate_attachment({"dataUrl": SMALL_JPEG}) == {"dataUrl": SMALL_JPEG}

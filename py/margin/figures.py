@@ -1,0 +1,138 @@
+"""Figures: the conversation as the model gets it, each image numbered and labelled in text.
+
+Rule 1: `prepare_history_for_model` (every request builder) replaces the images of SEEN records by
+  a deterministic text placeholder `[Figure N: ...]` (`[图N：...]` in Chinese) and passes UNSEEN
+  images with their pixels, each preceded by the same label so the model can match later
+  placeholders to what it saw. N numbers every image of the conversation in order of appearance,
+  so it is stable turn after turn and the request prefix stays byte-identical.
+Rule 2: an UNSEEN image that cannot be sent (unreadable, unsupported) becomes its label with a
+  note saying so, never an error: one bad parked image must not fail every later turn.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from .errors import MarginError
+from .history import Record
+from .images import ATTACHMENT_SOURCES, SCREENSHOT_NAME_PREFIX, has_images, is_image_part, is_seen
+from .ports import Platform
+from .request_images import ensure_request_ready, request_image_part
+
+_LABEL_MAX_CHARS = 80
+
+
+def _clean_label(value: Any) -> str:
+    """One line, no brackets or quotes that would break the placeholder, bounded length."""
+    if not isinstance(value, str):
+        return ""
+    text = " ".join(value.split())
+    text = text.translate(str.maketrans({"[": "(", "]": ")", '"': "'", "「": "(", "」": ")"}))
+    if len(text) > _LABEL_MAX_CHARS:
+        text = text[: _LABEL_MAX_CHARS - 1].rstrip() + "…"
+    return text
+
+
+def format_captured_at(value: Any) -> str:
+    """ms since the epoch -> `2026-11-30 14:05 UTC`; "" when absent or not a sane time."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return ""
+    seconds = value / 1000
+    if not (0 < seconds < 253402300799):  # year 9999
+        return ""
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(seconds))
+
+
+def figure_label(number: int, meta: Any, *, language: str = "en", note: str = "") -> str:
+    """The deterministic text that stands for image `number`: `[Figure 2: ...]` / `[图2：...]`."""
+    meta = meta if isinstance(meta, dict) else {}
+    source = meta.get("source") if meta.get("source") in ATTACHMENT_SOURCES else ""
+    name = _clean_label(meta.get("name"))
+    alt = _clean_label(meta.get("alt"))
+    when = format_captured_at(meta.get("capturedAt"))
+    title = ""
+    if source == "screenshot" and isinstance(meta.get("name"), str):
+        raw = " ".join(meta["name"].split())
+        if raw.startswith(SCREENSHOT_NAME_PREFIX):
+            title, name = _clean_label(raw[len(SCREENSHOT_NAME_PREFIX):]), ""
+    chinese = language.lower().startswith("zh")
+    known = bool(source or name or alt or when)
+    if chinese:
+        if not known:
+            body = "用户之前发送的图片"
+        else:
+            kind = {"screenshot": "截图", "paste": "粘贴", "drop": "拖入"}.get(source, "")
+            if title:
+                kind = f"{kind or '图片'}「{title}」"
+            fields = [kind, f"「{name}」" if name else "", f"“{alt}”" if alt else "", when]
+            body = "，".join(f for f in fields if f) or "图片"
+        if note:
+            body += f"（{note}）"
+        return f"[图{number}：{body}]"
+    if not known:
+        body = "an image the user sent earlier"
+    else:
+        # Terse on purpose: a placeholder is resent on every later turn, so each byte counts
+        # (the issue's bound: seen images may cost at most 1% of the request).
+        kind = {"screenshot": "screenshot", "paste": "pasted", "drop": "dropped"}.get(source, "")
+        if title:
+            kind = f'{kind or "image"} "{title}"'
+        fields = [kind, name, f'"{alt}"' if alt else "", when]
+        body = ", ".join(f for f in fields if f) or "image"
+    if note:
+        body += f" ({note})"
+    return f"[Figure {number}: {body}]"
+
+
+_NOT_SENDABLE_NOTE = {"en": "could not be sent to the model: unreadable or unsupported format",
+                      "zh": "无法发送给模型：格式无法读取或不受支持"}
+
+
+def prepare_history_for_model(records: list[Record], *, language: str = "en") -> list[Record]:
+    """The conversation as the model gets it (storage is untouched; the input is never mutated).
+
+    SEEN records: each image part becomes a text part `[Figure N: ...]` in its place.
+    UNSEEN records: each image part becomes `[Figure N: ...]` followed by the pixels, as a plain
+    `{type: "image_url", image_url: {url}}` (the stored `meta` is left out). Pixels in a format
+    the model cannot take, or over the provider limits, are converted here with Pillow: call
+    `await ensure_request_ready(platform, records)` first (or use `prepare_request_history`), which
+    loads Pillow only when such an image is present.
+    """
+    lang_key = "zh" if language.lower().startswith("zh") else "en"
+    number = 0
+    prepared: list[Record] = []
+    for record in records:
+        if not has_images(record):
+            prepared.append(record)
+            continue
+        seen = is_seen(record)
+        parts: list[dict[str, Any]] = []
+        for part in record.content:  # type: ignore[union-attr]
+            if not is_image_part(part):
+                parts.append(dict(part))
+                continue
+            number += 1
+            meta = part.get("meta")
+            if seen:
+                parts.append({"type": "text", "text": figure_label(number, meta, language=language)})
+                continue
+            try:
+                pixels = request_image_part(part)
+            except MarginError as error:
+                if error.code == "image_tools_not_loaded":
+                    raise
+                # Never let one unreadable parked image poison every later turn.
+                note = _NOT_SENDABLE_NOTE[lang_key]
+                parts.append({"type": "text", "text": figure_label(number, meta, language=language, note=note)})
+                continue
+            parts.append({"type": "text", "text": figure_label(number, meta, language=language)})
+            parts.append(pixels)
+        prepared.append(Record(record.role, parts, dict(record.fields)))
+    return prepared
+
+
+async def prepare_request_history(platform: Platform, records: list[Record], *, language: str = "en") -> list[Record]:
+    """What the chat turn calls: `ensure_request_ready`, then `prepare_history_for_model`."""
+    await ensure_request_ready(platform, records)
+    return prepare_history_for_model(records, language=language)

@@ -1,0 +1,101 @@
+"""One stored image part as the model request carries it: the right type, within the limits.
+
+Rule 1: formats the model cannot take and images over the provider limits are converted or
+  downscaled for the REQUEST only (`margin.image_codec`, Pillow); storage keeps the original.
+Rule 2: whether an image needs that is told with stdlib sniffing (`request_conversion_needed`),
+  so Pillow is loaded (`ensure_request_ready`) only when an UNSEEN image really needs it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .data_urls import build_data_url, parse_data_url, sniff_mime, sniff_size
+from .errors import MarginError, image_codec_failure
+from .history import Record
+from .images import image_url_of, unseen_image_urls
+from .ports import Platform
+
+# Formats every supported provider takes as they are.
+MODEL_MIME_TYPES = ("image/png", "image/jpeg", "image/webp", "image/gif")
+# Request-side limits (the strictest of the providers): bigger images are downscaled for the
+# request only.
+REQUEST_MAX_IMAGE_BYTES = 20 * 1024 * 1024
+REQUEST_MAX_SIDE = 8000
+
+
+def request_conversion_needed(url: str) -> str | None:
+    """Why this image cannot go to the model as it is: "format", "size", or None (it can).
+
+    Stdlib only: reads the declared type, the magic number and the header's dimensions.
+    """
+    data_url = parse_data_url(url)
+    head = data_url.head()
+    actual = sniff_mime(head) or data_url.mime
+    if actual not in MODEL_MIME_TYPES:
+        return "format"
+    if data_url.decoded_size > REQUEST_MAX_IMAGE_BYTES:
+        return "size"
+    size = sniff_size(head, actual)
+    if size and max(size) > REQUEST_MAX_SIDE:
+        return "size"
+    return None
+
+
+def request_image_part(part: dict[str, Any]) -> dict[str, Any]:
+    """One stored image part as the model takes it: `{type: "image_url", image_url: {url, ...}}`.
+
+    The stored `meta` is left out. The declared MIME type is corrected to what the bytes are; an
+    image in another format or over the limits is converted/downscaled (Pillow; request only).
+    Raises MarginError("image_corrupt" / "image_format_unsupported") when that is impossible, and
+    MarginError("image_tools_not_loaded") when Pillow is needed but was not loaded.
+    """
+    url = image_url_of(part)
+    image_url = part.get("image_url")
+    extra = {k: v for k, v in image_url.items() if k != "url"} if isinstance(image_url, dict) else {}
+    data_url = parse_data_url(url)
+    reason = request_conversion_needed(url)
+    if reason is None:
+        actual = sniff_mime(data_url.head())
+        if actual and actual != data_url.mime:
+            url = f"data:{actual};base64,{data_url.base64}"
+    else:
+        url = _converted_for_request(url)
+    return {"type": "image_url", "image_url": {"url": url, **extra}}
+
+
+_conversion_cache: dict[str, str] = {}
+
+
+def _converted_for_request(url: str) -> str:
+    # The same parked image is converted again on every retry: keep the last few results.
+    if url in _conversion_cache:
+        return _conversion_cache[url]
+    try:
+        from . import image_codec
+    except ImportError:
+        raise MarginError(
+            "image_tools_not_loaded",
+            "Margin could not prepare an image for sending. Send the message again.",
+        ) from None
+    data = parse_data_url(url).decode()
+    try:
+        mime, converted = image_codec.for_request(data, max_bytes=REQUEST_MAX_IMAGE_BYTES, max_side=REQUEST_MAX_SIDE)
+    except image_codec.CodecError as error:
+        raise image_codec_failure(error.kind, sniff_mime(data[:64])) from None
+    result = build_data_url(mime, converted)
+    if len(_conversion_cache) >= 4:
+        _conversion_cache.pop(next(iter(_conversion_cache)))
+    _conversion_cache[url] = result
+    return result
+
+
+async def ensure_request_ready(platform: Platform, records: list[Record]) -> None:
+    """Load Pillow when (and only when) an UNSEEN image must be converted for the request."""
+    for url in unseen_image_urls(records):
+        try:
+            if request_conversion_needed(url):
+                await platform.load_package("pillow")
+                return
+        except MarginError:
+            continue  # prepare_history_for_model turns it into a labelled placeholder

@@ -1,0 +1,37 @@
+"""`tab.screenshot`: the visible part of the active web tab, as an image attachment.
+
+Rule 1: the reply is an `Attachment` (docs/protocol.md) with `source: "screenshot"` and the name
+  `Screenshot of <tab title>`, which `margin.figures` turns into the figure's title; plus the
+  tab's title and URL. It is checked like any attachment when the user sends it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import clock
+from .errors import MarginError, screenshot_refused
+from .images import SCREENSHOT_NAME_PREFIX
+from .ports import Platform
+
+
+async def handle_screenshot(platform: Platform, payload: dict) -> dict[str, Any]:
+    """`tab.screenshot`: the visible part of the active web tab, as an Attachment plus title/url."""
+    tab = await platform.tabs.active_web_tab()
+    if tab is None:
+        raise MarginError("no_web_tab", "Switch to a web page (http, https or file) and try again.")
+    try:
+        data_url = await platform.tabs.capture_visible(tab.window_id)
+    except Exception as error:
+        raise screenshot_refused() from error
+    if not isinstance(data_url, str) or not data_url.startswith("data:image/"):
+        raise screenshot_refused()
+    title = " ".join((tab.title or "").split()) or tab.url
+    return {
+        "dataUrl": data_url,
+        "name": f"{SCREENSHOT_NAME_PREFIX}{title}",
+        "source": "screenshot",
+        "title": tab.title,
+        "url": tab.url,
+        "capturedAt": clock.now_ms(),
+    }
