@@ -33,7 +33,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -46,17 +45,32 @@ BOUND_PHOTOS = 7  # 2400x1600 JPEGs, ~3 MB of data URL each: ~21 MB in all
 PHOTO_SIZE = (2400, 1600)
 
 
-def _result(name: str, value: float | None, unit: str, target: float | None = None, *, compare: str = "below",
-            samples: list[float] | None = None, note: str = "") -> dict[str, Any]:
-    return {"name": name, "value": value, "unit": unit, "target": target, "compare": compare,
-            "samples": samples or [], "note": note}
+def _result(
+    name: str,
+    value: float | None,
+    unit: str,
+    target: float | None = None,
+    *,
+    compare: str = "below",
+    samples: list[float] | None = None,
+    note: str = "",
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        "value": value,
+        "unit": unit,
+        "target": target,
+        "compare": compare,
+        "samples": samples or [],
+        "note": note,
+    }
 
 
 def _median(samples: list[float]) -> float:
     return round(statistics.median(samples), 3)
 
 
-# --- data ------------------------------------------------------------------------------------------------
+# --- data ---------------------------------------------------------------------------------------------------
 
 
 def _data_url(mime: str, data: bytes) -> str:
@@ -77,7 +91,11 @@ def photo_jpeg(seed: int, size: tuple[int, int] = PHOTO_SIZE) -> bytes:
 
 _IMAGE_META = [
     {"name": "IMG_2041.jpg", "source": "file", "capturedAt": 1764511500000},
-    {"name": "Screenshot of Pricing - Example Cloud Platform", "source": "screenshot", "capturedAt": 1764512100000},
+    {
+        "name": "Screenshot of Pricing - Example Cloud Platform",
+        "source": "screenshot",
+        "capturedAt": 1764512100000,
+    },
     {"name": "image.png", "source": "paste", "capturedAt": 1764512700000},
     {"name": "whiteboard.jpg", "source": "drop", "capturedAt": 1764513300000},
     {"name": "Screenshot of Error log - CI run #4821", "source": "screenshot", "capturedAt": 1764513900000},
@@ -127,27 +145,50 @@ def bound_history(photos: int = BOUND_PHOTOS) -> list[dict[str, Any]]:
     """~20 MB of UNSEEN photos in user records (answers between): pixels parked by failed turns."""
     records: list[dict[str, Any]] = []
     for n in range(photos):
-        records.append({
-            "role": "user",
-            "content": [{"type": "text", "text": f"What is in photo {n + 1}?"},
-                        {"type": "image_url", "image_url": {"url": _data_url("image/jpeg", photo_jpeg(n))},
-                         "meta": {"name": f"IMG_{3000 + n}.jpg", "source": "file"}}],
-            "createdAt": 1764511000000 + n * 120_000,
-        })
-        records.append({"role": "assistant", "content": "(the provider was unreachable)",
-                        "createdAt": 1764511000000 + n * 120_000 + 1})
+        records.append(
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": f"What is in photo {n + 1}?"},
+                    {
+                        "type": "image_url",
+                        "image_url": {"url": _data_url("image/jpeg", photo_jpeg(n))},
+                        "meta": {"name": f"IMG_{3000 + n}.jpg", "source": "file"},
+                    },
+                ],
+                "createdAt": 1764511000000 + n * 120_000,
+            }
+        )
+        records.append(
+            {
+                "role": "assistant",
+                "content": "(the provider was unreachable)",
+                "createdAt": 1764511000000 + n * 120_000 + 1,
+            }
+        )
     return records
 
 
 def unseen_bytes(records: list[dict[str, Any]]) -> int:
-    return sum(len(p["image_url"]["url"]) for r in records if not r.get("imagesSeen") and isinstance(r["content"], list)
-               for p in r["content"] if p.get("type") == "image_url")
+    return sum(
+        len(p["image_url"]["url"])
+        for r in records
+        if not r.get("imagesSeen") and isinstance(r["content"], list)
+        for p in r["content"]
+        if p.get("type") == "image_url"
+    )
 
 
 # --- 1. request bytes with seen images ----------------------------------------------------------------------
 
-PROVIDER = {"id": "bench", "type": "openai", "name": "Bench", "baseUrl": "https://api.openai.com/v1",
-            "apiKey": "sk-bench", "model": "gpt-4o-mini"}
+PROVIDER = {
+    "id": "bench",
+    "type": "openai",
+    "name": "Bench",
+    "baseUrl": "https://api.openai.com/v1",
+    "apiKey": "sk-bench",
+    "model": "gpt-4o-mini",
+}
 
 
 def request_body_bytes(records: list[dict[str, Any]]) -> int:
@@ -157,10 +198,13 @@ def request_body_bytes(records: list[dict[str, Any]]) -> int:
 
     prepared = prepare_history_for_model([Record.from_json(r) for r in records])
     body = build_chat_request(PROVIDER, prepared, stream=True).body
+    assert body is not None
     return len(body.encode("utf-8") if isinstance(body, str) else body)
 
 
-def request_bytes_ratio(bench: Any = None, grid: tuple[tuple[int, int], ...] = ((10, 1), (20, 1), (20, 3), (40, 1), (40, 5))) -> list[dict[str, Any]]:
+def request_bytes_ratio(
+    bench: Any = None, grid: tuple[tuple[int, int], ...] = ((10, 1), (20, 1), (20, 3), (40, 1), (40, 5))
+) -> list[dict[str, Any]]:
     """Ratio of request bytes, K seen images vs none, at turn N (the last user message is turn N)."""
     results = []
     for turns, images in grid:
@@ -172,15 +216,24 @@ def request_bytes_ratio(bench: Any = None, grid: tuple[tuple[int, int], ...] = (
         resent = request_body_bytes([{k: v for k, v in r.items() if k != "imagesSeen"} for r in at_turn_n])
         ratio = with_placeholders / text_only
         per_image = (with_placeholders - text_only) / images
-        results.append(_result(
-            f"request bytes, turn {turns} with {images} seen images / without images", round(ratio, 4), "x", 1.01, compare="at_most",
-            note=f"{with_placeholders} B vs {text_only} B: +{with_placeholders - text_only} B for {images} placeholder(s)"
-                 f" ({per_image:.0f} B each; 1.01 needs >= {per_image / 0.01 / 1024:.1f} KB of request per seen image);"
-                 f" resending the pixels instead: {resent} B ({resent / text_only:.0f}x)"))
+        results.append(
+            _result(
+                f"request bytes, turn {turns} with {images} seen images / without images",
+                round(ratio, 4),
+                "x",
+                1.01,
+                compare="at_most",
+                note=f"{with_placeholders} B vs {text_only} B: "
+                f"+{with_placeholders - text_only} B for {images} placeholder(s)"
+                f" ({per_image:.0f} B each; 1.01 needs >= {per_image / 0.01 / 1024:.1f} KB of request"
+                f" per seen image);"
+                f" resending the pixels instead: {resent} B ({resent / text_only:.0f}x)",
+            )
+        )
     return results
 
 
-# --- 2. the bound in Chromium ------------------------------------------------------------------------------------
+# --- 2. the bound in Chromium -------------------------------------------------------------------------------
 
 BOUND_JS = """async () => {
     const t = performance.now();
@@ -202,7 +255,8 @@ def _timed_bound(margin: Any, expected_before: int) -> tuple[float, dict[str, An
 def _seed(margin: Any, history: list[dict[str, Any]]) -> None:
     margin.storage_set({"history": history})
     stored = margin._extension_page().evaluate(
-        "() => chrome.storage.local.get('history').then(s => (s.history || []).length)")
+        "() => chrome.storage.local.get('history').then(s => (s.history || []).length)"
+    )
     if stored != len(history):
         raise RuntimeError(f"seeding history failed: {stored} records stored of {len(history)}")
 
@@ -235,16 +289,33 @@ def bound_in_browser(bench: Any) -> list[dict[str, Any]]:
         warm.append(elapsed)
         after = value["bytesAfter"]
     mb = before / 1024 / 1024
-    note = f"{mb:.1f} MB of unseen data URLs in {BOUND_PHOTOS} JPEGs {PHOTO_SIZE[0]}x{PHOTO_SIZE[1]} -> {after / 1024 / 1024:.2f} MB"
+    assert after is not None
+    note = (
+        f"{mb:.1f} MB of unseen data URLs in {BOUND_PHOTOS} JPEGs {PHOTO_SIZE[0]}x{PHOTO_SIZE[1]}"
+        f" -> {after / 1024 / 1024:.2f} MB"
+    )
     return [
-        _result(f"images.bound {mb:.0f} MB -> under 8 MB, warm (Chromium)", _median(warm), "ms", samples=warm, note=note),
-        _result("images.bound first call, incl. loading Pillow (Chromium)", _median(first), "ms", samples=first,
-                note=f"Pillow load ~ first - warm = {_median(first) - _median(warm):.0f} ms"),
-        _result("images.bound, worker stopped (Pyodide boot + Pillow + work)", _median(cold), "ms", samples=cold),
+        _result(
+            f"images.bound {mb:.0f} MB -> under 8 MB, warm (Chromium)",
+            _median(warm),
+            "ms",
+            samples=warm,
+            note=note,
+        ),
+        _result(
+            "images.bound first call, incl. loading Pillow (Chromium)",
+            _median(first),
+            "ms",
+            samples=first,
+            note=f"Pillow load ~ first - warm = {_median(first) - _median(warm):.0f} ms",
+        ),
+        _result(
+            "images.bound, worker stopped (Pyodide boot + Pillow + work)", _median(cold), "ms", samples=cold
+        ),
     ]
 
 
-# --- 3. the bound under CPython -----------------------------------------------------------------------------------
+# --- 3. the bound under CPython -----------------------------------------------------------------------------
 
 _CPYTHON_CHILD = r"""
 import asyncio, json, sys, time
@@ -270,23 +341,38 @@ def bound_in_cpython(bench: Any = None, runs: int | None = None) -> list[dict[st
     with tempfile.TemporaryDirectory(prefix="margin-bench-") as tmp:
         path = Path(tmp) / "history.json"
         path.write_text(json.dumps(history))
-        done = subprocess.run([sys.executable, "-c", _CPYTHON_CHILD, str(REPO / "py"), str(path), str(runs)],
-                              capture_output=True, text=True, timeout=600)
+        done = subprocess.run(
+            [sys.executable, "-c", _CPYTHON_CHILD, str(REPO / "py"), str(path), str(runs)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
     if done.returncode != 0:
         raise RuntimeError(f"the CPython bound failed:\n{done.stderr[-2000:]}")
     out = json.loads(done.stdout.strip().splitlines()[-1])
     first, *rest = out["timings"]
     return [
-        _result("bound_unseen_image_bytes 20 MB -> 8 MB, warm (CPython)", _median(rest), "ms", samples=rest,
-                note=f"{sys.version.split()[0]}; in-memory storage (JSON round trip)"),
-        _result("bound_unseen_image_bytes first call, incl. importing Pillow (CPython)", round(first, 3), "ms", samples=[first]),
+        _result(
+            "bound_unseen_image_bytes 20 MB -> 8 MB, warm (CPython)",
+            _median(rest),
+            "ms",
+            samples=rest,
+            note=f"{sys.version.split()[0]}; in-memory storage (JSON round trip)",
+        ),
+        _result(
+            "bound_unseen_image_bytes first call, incl. importing Pillow (CPython)",
+            round(first, 3),
+            "ms",
+            samples=[first],
+        ),
     ]
 
 
 METRICS = [request_bytes_ratio, bound_in_browser, bound_in_cpython]
 
 
-# --- alone ----------------------------------------------------------------------------------------------------------
+# --- alone --------------------------------------------------------------------------------------------------
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -296,9 +382,8 @@ def main(argv: list[str] | None = None) -> int:
     only = {n.strip() for n in args.only.split(",") if n.strip()}
     dist = Path(os.environ.get("MARGIN_DIST") or REPO / "dist" / "margin")
 
-    from playwright.sync_api import sync_playwright
-
     from harness import Margin, launch
+    from playwright.sync_api import sync_playwright
 
     class _Bench:
         def __init__(self, launched: Any, runs: int):
@@ -315,18 +400,27 @@ def main(argv: list[str] | None = None) -> int:
                 if metric is bound_in_browser and launched is None:
                     launched = launch(playwright, dist)
                 try:
-                    rows.extend(metric(_Bench(launched, args.runs) if launched else None) if metric is not bound_in_cpython
-                                else metric(None, runs=max(2, args.runs + 1)))
+                    rows.extend(
+                        metric(_Bench(launched, args.runs) if launched else None)
+                        if metric is not bound_in_cpython
+                        else metric(None, runs=max(2, args.runs + 1))
+                    )
                 except Exception as error:  # one failed metric must not hide the others
                     failed = True
-                    rows.append(_result(metric.__name__, None, "", note=f"ERROR {type(error).__name__}: {error}"))
+                    rows.append(
+                        _result(metric.__name__, None, "", note=f"ERROR {type(error).__name__}: {error}")
+                    )
         finally:
             if launched is not None:
                 launched.close()
     for row in rows:
         value = "n/a" if row["value"] is None else f"{row['value']:g} {row['unit']}"
         target = f" (target < {row['target']:g})" if row["target"] is not None else ""
-        verdict = "" if row["target"] is None or row["value"] is None else (" pass" if row["value"] < row["target"] else " FAIL")
+        verdict = (
+            ""
+            if row["target"] is None or row["value"] is None
+            else (" pass" if row["value"] < row["target"] else " FAIL")
+        )
         print(f"{row['name']}: {value}{target}{verdict}")
         if row["note"]:
             print(f"    {row['note']}")

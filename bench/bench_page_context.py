@@ -25,19 +25,35 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "e2e"))
 
-from web_pages import WebPages, article_html  # noqa: E402
+from web_pages import WebPages, article_html
 
 ARTICLE_PARAGRAPHS = 620  # ~100 KB of HTML
 
 
-def _result(name: str, value: float | None, unit: str, target: float | None = None, *, compare: str = "below",
-            samples: list[float] | None = None, note: str = "") -> dict[str, Any]:
-    return {"name": name, "value": value, "unit": unit, "target": target, "compare": compare,
-            "samples": samples or [], "note": note}
+def _result(
+    name: str,
+    value: float | None,
+    unit: str,
+    target: float | None = None,
+    *,
+    compare: str = "below",
+    samples: list[float] | None = None,
+    note: str = "",
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        "value": value,
+        "unit": unit,
+        "target": target,
+        "compare": compare,
+        "samples": samples or [],
+        "note": note,
+    }
 
 
 ATTACH = """() => { const t = performance.now();
-  return chrome.runtime.sendMessage({type: 'tab.attach', payload: {}}).then((r) => [performance.now() - t, r]); }"""
+  return chrome.runtime.sendMessage({type: 'tab.attach', payload: {}})
+    .then((r) => [performance.now() - t, r]); }"""
 
 
 def _attach(bench, expect_cache: bool) -> float:
@@ -76,8 +92,14 @@ def attach_page(bench) -> list[dict[str, Any]]:
     return [
         _result("attach_page_extract", round(first, 1), "ms", samples=fresh, note=note),
         _result("attach_page_cached", round(again, 1), "ms", samples=cached, note="same tab, unchanged page"),
-        _result("attach_page_cache_ratio", round(again / first, 4), "x", target=0.5, samples=[],
-                note="cached ÷ extract, same run"),
+        _result(
+            "attach_page_cache_ratio",
+            round(again / first, 4),
+            "x",
+            target=0.5,
+            samples=[],
+            note="cached ÷ extract, same run",
+        ),
     ]
 
 
@@ -89,26 +111,34 @@ def tab_event_wakes(bench) -> list[dict[str, Any]]:
         starts = margin.watch_worker_starts()
         events = 0
         pages = []
-        for i in range(5):
-            page = margin.context.new_page()           # open
+        for _ in range(5):
+            page = margin.context.new_page()  # open
             page.goto(web.url("/article.html"))
-            page.goto(web.url("/empty.html"))          # navigate
+            page.goto(web.url("/empty.html"))  # navigate
             pages.append(page)
             events += 2
             starts.sample()
         for page in pages:
-            page.bring_to_front()                      # switch
+            page.bring_to_front()  # switch
             events += 1
             starts.sample()
         for page in pages:
-            page.close()                               # close
+            page.close()  # close
             events += 1
             starts.sample()
         starts.watch_for(1.5)
         count = starts.count
         starts.close()
-    return [_result("worker_starts_from_tab_events", count, "starts", target=0, compare="at_most",
-                    note=f"{events} tab events, nothing cached, worker stopped")]
+    return [
+        _result(
+            "worker_starts_from_tab_events",
+            count,
+            "starts",
+            target=0,
+            compare="at_most",
+            note=f"{events} tab events, nothing cached, worker stopped",
+        )
+    ]
 
 
 METRICS = [attach_page, tab_event_wakes]

@@ -42,21 +42,38 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "py"))
 sys.path.insert(0, str(REPO / "tests" / "e2e"))
 
-from margin import session_index, sessions  # noqa: E402
+from margin import session_index, sessions
 
 SESSIONS = 1000
 DIGEST_CHARS = session_index.DIGEST_CAP
 # Digest text: Latin with diacritics, Cyrillic, CJK, so search exercises every folding path.
-WORDS = ("the quick brown fox jumps over a lazy dog while reading café naïve résumé "
-         "Привет мир 你好世界 données straße notes about the article and the video").split()
+WORDS = (
+    "the quick brown fox jumps over a lazy dog while reading café naïve résumé "
+    "Привет мир 你好世界 données straße notes about the article and the video"
+).split()
 IMAGE_BYTES = 8 * 1024 * 1024
 QUERIES = ["quick brown", "café", "naïve résumé", "привет", "你好世界", "straße", "données notes", "zebra"]
 
 
-def _result(name: str, value: float | None, unit: str, target: float | None = None, *, compare: str = "below",
-            samples: list[float] | None = None, note: str = "") -> dict[str, Any]:
-    return {"name": name, "value": value, "unit": unit, "target": target, "compare": compare,
-            "samples": samples or [], "note": note}
+def _result(
+    name: str,
+    value: float | None,
+    unit: str,
+    target: float | None = None,
+    *,
+    compare: str = "below",
+    samples: list[float] | None = None,
+    note: str = "",
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        "value": value,
+        "unit": unit,
+        "target": target,
+        "compare": compare,
+        "samples": samples or [],
+        "note": note,
+    }
 
 
 def _median(samples: list[float]) -> float:
@@ -65,7 +82,7 @@ def _median(samples: list[float]) -> float:
 
 def _p95(samples: list[float]) -> float:
     ordered = sorted(samples)
-    return round(ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))], 2)
+    return round(ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))], 2)
 
 
 # --- seeding in the page (100 MB does not go through Playwright's wire) ------------------------------
@@ -79,7 +96,9 @@ SEED_JS = """async ({n, digestChars, words}) => {
   for (let i = 0; i < n; i++) {
     const parts = [];
     let length = 0;
-    while (length <= digestChars) { const w = words[Math.floor(rnd() * words.length)]; parts.push(w); length += w.length + 1; }
+    while (length <= digestChars) {
+      const w = words[Math.floor(rnd() * words.length)]; parts.push(w); length += w.length + 1;
+    }
     const text = parts.join(' ').slice(0, digestChars);
     const id = 'bench' + String(i).padStart(5, '0');
     index.push({id, name: 'Bench session ' + i, createdAt: base + i, pinned: i % 50 === 0, textDigest: text,
@@ -113,7 +132,9 @@ OPEN_JS = """() => new Promise((resolve, reject) => {
   const deadline = t0 + 60000;
   const check = () => {
     const rows = root.hidden ? 0 : root.querySelectorAll('li[role=listitem]').length;
-    if (rows) { requestAnimationFrame(() => setTimeout(() => resolve({ms: performance.now() - t0, rows}), 0)); return; }
+    if (rows) {
+      requestAnimationFrame(() => setTimeout(() => resolve({ms: performance.now() - t0, rows}), 0)); return;
+    }
     if (performance.now() > deadline) { reject(new Error('no list painted')); return; }
     setTimeout(check, 0);
   };
@@ -156,7 +177,8 @@ def _seed_index(bench: Any) -> dict[str, Any]:
     margin = bench.margin
     margin._extension_page().evaluate("() => 1")
     return margin._extension_page().evaluate(
-        SEED_JS, {"n": SESSIONS, "digestChars": DIGEST_CHARS, "words": WORDS})
+        SEED_JS, {"n": SESSIONS, "digestChars": DIGEST_CHARS, "words": WORDS}
+    )
 
 
 def _panel(bench: Any):
@@ -185,7 +207,8 @@ def search_and_open(bench: Any) -> list[dict[str, Any]]:
     prepared = page.evaluate(PRELOAD_JS)
     if prepared["sessions"] != SESSIONS or prepared["prepared"] != SESSIONS:
         raise RuntimeError(f"the preload holds {prepared}")
-    open_samples, first_open = [], None
+    open_samples: list[float] = []
+    first_open: float | None = None
     for run in range(bench.runs + 1):
         opened = page.evaluate(OPEN_JS)
         if opened["rows"] < 20:
@@ -204,31 +227,59 @@ def search_and_open(bench: Any) -> list[dict[str, Any]]:
     if searched["marks"] < 1:
         raise RuntimeError("no highlighted match for привет")
     samples = [round(s, 2) for s in searched["samples"]]
-    slowest = sorted(zip(samples, searched["labels"]), reverse=True)[:5]
+    slowest = sorted(zip(samples, searched["labels"], strict=True), reverse=True)[:5]
     page.close()
 
-    rows.append(_result(
-        "search 1,000 sessions x 100K chars, per keystroke in the panel (median)", _median(samples), "ms", 20.0,
-        samples=samples,
-        note=(f"p95 {_p95(samples)} ms, max {round(max(samples), 2)} ms over {len(samples)} keystrokes of "
-              f"{QUERIES} (each query typed at ~16 keys/s, then cleared); includes matching, the first page of rows (20) with previews "
-              f"and highlights, and layout; slowest: {', '.join(f'{l!r} {v} ms' for v, l in slowest)}")))
-    rows.append(_result("search 1,000 sessions, per keystroke (p95)", _p95(samples), "ms", 20.0, samples=samples))
-    rows.append(_result(
-        "open sessions panel, 1,000 sessions, index preloaded: click to painted list", _median(open_samples[1:]), "ms",
-        100.0, samples=[round(s, 2) for s in open_samples],
-        note=(f"first open (mounts the panel) {round(first_open, 2)} ms; preload's cold read of the index "
-              f"{round(prepared['readMs'], 1)} ms, then idle preparation of the search data "
-              f"{round(prepared['prepareMs'], 1)} ms wall / {round(prepared['prepareBusyMs'], 1)} ms busy; seeding "
-              f"the index took {round(seeded['setMs'])} ms")))
-    rows.append(_result(
-        "open sessions panel, 1,000 sessions, COLD (no preload): click to painted list", _median(cold_samples), "ms",
-        None, samples=[round(s, 2) for s in cold_samples],
-        note="reads and parses the ~100 MB index on the click; what the preload moves off the click"))
+    rows.append(
+        _result(
+            "search 1,000 sessions x 100K chars, per keystroke in the panel (median)",
+            _median(samples),
+            "ms",
+            20.0,
+            samples=samples,
+            note=(
+                f"p95 {_p95(samples)} ms, max {round(max(samples), 2)} ms over {len(samples)} keystrokes of "
+                f"{QUERIES} (each query typed at ~16 keys/s, then cleared); includes matching, "
+                f"the first page of rows (20) with previews and highlights, and layout; "
+                f"slowest: {', '.join(f'{label!r} {v} ms' for v, label in slowest)}"
+            ),
+        )
+    )
+    rows.append(
+        _result("search 1,000 sessions, per keystroke (p95)", _p95(samples), "ms", 20.0, samples=samples)
+    )
+    assert first_open is not None
+    rows.append(
+        _result(
+            "open sessions panel, 1,000 sessions, index preloaded: click to painted list",
+            _median(open_samples[1:]),
+            "ms",
+            100.0,
+            samples=[round(s, 2) for s in open_samples],
+            note=(
+                f"first open (mounts the panel) {round(first_open, 2)} ms; preload's cold read of the index "
+                f"{round(prepared['readMs'], 1)} ms, then idle preparation of the search data "
+                f"{round(prepared['prepareMs'], 1)} ms wall / {round(prepared['prepareBusyMs'], 1)} ms busy; "
+                f"seeding "
+                f"the index took {round(seeded['setMs'])} ms"
+            ),
+        )
+    )
+    rows.append(
+        _result(
+            "open sessions panel, 1,000 sessions, COLD (no preload): click to painted list",
+            _median(cold_samples),
+            "ms",
+            None,
+            samples=[round(s, 2) for s in cold_samples],
+            note="reads and parses the ~100 MB index on the click; what the preload moves off the click",
+        )
+    )
     return rows
 
 
 # --- saving 8 MB of images ----------------------------------------------------------------------------
+
 
 def _image_url(seed: int, size: int) -> str:
     raw = random.Random(seed).randbytes(size * 3 // 4)
@@ -238,31 +289,55 @@ def _image_url(seed: int, size: int) -> str:
 def _heavy_history() -> list[dict[str, Any]]:
     per_image = IMAGE_BYTES // 4
     return [
-        {"role": "user", "content": [{"type": "text", "text": f"Photo {i}: what is in it?"},
-                                     {"type": "image_url", "image_url": {"url": _image_url(i, per_image)}}],
-         "imagesSeen": True}
-        if k == 0 else {"role": "assistant", "content": f"Photo {i} shows a landscape."}
-        for i in range(4) for k in range(2)
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": f"Photo {i}: what is in it?"},
+                {"type": "image_url", "image_url": {"url": _image_url(i, per_image)}},
+            ],
+            "imagesSeen": True,
+        }
+        if k == 0
+        else {"role": "assistant", "content": f"Photo {i} shows a landscape."}
+        for i in range(4)
+        for k in range(2)
     ]
 
 
 def _others(n: int = 20) -> dict[str, Any]:
     """`n` saved sessions in the current format, each with a 200 KB image in its body."""
-    index, items = [], {}
+    index: list[dict[str, Any]] = []
+    items: dict[str, Any] = {}
     for i in range(n):
         sid = f"other{i:02d}"
-        history = [{"role": "user", "content": [{"type": "text", "text": f"other {i}"},
-                                                {"type": "image_url", "image_url": {"url": _image_url(100 + i, 200_000)}}]}]
+        history = [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": f"other {i}"},
+                    {"type": "image_url", "image_url": {"url": _image_url(100 + i, 200_000)}},
+                ],
+            }
+        ]
         items[f"session_{sid}"] = {"history": history, "savedAt": 1_700_000_000_000 + i}
-        index.append({"id": sid, "name": f"other {i}", "createdAt": 1_700_000_000_000 + i, "pinned": False,
-                      "textDigest": f"other {i}", "savedAt": 1_700_000_000_000 + i,
-                      "bodyHash": session_index.body_hash(history)})
+        index.append(
+            {
+                "id": sid,
+                "name": f"other {i}",
+                "createdAt": 1_700_000_000_000 + i,
+                "pinned": False,
+                "textDigest": f"other {i}",
+                "savedAt": 1_700_000_000_000 + i,
+                "bodyHash": session_index.body_hash(history),
+            }
+        )
     items["savedSessions"] = index
     return items
 
 
 WATCH_JS = """() => { window.__changed = []; if (!window.__watching) { window.__watching = true;
-  chrome.storage.onChanged.addListener((changes, area) => { if (area === 'local') window.__changed.push(...Object.keys(changes)); }); } }"""
+  chrome.storage.onChanged.addListener((changes, area) => {
+    if (area === 'local') window.__changed.push(...Object.keys(changes)); }); } }"""
 
 SAVE_JS = """async () => { const t = performance.now();
   const reply = await chrome.runtime.sendMessage({type: 'session.new', payload: {}});
@@ -275,13 +350,19 @@ def save_8mb(bench: Any) -> list[dict[str, Any]]:
     margin = bench.margin
     page = margin._extension_page()
     history = _heavy_history()
-    chars = sum(len(p["image_url"]["url"]) for r in history if isinstance(r["content"], list)
-                for p in r["content"] if p["type"] == "image_url")
+    chars = sum(
+        len(p["image_url"]["url"])
+        for r in history
+        if isinstance(r["content"], list)
+        for p in r["content"]
+        if p["type"] == "image_url"
+    )
     others = _others()
     page.evaluate("() => chrome.storage.local.clear()")
     margin.storage_set(others)
     margin.send_message({"type": "app.ping", "payload": {}})
-    samples, rewritten = [], []
+    samples: list[float] = []
+    rewritten: list[str] = []
     for _ in range(bench.runs):
         margin.storage_set({"history": history, "historySessionId": None})
         page.evaluate(WATCH_JS)
@@ -296,11 +377,19 @@ def save_8mb(bench: Any) -> list[dict[str, Any]]:
         samples.append(round(done["ms"], 2))
     cpython = _save_8mb_cpython(history, others)
     return [
-        _result("save conversation with 8 MB of images (session.new, Chromium)", _median(samples), "ms", None,
-                samples=samples,
-                note=(f"{chars / 1e6:.1f} M characters of image data URLs; 20 other sessions stored; keys changed per "
-                      f"save: only its own body, savedSessions, history, historySessionId; other bodies rewritten: "
-                      f"{len(rewritten)}")),
+        _result(
+            "save conversation with 8 MB of images (session.new, Chromium)",
+            _median(samples),
+            "ms",
+            None,
+            samples=samples,
+            note=(
+                f"{chars / 1e6:.1f} M characters of image data URLs; 20 other sessions stored; "
+                f"keys changed per "
+                f"save: only its own body, savedSessions, history, historySessionId; other bodies rewritten: "
+                f"{len(rewritten)}"
+            ),
+        ),
         cpython,
     ]
 
@@ -314,7 +403,7 @@ def _run_async(coro: Any) -> Any:
 
 
 def _save_8mb_cpython(history: list[dict[str, Any]], others: dict[str, Any]) -> dict[str, Any]:
-    from margin.platform_memory import memory_platform
+    from margin.platform_memory import MemoryStorageArea, memory_platform
 
     samples, other_writes = [], 0
     for _ in range(5):
@@ -322,13 +411,20 @@ def _save_8mb_cpython(history: list[dict[str, Any]], others: dict[str, Any]) -> 
         started = time.perf_counter()
         _run_async(sessions.handle_new(platform, {}))
         samples.append(round((time.perf_counter() - started) * 1000, 2))
+        assert isinstance(platform.local, MemoryStorageArea)
         written = [k for w in platform.local.writes if isinstance(w, dict) for k in w]
         other_writes += sum(1 for k in written if k.startswith("session_other"))
         bodies = [k for k in written if k.startswith("session_")]
         if len(bodies) != 1:
             raise RuntimeError(f"the save wrote {bodies}")
-    return _result("save conversation with 8 MB of images (CPython, memory store)", _median(samples), "ms", None,
-                   samples=samples, note=f"body writes per save: 1 (its own); other sessions' bodies written: {other_writes}")
+    return _result(
+        "save conversation with 8 MB of images (CPython, memory store)",
+        _median(samples),
+        "ms",
+        None,
+        samples=samples,
+        note=f"body writes per save: 1 (its own); other sessions' bodies written: {other_writes}",
+    )
 
 
 # save_8mb first: after search_and_open the worker is still busy with the 100 MB index (see the report).
@@ -343,8 +439,8 @@ def main(argv: list[str] | None = None) -> int:
     dist = Path(os.environ.get("MARGIN_DIST") or REPO / "dist" / "margin")
     only = {n.strip() for n in args.only.split(",") if n.strip()}
 
-    from playwright.sync_api import sync_playwright
     from harness import Margin, launch
+    from playwright.sync_api import sync_playwright
 
     class _Bench:
         def __init__(self, launched: Any, runs: int):
@@ -361,17 +457,26 @@ def main(argv: list[str] | None = None) -> int:
                 try:
                     rows.extend(metric(_Bench(launched, args.runs)))
                 except Exception as error:
-                    rows.append({**_result(metric.__name__, None, "ms"), "error": f"{type(error).__name__}: {error}"})
+                    rows.append(
+                        {**_result(metric.__name__, None, "ms"), "error": f"{type(error).__name__}: {error}"}
+                    )
                 print(f"  {metric.__name__}: {time.monotonic() - started:.1f}s", file=sys.stderr)
         finally:
             launched.close()
     for row in rows:
         value = "n/a" if row["value"] is None else f"{row['value']:.2f} {row['unit']}"
         target = f"< {row['target']:g}" if row.get("target") is not None else "-"
-        print(f"{row['name']}: {value} (target {target})" + (f"\n    {row['note']}" if row.get("note") else "")
-              + (f"\n    ERROR {row['error']}" if row.get("error") else ""))
-    print(json.dumps([{k: v for k, v in r.items() if k != "samples"} for r in rows], ensure_ascii=False, indent=1),
-          file=sys.stderr)
+        print(
+            f"{row['name']}: {value} (target {target})"
+            + (f"\n    {row['note']}" if row.get("note") else "")
+            + (f"\n    ERROR {row['error']}" if row.get("error") else "")
+        )
+    print(
+        json.dumps(
+            [{k: v for k, v in r.items() if k != "samples"} for r in rows], ensure_ascii=False, indent=1
+        ),
+        file=sys.stderr,
+    )
     return 1 if any(r["value"] is None for r in rows) else 0
 
 

@@ -4,8 +4,8 @@ Run by `python3 build.py bench` (which sets MARGIN_DIST and CHROMIUM), or direct
 `MARGIN_DIST=dist/margin python3 bench/run.py [--runs N] [--only name,...]`.
 
 Each metric is one function in `METRICS`: it gets a `Bench` (the launched extension plus a driver)
-and returns a `Result`. To add a metric, write a function and append it to `METRICS`. Times are
-medians of several runs where a run is cheap. The table goes to stdout; the figures to
+and returns a `Result` (or a list of them). To add a metric, write a function and append it to
+`METRICS`. Times are medians of several runs where a run is cheap. The table goes to stdout; the figures to
 `bench/results.json`. The exit status is 0 even when a target is missed (the table says so) and 1
 only when a measurement could not be taken.
 """
@@ -19,17 +19,16 @@ import platform
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "e2e"))
 sys.path.insert(0, str(REPO / "bench"))
 
-from playwright.sync_api import sync_playwright  # noqa: E402
-
-from harness import Launched, Margin, launch, realistic_history  # noqa: E402
+from harness import Launched, Margin, launch, realistic_history
+from playwright.sync_api import sync_playwright
 
 
 @dataclass
@@ -66,7 +65,10 @@ def median(samples: list[float]) -> float:
     return round(statistics.median(samples), 2)
 
 
-PING = "() => { const t = performance.now(); return chrome.runtime.sendMessage({type: 'app.ping', payload: {}}).then(r => [performance.now() - t, r]); }"
+PING = (
+    "() => { const t = performance.now(); return chrome.runtime.sendMessage({type: 'app.ping', payload: {}})"
+    ".then(r => [performance.now() - t, r]); }"
+)
 
 
 def _ping(bench: Bench) -> tuple[float, dict]:
@@ -85,7 +87,10 @@ def _wait_for_snapshot(bench: Bench, timeout: float = 120.0) -> None:
 
 
 def _boot_value(value: dict) -> float | None:
-    boot = next((value.get(k) for k in ("booted_ms", "bootedMs", "bootMs") if isinstance(value.get(k), (int, float))), None)
+    boot = next(
+        (value.get(k) for k in ("booted_ms", "bootedMs", "bootMs") if isinstance(value.get(k), (int, float))),
+        None,
+    )
     return None if boot is None else float(boot)
 
 
@@ -162,23 +167,46 @@ def _first_paint(bench: Bench, *, worker_stopped: bool) -> tuple[list[float], st
 
 def _breakdown_note(breakdowns: list[dict]) -> str:
     """Medians of the panel's own marks (ms since navigation start), when it reports them."""
-    keys = [k for k in (breakdowns[0] if breakdowns else {}) if all(isinstance(b.get(k), (int, float)) for b in breakdowns)]
+    keys = [
+        k
+        for k in (breakdowns[0] if breakdowns else {})
+        if all(isinstance(b.get(k), (int, float)) for b in breakdowns)
+    ]
     return ", ".join(f"{k} {median([float(b[k]) for b in breakdowns])}" for k in keys)
 
 
 def first_paint_200(bench: Bench) -> Result:
     """sidepanel.html painting a 200-message history while the worker is stopped."""
     samples, note = _first_paint(bench, worker_stopped=True)
-    return Result("side panel first paint, 200 messages, worker stopped", median(samples), "ms", 150.0, samples=samples, note=note)
+    return Result(
+        "side panel first paint, 200 messages, worker stopped",
+        median(samples),
+        "ms",
+        150.0,
+        samples=samples,
+        note=note,
+    )
 
 
 def first_paint_200_warm(bench: Bench) -> Result:
     """The same with the worker running and Python up."""
     samples, note = _first_paint(bench, worker_stopped=False)
-    return Result("side panel first paint, 200 messages, worker running", median(samples), "ms", 150.0, samples=samples, note=note)
+    return Result(
+        "side panel first paint, 200 messages, worker running",
+        median(samples),
+        "ms",
+        150.0,
+        samples=samples,
+        note=note,
+    )
 
 
-METRICS: list[Callable[[Bench], Result]] = [cold_start, warm_round_trip, first_paint_200, first_paint_200_warm]
+METRICS: list[Callable[[Bench], Result | list[Result]]] = [
+    cold_start,
+    warm_round_trip,
+    first_paint_200,
+    first_paint_200_warm,
+]
 
 
 def all_metrics() -> list[Callable]:
@@ -236,7 +264,7 @@ def table(results: list[Result]) -> str:
         verdict = {True: "pass", False: "FAIL", None: "info"}[r.passed]
         rows.append((r.name, value, target, verdict))
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
-    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)) for row in rows]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)) for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     for r in results:
         if r.error:
@@ -248,7 +276,9 @@ def table(results: list[Result]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=5, help="runs per metric where a run is cheap (default 5)")
+    parser.add_argument(
+        "--runs", type=int, default=5, help="runs per metric where a run is cheap (default 5)"
+    )
     parser.add_argument("--only", default="", help="comma-separated metric function names")
     parser.add_argument("--out", default=str(REPO / "bench" / "results.json"))
     args = parser.parse_args(argv)

@@ -14,8 +14,17 @@ run = pytest.importorskip("run", reason="the benchmark needs playwright (build.p
 
 def test_every_metric_module_loads_and_is_listed():
     names = [metric.__name__ for metric in run.all_metrics()]
-    assert {"cold_start", "warm_round_trip", "first_paint_200", "request_bytes_ratio",
-            "bound_in_browser", "search_and_open", "save_8mb", "attach_page", "tab_event_wakes"} <= set(names)
+    assert {
+        "cold_start",
+        "warm_round_trip",
+        "first_paint_200",
+        "request_bytes_ratio",
+        "bound_in_browser",
+        "search_and_open",
+        "save_8mb",
+        "attach_page",
+        "tab_event_wakes",
+    } <= set(names)
 
 
 def test_request_bytes_rows_are_measured_from_the_real_request_builder():
@@ -24,4 +33,3 @@ def test_request_bytes_rows_are_measured_from_the_real_request_builder():
     rows = [run.Result(**row) for row in bench_images.request_bytes_ratio(grid=((10, 1),))]
     assert len(rows) == 1 and rows[0].unit == "x"
     assert 1.0 < rows[0].value < 1.05  # a placeholder costs a little; pixels would be ~100x
-
