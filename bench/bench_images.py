@@ -192,8 +192,8 @@ PROVIDER = {
 
 
 def request_body_bytes(records: list[dict[str, Any]]) -> int:
-    from margin.history import Record
     from margin.figures import prepare_history_for_model
+    from margin.history import Record
     from margin.providers.openai import build_chat_request
 
     prepared = prepare_history_for_model([Record.from_json(r) for r in records])

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from . import clock
@@ -36,8 +36,18 @@ from .history import parked_unreadable, parse_history
 from .ports import Platform
 from .session_search import sort_entries
 from .sessions import read_trash
-from .storage import (ACTIVE_PROVIDER_ID, HISTORY, HISTORY_SESSION_ID, OPTION_DEFAULTS, PROVIDERS,
-                      SESSION_TRASH, UI_LANGUAGE, get_all, lock_for, session_body_key)
+from .storage import (
+    ACTIVE_PROVIDER_ID,
+    HISTORY,
+    HISTORY_SESSION_ID,
+    OPTION_DEFAULTS,
+    PROVIDERS,
+    SESSION_TRASH,
+    UI_LANGUAGE,
+    get_all,
+    lock_for,
+    session_body_key,
+)
 
 FORMAT = "margin-backup"
 VERSION = 1
@@ -66,12 +76,16 @@ async def build_backup(platform: Platform, include_api_keys: bool) -> dict[str, 
                 provider["apiKey"] = ""
             providers.append(provider)
     return {
-        "format": FORMAT, "version": VERSION, "exportedAt": clock.now_ms(),
+        "format": FORMAT,
+        "version": VERSION,
+        "exportedAt": clock.now_ms(),
         "sessions": exported,
-        "current": {"history": current.get(HISTORY, []),
-                    "historySessionId": current.get(HISTORY_SESSION_ID)},
-        "settings": {"providers": providers, "activeProviderId": light[ACTIVE_PROVIDER_ID],
-                     "uiLanguage": light[UI_LANGUAGE]},
+        "current": {"history": current.get(HISTORY, []), "historySessionId": current.get(HISTORY_SESSION_ID)},
+        "settings": {
+            "providers": providers,
+            "activeProviderId": light[ACTIVE_PROVIDER_ID],
+            "uiLanguage": light[UI_LANGUAGE],
+        },
     }
 
 
@@ -79,12 +93,16 @@ async def handle_export(platform: Platform, payload: dict) -> dict:
     include = isinstance(payload, dict) and payload.get("includeApiKeys") is True
     async with lock_for(platform.local):
         backup = await build_backup(platform, include)
-    day = datetime.fromtimestamp(backup["exportedAt"] / 1000, tz=timezone.utc).strftime("%Y-%m-%d")
-    return {"filename": f"margin-backup-{day}.json", "mimeType": "application/json",
-            "text": json.dumps(backup, ensure_ascii=False)}
+    day = datetime.fromtimestamp(backup["exportedAt"] / 1000, tz=UTC).strftime("%Y-%m-%d")
+    return {
+        "filename": f"margin-backup-{day}.json",
+        "mimeType": "application/json",
+        "text": json.dumps(backup, ensure_ascii=False),
+    }
 
 
 # -- import -----------------------------------------------------------------------------------------
+
 
 def parse_backup(text: Any) -> dict[str, Any]:
     """The backup object, or MarginError("bad_backup", ...) saying exactly what is wrong."""
@@ -96,30 +114,42 @@ def parse_backup(text: Any) -> dict[str, Any]:
         stripped = text.rstrip()
         if stripped.startswith("{") and FORMAT in stripped[:200]:
             if not stripped.endswith("}"):
-                raise MarginError("bad_backup",
-                                  "This backup file is incomplete: it ends too early, as if the download "
-                                  "or copy was cut off. Export the backup again and import the new file.")
-            raise MarginError("bad_backup",
-                              f"This backup file is damaged (unreadable near character {exc.pos}). "
-                              "Export the backup again and import the new file.")
-        raise MarginError("bad_backup",
-                          "This file is not a Margin backup (it is not valid JSON). Choose a file made "
-                          "with “Export backup”.")
+                raise MarginError(
+                    "bad_backup",
+                    "This backup file is incomplete: it ends too early, as if the download "
+                    "or copy was cut off. Export the backup again and import the new file.",
+                ) from None
+            raise MarginError(
+                "bad_backup",
+                f"This backup file is damaged (unreadable near character {exc.pos}). "
+                "Export the backup again and import the new file.",
+            ) from None
+        raise MarginError(
+            "bad_backup",
+            "This file is not a Margin backup (it is not valid JSON). Choose a file made "
+            "with “Export backup”.",
+        ) from None
     if not isinstance(value, dict) or value.get("format") != FORMAT:
-        raise MarginError("bad_backup",
-                          "This file is not a Margin backup. Choose a file made with “Export backup”.")
+        raise MarginError(
+            "bad_backup", "This file is not a Margin backup. Choose a file made with “Export backup”."
+        )
     version = value.get("version")
     if version != VERSION:
         if isinstance(version, int) and version > VERSION:
-            raise MarginError("bad_backup",
-                              f"This backup was made by a newer Margin (format version {version}). "
-                              "Update Margin, then import it again.")
-        raise MarginError("bad_backup",
-                          f"This backup has an unknown format version ({version!r}); Margin reads "
-                          f"version {VERSION}. Export it again with this version of Margin.")
+            raise MarginError(
+                "bad_backup",
+                f"This backup was made by a newer Margin (format version {version}). "
+                "Update Margin, then import it again.",
+            )
+        raise MarginError(
+            "bad_backup",
+            f"This backup has an unknown format version ({version!r}); Margin reads "
+            f"version {VERSION}. Export it again with this version of Margin.",
+        )
     if not isinstance(value.get("sessions", []), list):
-        raise MarginError("bad_backup",
-                          "This backup is damaged: its list of sessions is not readable. Export it again.")
+        raise MarginError(
+            "bad_backup", "This backup is damaged: its list of sessions is not readable. Export it again."
+        )
     return value
 
 
@@ -135,12 +165,16 @@ def _entry_from_backup(item: dict[str, Any], raw: list[Any], sid: str) -> s.Inde
     name = item.get("name")
     created = item.get("createdAt") if s.is_number(item.get("createdAt")) else 0
     return s.IndexEntry(
-        id=sid, name=name.strip()[: s.NAME_MAX] if isinstance(name, str) and name.strip()
+        id=sid,
+        name=name.strip()[: s.NAME_MAX]
+        if isinstance(name, str) and name.strip()
         else s.default_name(records),
-        created_at=created, pinned=item.get("pinned") is True,
+        created_at=created,
+        pinned=item.get("pinned") is True,
         text_digest=s.text_digest(records),
         saved_at=item.get("savedAt") if s.is_number(item.get("savedAt")) else created,
-        body_hash=s.body_hash(raw), named=item.get("named") is True,
+        body_hash=s.body_hash(raw),
+        named=item.get("named") is True,
     )
 
 
@@ -158,7 +192,9 @@ async def import_backup(platform: Platform, backup: dict[str, Any]) -> dict[str,
             if _stamp(item) <= local.last_active or s.body_hash(raw) == local.body_hash:
                 skipped += 1
                 return
-            entry = replace(_entry_from_backup(item, raw, sid), pinned=local.pinned or item.get("pinned") is True)
+            entry = replace(
+                _entry_from_backup(item, raw, sid), pinned=local.pinned or item.get("pinned") is True
+            )
             updated += 1
         else:
             entry = _entry_from_backup(item, raw, sid)
@@ -194,9 +230,15 @@ async def import_backup(platform: Platform, backup: dict[str, Any]) -> dict[str,
     light = await get_all(area)
     local_providers = light[PROVIDERS] if isinstance(light[PROVIDERS], list) else []
     local_ids = {p.get("id") for p in local_providers if isinstance(p, dict)}
-    incoming = [p for p in settings.get("providers", []) if isinstance(p, dict)
-                and isinstance(p.get("id"), str) and p["id"] not in local_ids] \
-        if isinstance(settings.get("providers"), list) else []
+    incoming = (
+        [
+            p
+            for p in settings.get("providers", [])
+            if isinstance(p, dict) and isinstance(p.get("id"), str) and p["id"] not in local_ids
+        ]
+        if isinstance(settings.get("providers"), list)
+        else []
+    )
     if incoming:
         extra[PROVIDERS] = [*local_providers, *incoming]
     if light[ACTIVE_PROVIDER_ID] is None and isinstance(settings.get("activeProviderId"), str):
@@ -214,8 +256,13 @@ async def import_backup(platform: Platform, backup: dict[str, Any]) -> dict[str,
     if changed or extra:
         merged = [changed.pop(e.id, e) for e in entries] + list(changed.values())
         await s.write_index(area, merged, **extra)
-    return {"added": added, "updated": updated, "skipped": skipped,
-            "providersAdded": len(incoming), "message": _message(added, updated, skipped, len(incoming))}
+    return {
+        "added": added,
+        "updated": updated,
+        "skipped": skipped,
+        "providersAdded": len(incoming),
+        "message": _message(added, updated, skipped, len(incoming)),
+    }
 
 
 def _plural(n: int, word: str) -> str:
@@ -224,8 +271,12 @@ def _plural(n: int, word: str) -> str:
 
 def _message(added: int, updated: int, skipped: int, providers: int) -> str:
     if not added and not updated and not providers:
-        return (f"Nothing new to import: all {_plural(skipped, 'session')} in the backup are already here "
-                "or older than yours." if skipped else "The backup holds no sessions to import.")
+        return (
+            f"Nothing new to import: all {_plural(skipped, 'session')} in the backup are already here "
+            "or older than yours."
+            if skipped
+            else "The backup holds no sessions to import."
+        )
     parts = [f"Added {_plural(added, 'session')}"]
     if updated:
         parts.append(f"updated {updated} with newer copies")

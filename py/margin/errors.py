@@ -50,8 +50,10 @@ def image_damaged() -> MarginError:
 
 
 def image_too_large(max_bytes: int) -> MarginError:
-    return MarginError("image_too_large",
-                       f"This image is larger than {max_bytes // (1024 * 1024)} MB. Use a smaller picture.")
+    return MarginError(
+        "image_too_large",
+        f"This image is larger than {max_bytes // (1024 * 1024)} MB. Use a smaller picture.",
+    )
 
 
 def image_too_many_pixels() -> MarginError:

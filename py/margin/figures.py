@@ -55,7 +55,7 @@ def figure_label(number: int, meta: Any, *, language: str = "en", note: str = ""
     if source == "screenshot" and isinstance(meta.get("name"), str):
         raw = " ".join(meta["name"].split())
         if raw.startswith(SCREENSHOT_NAME_PREFIX):
-            title, name = _clean_label(raw[len(SCREENSHOT_NAME_PREFIX):]), ""
+            title, name = _clean_label(raw[len(SCREENSHOT_NAME_PREFIX) :]), ""
     chinese = language.lower().startswith("zh")
     known = bool(source or name or alt or when)
     if chinese:
@@ -85,8 +85,10 @@ def figure_label(number: int, meta: Any, *, language: str = "en", note: str = ""
     return f"[Figure {number}: {body}]"
 
 
-_NOT_SENDABLE_NOTE = {"en": "could not be sent to the model: unreadable or unsupported format",
-                      "zh": "无法发送给模型：格式无法读取或不受支持"}
+_NOT_SENDABLE_NOTE = {
+    "en": "could not be sent to the model: unreadable or unsupported format",
+    "zh": "无法发送给模型：格式无法读取或不受支持",
+}
 
 
 def prepare_history_for_model(records: list[Record], *, language: str = "en") -> list[Record]:
@@ -124,7 +126,9 @@ def prepare_history_for_model(records: list[Record], *, language: str = "en") ->
                     raise
                 # Never let one unreadable parked image poison every later turn.
                 note = _NOT_SENDABLE_NOTE[lang_key]
-                parts.append({"type": "text", "text": figure_label(number, meta, language=language, note=note)})
+                parts.append(
+                    {"type": "text", "text": figure_label(number, meta, language=language, note=note)}
+                )
                 continue
             parts.append({"type": "text", "text": figure_label(number, meta, language=language)})
             parts.append(pixels)
@@ -132,7 +136,9 @@ def prepare_history_for_model(records: list[Record], *, language: str = "en") ->
     return prepared
 
 
-async def prepare_request_history(platform: Platform, records: list[Record], *, language: str = "en") -> list[Record]:
+async def prepare_request_history(
+    platform: Platform, records: list[Record], *, language: str = "en"
+) -> list[Record]:
     """What the chat turn calls: `ensure_request_ready`, then `prepare_history_for_model`."""
     await ensure_request_ready(platform, records)
     return prepare_history_for_model(records, language=language)

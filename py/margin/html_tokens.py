@@ -31,12 +31,15 @@ class TokenSink(Protocol):
     def end_tag(self, tag: str) -> None: ...
 
 
-_MARKUP = re.compile(r"""
+_MARKUP = re.compile(
+    r"""
     <!--(?:-?>|.*?(?:--!?>|\Z))
   | <(/?)([a-zA-Z][^\t\n\f\r\ />]*+)((?:[^>"'=]++|=\s*+(?:"[^"]*+"?|'[^']*+'?)?|["'])*+)(>?)
   | </(?:>|[^a-zA-Z>][^>]*+>?)
   | <[!?][^>]*+>?
-""", re.S | re.X)
+""",
+    re.S | re.X,
+)
 _ATTRIBUTE = re.compile(r"""([^\s/=]+)(?:\s*=\s*(?:"([^"]*)"?|'([^']*)'?|([^\s]*)))?""")
 # Their content is text up to their end tag, and never shown.
 _RAW_TEXT = ("script", "style", "textarea", "title", "xmp", "iframe", "noembed", "noframes", "noscript")
@@ -73,7 +76,7 @@ def tokenize(html: str, sink: TokenSink) -> None:
                 data(_unescape(text) if "&" in text else text)
             return
         if match.start() > position:
-            text = html[position:match.start()]
+            text = html[position : match.start()]
             data(_unescape(text) if "&" in text else text)
         position = match.end()
         name = match.group(2)

@@ -16,8 +16,15 @@ import sys
 from typing import Any
 
 from .data_urls import HEAD_BASE64_CHARS, parse_data_url, sniff_mime, sniff_size
-from .errors import (MarginError, image_codec_failure, image_damaged, image_too_large, image_too_many_pixels,
-                     not_a_readable_image, not_an_image)
+from .errors import (
+    MarginError,
+    image_codec_failure,
+    image_damaged,
+    image_too_large,
+    image_too_many_pixels,
+    not_a_readable_image,
+    not_an_image,
+)
 from .images import ATTACHMENT_SOURCES
 from .ports import Platform
 from .request_images import MODEL_MIME_TYPES

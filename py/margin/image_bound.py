@@ -37,11 +37,18 @@ def _protected_index(records: list[Record]) -> int | None:
 def _candidates(records: list[Record]) -> list[tuple[int, int]]:
     """(record, part) positions the bound may shrink: unseen, not the protected record, oldest first."""
     protected = _protected_index(records)
-    return [(ri, pi) for ri, r in enumerate(records) if ri != protected and not is_seen(r) and has_images(r)
-            for pi, p in enumerate(r.content) if is_image_part(p)]  # type: ignore[union-attr]
+    return [
+        (ri, pi)
+        for ri, r in enumerate(records)
+        if ri != protected and not is_seen(r) and has_images(r)
+        for pi, p in enumerate(r.content)
+        if is_image_part(p)
+    ]  # type: ignore[union-attr]
 
 
-async def bound_unseen_image_bytes(platform: Platform, *, limit_bytes: int = UNSEEN_LIMIT_BYTES) -> dict[str, int]:
+async def bound_unseen_image_bytes(
+    platform: Platform, *, limit_bytes: int = UNSEEN_LIMIT_BYTES
+) -> dict[str, int]:
     """Keep parked UNSEEN pixels under `limit_bytes` (data-URL characters) by downscaling the oldest.
 
     Returns `{changed, bytesBefore, bytesAfter}`; `changed` counts image parts downscaled.
@@ -78,7 +85,9 @@ async def bound_unseen_image_bytes(platform: Platform, *, limit_bytes: int = UNS
             if len(new_url) >= len(url):
                 continue
             meta = dict(part.get("meta") or {}) if isinstance(part.get("meta"), dict) else {}
-            meta.setdefault("downscaledFrom", {"width": thumb.width, "height": thumb.height, "bytes": len(data)})
+            meta.setdefault(
+                "downscaledFrom", {"width": thumb.width, "height": thumb.height, "bytes": len(data)}
+            )
             image_url = dict(part["image_url"]) if isinstance(part.get("image_url"), dict) else {}
             new_part = {**part, "image_url": {**image_url, "url": new_url}, "meta": meta}
             original_url = image_url_of(records[position[0]].content[position[1]])  # type: ignore[index]
@@ -108,7 +117,9 @@ async def bound_unseen_image_bytes(platform: Platform, *, limit_bytes: int = UNS
     return {"changed": changed, "bytesBefore": before, "bytesAfter": _unseen_bytes(updated)}
 
 
-def _apply_replacements(records: list[Record], replaced: dict[str, dict[str, Any]]) -> tuple[list[Record], int]:
+def _apply_replacements(
+    records: list[Record], replaced: dict[str, dict[str, Any]]
+) -> tuple[list[Record], int]:
     allowed = set(_candidates(records))
     changed = 0
     out: list[Record] = []
@@ -118,7 +129,9 @@ def _apply_replacements(records: list[Record], replaced: dict[str, dict[str, Any
             continue
         parts = []
         for pi, part in enumerate(record.content):  # type: ignore[arg-type]
-            new_part = replaced.get(image_url_of(part)) if is_image_part(part) and (ri, pi) in allowed else None
+            new_part = (
+                replaced.get(image_url_of(part)) if is_image_part(part) and (ri, pi) in allowed else None
+            )
             if new_part is not None:
                 changed += 1
                 parts.append(new_part)

@@ -13,6 +13,7 @@ Rule 4: transparency is kept as PNG; everything opaque is encoded as JPEG (quali
 
 from __future__ import annotations
 
+import contextlib
 import io
 import struct
 from dataclasses import dataclass
@@ -121,10 +122,8 @@ def _prepared(data: bytes, target_longest: int | None) -> tuple[Image.Image, int
         raw_w, raw_h = image.size
         image.draft("RGB", _fitted(raw_w, raw_h, target_longest))
     _load(image)
-    try:
+    with contextlib.suppress(_BAD_METADATA):  # a broken EXIF block: keep the pixels as stored
         image = ImageOps.exif_transpose(image)
-    except _BAD_METADATA:
-        pass  # a broken EXIF block: keep the pixels as stored
     return _normalized(image), width, height
 
 
@@ -151,7 +150,11 @@ def downscale(data: bytes, longest_side: int) -> Thumbnail | None:
 
 
 def _few_colours(image: Image.Image) -> bool:
-    probe = image if max(image.size) <= 1024 else image.resize(_fitted(*image.size, 1024), Image.Resampling.NEAREST)
+    probe = (
+        image
+        if max(image.size) <= 1024
+        else image.resize(_fitted(*image.size, 1024), Image.Resampling.NEAREST)
+    )
     return probe.getcolors(maxcolors=_FEW_COLOURS) is not None
 
 
@@ -161,8 +164,11 @@ def for_request(data: bytes, *, max_bytes: int, max_side: int) -> tuple[str, byt
     prefer_png = _few_colours(image)
     longest = min(max(width, height), max_side)
     while True:
-        sized = image if longest >= max(width, height) else image.resize(
-            _fitted(width, height, longest), Image.Resampling.LANCZOS, reducing_gap=2.0)
+        sized = (
+            image
+            if longest >= max(width, height)
+            else image.resize(_fitted(width, height, longest), Image.Resampling.LANCZOS, reducing_gap=2.0)
+        )
         mime, encoded = _encode(sized, jpeg_quality=REQUEST_JPEG_QUALITY, prefer_png=prefer_png)
         if len(encoded) <= max_bytes:
             return mime, encoded

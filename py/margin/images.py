@@ -58,5 +58,10 @@ def stamp_images_seen(records: list[Record]) -> list[Record]:
 
 
 def unseen_image_urls(records: list[Record]) -> list[str]:
-    return [image_url_of(p) for r in records if not is_seen(r) and has_images(r)
-            for p in r.content if is_image_part(p)]  # type: ignore[union-attr]
+    return [
+        image_url_of(p)
+        for r in records
+        if not is_seen(r) and has_images(r)
+        for p in r.content
+        if is_image_part(p)
+    ]  # type: ignore[union-attr]

@@ -20,7 +20,7 @@ Rules:
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from .history import PAGE_CONTEXT_PREFIX, Record
@@ -31,7 +31,7 @@ SELECTION_MAX_CHARS = 20_000
 
 
 def attached_at(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def _one_line(text: Any, limit: int = 300) -> str:
@@ -40,18 +40,25 @@ def _one_line(text: Any, limit: int = 300) -> str:
 
 
 def header(kind: str, title: str, url: str, captured_at: int, notes: list[str]) -> str:
-    lines = [f"{PAGE_CONTEXT_PREFIX} {KIND_LABELS[kind]}: {_one_line(title) or site_of(url) or 'untitled'}",
-             f"URL: {url}", f"Attached: {attached_at(captured_at)}"]
+    lines = [
+        f"{PAGE_CONTEXT_PREFIX} {KIND_LABELS[kind]}: {_one_line(title) or site_of(url) or 'untitled'}",
+        f"URL: {url}",
+        f"Attached: {attached_at(captured_at)}",
+    ]
     lines += [f"Note: {note}" for note in notes]
     return "\n".join(lines)
 
 
 def truncation_note(shown: int, original: int) -> str:
-    return (f"this page is very long; only its first {shown:,} of {original:,} characters are "
-            f"attached (Margin's limit is {MAX_PAGE_CHARS:,}).")
+    return (
+        f"this page is very long; only its first {shown:,} of {original:,} characters are "
+        f"attached (Margin's limit is {MAX_PAGE_CHARS:,})."
+    )
 
 
-def attachment_record(payload: dict[str, Any], *, captured_at: int, tab: dict[str, Any] | None = None) -> Record:
+def attachment_record(
+    payload: dict[str, Any], *, captured_at: int, tab: dict[str, Any] | None = None
+) -> Record:
     """The record for an extracted page (`margin.attach.page_payload`'s result).
 
     `payload` = {kind, title, url, body, method, truncated, originalChars, notes, video?}; `tab` =
@@ -79,8 +86,12 @@ def attachment_record(payload: dict[str, Any], *, captured_at: int, tab: dict[st
     video = payload.get("video")
     if kind == "video" and isinstance(video, dict):
         fields["videoSrc"] = video.get("src") or url
-        fields["video"] = {**video, "pageUrl": url,
-                           "tabId": (tab or {}).get("id"), "windowId": (tab or {}).get("windowId")}
+        fields["video"] = {
+            **video,
+            "pageUrl": url,
+            "tabId": (tab or {}).get("id"),
+            "windowId": (tab or {}).get("windowId"),
+        }
     return Record("user", text, fields)
 
 
@@ -92,8 +103,16 @@ def selection_record(selection: str, *, title: str, url: str, captured_at: int) 
     if original > SELECTION_MAX_CHARS:
         text = text[:SELECTION_MAX_CHARS].rstrip() + "…"
         notes.append(f"the selection was cut at {SELECTION_MAX_CHARS:,} of {original:,} characters.")
-    payload = {"kind": "selection", "title": title, "url": url, "body": text, "method": "selection",
-               "truncated": bool(notes), "originalChars": original, "notes": notes}
+    payload = {
+        "kind": "selection",
+        "title": title,
+        "url": url,
+        "body": text,
+        "method": "selection",
+        "truncated": bool(notes),
+        "originalChars": original,
+        "notes": notes,
+    }
     return attachment_record(payload, captured_at=captured_at)
 
 
@@ -102,8 +121,11 @@ def same_attachment(a: Record, b: Record) -> bool:
     if not (a.is_attachment and b.is_attachment):
         return False
     meta_a, meta_b = a.fields["attachment"], b.fields["attachment"]
-    return (meta_a.get("kind") == meta_b.get("kind") and meta_a.get("url") == meta_b.get("url")
-            and _body_of(a) == _body_of(b))
+    return (
+        meta_a.get("kind") == meta_b.get("kind")
+        and meta_a.get("url") == meta_b.get("url")
+        and _body_of(a) == _body_of(b)
+    )
 
 
 def _body_of(record: Record) -> str:

@@ -54,13 +54,20 @@ class PageText:
 # How the renderer treats each tag (anything else is inline: its text flows).
 _PARAGRAPH = frozenset(
     "p address article section main header footer aside nav figure figcaption hgroup fieldset "
-    "center dl details form".split())
+    "center dl details form".split()
+)
 _LINE = frozenset("div dt summary legend".split())
 _LISTS = frozenset(("ul", "ol", "menu", "dir"))
 _INLINE_CODE = frozenset(("code", "kbd", "samp", "tt"))
-_RAW_NEWLINE = _PARAGRAPH | _LINE | _LISTS | {"li", "tr", "table", "dd", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote"}
-_STRUCTURAL = _RAW_NEWLINE | _INLINE_CODE | {
-    "br", "pre", "hr", "img", "td", "th", "caption"}  # the others are inline: only their text counts
+_RAW_NEWLINE = (
+    _PARAGRAPH
+    | _LINE
+    | _LISTS
+    | {"li", "tr", "table", "dd", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote"}
+)
+_STRUCTURAL = (
+    _RAW_NEWLINE | _INLINE_CODE | {"br", "pre", "hr", "img", "td", "th", "caption"}
+)  # the others are inline: only their text counts
 _MAX_COLSPAN = 100
 
 _CELL_LINES = re.compile(r"\s*\n\s*")
@@ -69,7 +76,7 @@ _BACKTICKS = re.compile(r"`+")
 
 
 class _Table:
-    __slots__ = ("rows", "caption", "layout")
+    __slots__ = ("caption", "layout", "rows")
 
     def __init__(self, layout: bool):
         self.rows: list[list[tuple[str, int]]] = []
@@ -373,7 +380,9 @@ def cap_text(text: str, limit: int = MAX_PAGE_CHARS) -> PageText:
     window = limit - limit // 10
     cut = text.rfind("\n\n", window, limit)
     if cut < 0:
-        cut = max(text.rfind(" ", window, limit), text.rfind("\n", window, limit), text.rfind("\t", window, limit))
+        cut = max(
+            text.rfind(" ", window, limit), text.rfind("\n", window, limit), text.rfind("\t", window, limit)
+        )
     if cut < 0:
         cut = limit
     return PageText(text[:cut].rstrip(), True, original)

@@ -32,22 +32,24 @@ import re
 
 from .html_tokens import tokenize
 
-_VOID = frozenset(
-    "area base br col embed hr img input keygen link meta param source track wbr".split())
+_VOID = frozenset("area base br col embed hr img input keygen link meta param source track wbr".split())
 _NEVER_TEXT = frozenset(
     "script style noscript template svg canvas iframe object embed video audio button input "
-    "select textarea option optgroup datalist dialog title".split())
+    "select textarea option optgroup datalist dialog title".split()
+)
 HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 _BOILERPLATE_TAGS = frozenset(("nav", "aside", "menu"))
 _PAGE_LEVEL_ONLY = frozenset(("header", "footer"))
 _SECTIONING = ("article", "aside", "main", "nav", "section")
 _BOILERPLATE_ROLES = frozenset(
-    "navigation banner contentinfo complementary search dialog alertdialog menu menubar".split())
+    "navigation banner contentinfo complementary search dialog alertdialog menu menubar".split()
+)
 _BOILERPLATE_WORDS = frozenset(
     "cookie cookies consent gdpr banner newsletter subscribe signup share sharing social related "
     "recommend recommended recommendations promo promos advert adverts advertisement advertising "
     "ad ads adsense sponsor sponsors sponsored sidebar breadcrumb breadcrumbs menu navbar nav "
-    "navigation footer masthead popup modal skip skiplink comments disqus".split())
+    "navigation footer masthead popup modal skip skiplink comments disqus".split()
+)
 # `has-sidebar`, `no-ads`, `menu-open`: a state of the element, usually a wrapper of the page.
 _STATE_BEFORE = frozenset(("has", "with", "no", "without", "show", "hide"))
 _STATE_AFTER = frozenset(("open", "opened", "shown", "visible", "active", "enabled", "closed"))
@@ -59,7 +61,8 @@ _WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
 _CLOSES_P = frozenset(
     "address article aside blockquote center details dialog dir div dl dd dt fieldset figcaption "
     "figure footer form h1 h2 h3 h4 h5 h6 header hgroup hr li main menu nav ol p pre section "
-    "table ul".split())
+    "table ul".split()
+)
 _CELL_SCOPE = frozenset(("td", "th", "caption", "table", "template"))
 _P_SCOPE = _CELL_SCOPE | {"button"}
 _LIST_SCOPE = _CELL_SCOPE | {"ul", "ol", "menu"}
@@ -92,8 +95,18 @@ _SEARCH_LIMIT = 100  # open elements looked through to find the one to close
 class Node:
     """An element: its tag, attributes and children (`Node`s and strings); `skip` keeps it out of the text."""
 
-    __slots__ = ("tag", "attrs", "children", "skip", "tracked", "start", "end", "outer", "judged_by_class",
-                 "effective_skip")
+    __slots__ = (
+        "attrs",
+        "children",
+        "effective_skip",
+        "end",
+        "judged_by_class",
+        "outer",
+        "skip",
+        "start",
+        "tag",
+        "tracked",
+    )
 
     def __init__(self, tag: str, attrs: dict):
         self.tag = tag
@@ -105,7 +118,7 @@ class Node:
         # candidate around it.
         self.tracked = False
 
-    def track(self, start: tuple, outer: "Node | None", judged_by_class: bool = False) -> None:
+    def track(self, start: tuple, outer: Node | None, judged_by_class: bool = False) -> None:
         self.tracked = True
         self.start = self.end = start
         self.outer = outer
@@ -239,7 +252,9 @@ class _TreeBuilder:
         tag, attrs = node.tag, node.attrs
         verdict = self._boilerplate_verdict(tag, attrs)
         if verdict:
-            node.track((self.chars, self.content_marks, self.h1_marks), self.open_candidate, verdict == "class")
+            node.track(
+                (self.chars, self.content_marks, self.h1_marks), self.open_candidate, verdict == "class"
+            )
             self.open_candidate = node
             self.candidates.append(node)
         elif tag == "article" or _is_main(tag, attrs):
@@ -250,7 +265,7 @@ class _TreeBuilder:
             self.h1_marks += 1
 
     def _boilerplate_verdict(self, tag: str, attrs: dict) -> str:
-        """"tag" or "class" when the element looks like boilerplate (rule 2), else ""."""
+        """ "tag" or "class" when the element looks like boilerplate (rule 2), else ""."""
         if tag in _BOILERPLATE_TAGS:
             return "tag"
         if tag in _PAGE_LEVEL_ONLY and not self._any_open(_SECTIONING):

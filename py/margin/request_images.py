@@ -80,7 +80,9 @@ def _converted_for_request(url: str) -> str:
         ) from None
     data = parse_data_url(url).decode()
     try:
-        mime, converted = image_codec.for_request(data, max_bytes=REQUEST_MAX_IMAGE_BYTES, max_side=REQUEST_MAX_SIDE)
+        mime, converted = image_codec.for_request(
+            data, max_bytes=REQUEST_MAX_IMAGE_BYTES, max_side=REQUEST_MAX_SIDE
+        )
     except image_codec.CodecError as error:
         raise image_codec_failure(error.kind, sniff_mime(data[:64])) from None
     result = build_data_url(mime, converted)

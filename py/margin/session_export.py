@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from .errors import MarginError
@@ -29,7 +29,7 @@ from .session_index import IndexEntry
 def _date(ms: int) -> str:
     if not ms:
         return "date unknown"
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def _filename(name: str, extension: str) -> str:
@@ -43,14 +43,30 @@ def to_markdown(entry: IndexEntry, raw_history: list[Any]) -> str:
         try:
             record = Record.from_json(item)
         except ValueError:
-            lines += ["**(A message Margin could not read.)**", "", "```json",
-                      json.dumps(item, ensure_ascii=False)[:2000], "```", ""]
+            lines += [
+                "**(A message Margin could not read.)**",
+                "",
+                "```json",
+                json.dumps(item, ensure_ascii=False)[:2000],
+                "```",
+                "",
+            ]
             continue
         if record.is_attachment:
             meta = record.fields["attachment"]
-            lines += [f"**Attached {meta.get('kind', 'page')}:** {meta.get('title') or meta.get('url', '')} "
-                      f"({meta.get('url', '')})", "", "<details><summary>The text the model got</summary>", "",
-                      "```text", record.text.replace("```", "ʼʼʼ"), "```", "", "</details>", ""]
+            lines += [
+                f"**Attached {meta.get('kind', 'page')}:** {meta.get('title') or meta.get('url', '')} "
+                f"({meta.get('url', '')})",
+                "",
+                "<details><summary>The text the model got</summary>",
+                "",
+                "```text",
+                record.text.replace("```", "ʼʼʼ"),
+                "```",
+                "",
+                "</details>",
+                "",
+            ]
             continue
         label = {"user": "You", "assistant": "Assistant"}.get(record.role, record.role.title())
         lines += [f"**{label}:**", ""]
@@ -68,13 +84,27 @@ def to_markdown(entry: IndexEntry, raw_history: list[Any]) -> str:
 
 def export_session(entry: IndexEntry, raw_history: list[Any], fmt: str) -> dict[str, str]:
     if fmt == "markdown":
-        return {"filename": _filename(entry.name, "md"), "mimeType": "text/markdown",
-                "text": to_markdown(entry, raw_history)}
+        return {
+            "filename": _filename(entry.name, "md"),
+            "mimeType": "text/markdown",
+            "text": to_markdown(entry, raw_history),
+        }
     if fmt == "json":
-        value = {"format": "margin-session", "version": 1,
-                 "session": {"id": entry.id, "name": entry.name, "createdAt": entry.created_at,
-                             "savedAt": entry.saved_at, "pinned": entry.pinned},
-                 "history": raw_history}
-        return {"filename": _filename(entry.name, "json"), "mimeType": "application/json",
-                "text": json.dumps(value, ensure_ascii=False, indent=2)}
+        value = {
+            "format": "margin-session",
+            "version": 1,
+            "session": {
+                "id": entry.id,
+                "name": entry.name,
+                "createdAt": entry.created_at,
+                "savedAt": entry.saved_at,
+                "pinned": entry.pinned,
+            },
+            "history": raw_history,
+        }
+        return {
+            "filename": _filename(entry.name, "json"),
+            "mimeType": "application/json",
+            "text": json.dumps(value, ensure_ascii=False, indent=2),
+        }
     raise MarginError("bad_format", "Choose Markdown or JSON to export a session.")

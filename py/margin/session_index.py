@@ -49,11 +49,11 @@ NAME_LENGTH = 60
 NAME_MAX = 200
 UNTITLED = "Untitled session"
 
-_KNOWN_FIELDS = ("id", "name", "createdAt", "pinned", "textDigest", "savedAt", "bodyHash", "named",
-                 "damaged")
+_KNOWN_FIELDS = ("id", "name", "createdAt", "pinned", "textDigest", "savedAt", "bodyHash", "named", "damaged")
 
 
 # -- the index entry ---------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class IndexEntry:
@@ -79,8 +79,13 @@ class IndexEntry:
     def to_json(self) -> dict[str, Any]:
         value: dict[str, Any] = {
             **self.extra,
-            "id": self.id, "name": self.name, "createdAt": self.created_at, "pinned": self.pinned,
-            "textDigest": self.text_digest, "savedAt": self.saved_at, "bodyHash": self.body_hash,
+            "id": self.id,
+            "name": self.name,
+            "createdAt": self.created_at,
+            "pinned": self.pinned,
+            "textDigest": self.text_digest,
+            "savedAt": self.saved_at,
+            "bodyHash": self.body_hash,
         }
         if self.named:
             value["named"] = True
@@ -89,11 +94,16 @@ class IndexEntry:
         return value
 
     @classmethod
-    def from_clean_json(cls, value: dict[str, Any]) -> "IndexEntry":
+    def from_clean_json(cls, value: dict[str, Any]) -> IndexEntry:
         return cls(
-            id=value["id"], name=value["name"], created_at=value["createdAt"], pinned=value["pinned"],
-            text_digest=value["textDigest"], saved_at=value.get("savedAt", 0),
-            body_hash=value.get("bodyHash", ""), named=value.get("named") is True,
+            id=value["id"],
+            name=value["name"],
+            created_at=value["createdAt"],
+            pinned=value["pinned"],
+            text_digest=value["textDigest"],
+            saved_at=value.get("savedAt", 0),
+            body_hash=value.get("bodyHash", ""),
+            named=value.get("named") is True,
             damaged=value.get("damaged"),
             extra={k: v for k, v in value.items() if k not in _KNOWN_FIELDS},
         )
@@ -114,19 +124,23 @@ def _is_clean(raw: Any) -> bool:
         if not isinstance(sid, str) or not sid or sid in seen:
             return False
         seen.add(sid)
-        if not (isinstance(entry.get("name"), str) and entry["name"].strip()
-                and is_number(entry.get("createdAt"))
-                and isinstance(entry.get("pinned"), bool)
-                and isinstance(entry.get("textDigest"), str)
-                and len(entry["textDigest"]) <= DIGEST_CAP
-                and is_number(entry.get("savedAt", 0))
-                and isinstance(entry.get("bodyHash", ""), str)
-                and entry.get("damaged") in (None, "missing", "unreadable")):
+        if not (
+            isinstance(entry.get("name"), str)
+            and entry["name"].strip()
+            and is_number(entry.get("createdAt"))
+            and isinstance(entry.get("pinned"), bool)
+            and isinstance(entry.get("textDigest"), str)
+            and len(entry["textDigest"]) <= DIGEST_CAP
+            and is_number(entry.get("savedAt", 0))
+            and isinstance(entry.get("bodyHash", ""), str)
+            and entry.get("damaged") in (None, "missing", "unreadable")
+        ):
             return False
     return True
 
 
 # -- text: digest, default name ----------------------------------------------------------------
+
 
 def searchable_text(record: Record) -> str:
     """What search sees of a record: its text; of an attachment, only its header (what it is,
@@ -180,6 +194,7 @@ def body_history(body: Any) -> Any:
 
 # -- the repairing, migrating index reader -------------------------------------------------------
 
+
 async def read_session_index(area: StorageArea) -> list[IndexEntry]:
     """The session index; migrates legacy entries and repairs bad ones first (see rules 1 and 2)."""
     stored = await area.get([SAVED_SESSIONS])
@@ -230,8 +245,9 @@ def id_of_entry(item: dict[str, Any]) -> str | None:
     return None
 
 
-async def _repair_entry(area: StorageArea, position: int, item: dict[str, Any],
-                        taken: set[str]) -> IndexEntry:
+async def _repair_entry(
+    area: StorageArea, position: int, item: dict[str, Any], taken: set[str]
+) -> IndexEntry:
     """One entry made whole; writes its body first when it has to move or copy one."""
     fingerprint = _stable_hash([position, item])
     stored_id = id_of_entry(item)
@@ -255,8 +271,11 @@ async def _repair_entry(area: StorageArea, position: int, item: dict[str, Any],
         await area.set({session_body_key(sid): {"history": raw_history, "savedAt": saved_at}})
         damaged = None
     else:
-        needs_body = duplicate or not isinstance(item.get("textDigest"), str) or not (
-            isinstance(item.get("name"), str) and item["name"].strip())
+        needs_body = (
+            duplicate
+            or not isinstance(item.get("textDigest"), str)
+            or not (isinstance(item.get("name"), str) and item["name"].strip())
+        )
         if needs_body:
             source_key = session_body_key(stored_id) if stored_id else session_body_key(sid)
             stored = await area.get([source_key])
@@ -283,12 +302,17 @@ async def _repair_entry(area: StorageArea, position: int, item: dict[str, Any],
     if known_history or not isinstance(digest, str):
         digest = text_digest(records)
     return IndexEntry(
-        id=sid, name=name.strip()[:NAME_MAX], created_at=created_at,
+        id=sid,
+        name=name.strip()[:NAME_MAX],
+        created_at=created_at,
         pinned=item.get("pinned") is True or item.get("pinned") == 1,
-        text_digest=digest[:DIGEST_CAP], saved_at=saved_at,
-        body_hash=body_hash(raw_history) if known_history and isinstance(raw_history, list)
+        text_digest=digest[:DIGEST_CAP],
+        saved_at=saved_at,
+        body_hash=body_hash(raw_history)
+        if known_history and isinstance(raw_history, list)
         else (item.get("bodyHash") if isinstance(item.get("bodyHash"), str) else ""),
-        named=item.get("named") is True, damaged=damaged,
+        named=item.get("named") is True,
+        damaged=damaged,
         extra={k: v for k, v in item.items() if k not in _KNOWN_FIELDS and k != "history"},
     )
 
@@ -301,8 +325,9 @@ def find_entry(entries: list[IndexEntry], sid: Any) -> IndexEntry:
     for entry in entries:
         if entry.id == sid:
             return entry
-    raise MarginError("session_not_found",
-                      "That session no longer exists. Close the sessions panel and open it again.")
+    raise MarginError(
+        "session_not_found", "That session no longer exists. Close the sessions panel and open it again."
+    )
 
 
 def replace_entry(entries: list[IndexEntry], new: IndexEntry) -> list[IndexEntry]:
@@ -310,6 +335,7 @@ def replace_entry(entries: list[IndexEntry], new: IndexEntry) -> list[IndexEntry
 
 
 # -- bodies: present, readable ---------------------------------------------------------------
+
 
 async def check_bodies_present(area: StorageArea, entries: list[IndexEntry]) -> list[IndexEntry]:
     """Entries whose body key is gone marked damaged "missing" (and back ones unmarked); reads no body."""
@@ -321,7 +347,7 @@ async def check_bodies_present(area: StorageArea, entries: list[IndexEntry]) -> 
         elif entry.body_key in present and entry.damaged == "missing":
             entry = replace(entry, damaged=None)
         checked.append(entry)
-    if any(a is not b for a, b in zip(entries, checked)):
+    if any(a is not b for a, b in zip(entries, checked, strict=True)):
         await write_index(area, checked)
     return checked
 
@@ -336,9 +362,13 @@ async def read_body_checked(area: StorageArea, entries: list[IndexEntry], entry:
     if entry.damaged != reason:
         await write_index(area, replace_entry(entries, replace(entry, damaged=reason)))
     if reason == "missing":
-        raise MarginError("session_damaged",
-                          f"The saved text of “{entry.name}” is missing (Chrome may have lost it while "
-                          "repairing its storage). It cannot be opened; you can delete it.")
-    raise MarginError("session_damaged",
-                      f"The saved text of “{entry.name}” cannot be read. It is kept as it is; "
-                      "export a backup before deleting it.")
+        raise MarginError(
+            "session_damaged",
+            f"The saved text of “{entry.name}” is missing (Chrome may have lost it while "
+            "repairing its storage). It cannot be opened; you can delete it.",
+        )
+    raise MarginError(
+        "session_damaged",
+        f"The saved text of “{entry.name}” cannot be read. It is kept as it is; "
+        "export a backup before deleting it.",
+    )

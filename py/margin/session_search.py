@@ -26,6 +26,7 @@ PREVIEW_LENGTH = 140
 
 # -- fold ----------------------------------------------------------------------------------------
 
+
 @lru_cache(maxsize=1)
 def _mark_table() -> dict[int, None]:
     return {cp: None for cp in range(0x110000) if unicodedata.category(chr(cp)).startswith("M")}
@@ -62,6 +63,7 @@ def fold_with_map(text: str) -> tuple[str, list[int]]:
 
 
 # -- matching, previews, highlights ----------------------------------------------------------
+
 
 def query_words(query: str) -> list[str]:
     return fold(query or "").split()
@@ -107,7 +109,7 @@ def _first_match_offset(digest: str, words: list[str]) -> int | None:
     position = 0
     chunk_size = 2048
     for chunk_start in range(0, len(digest), chunk_size):
-        chunk = digest[chunk_start:chunk_start + chunk_size]
+        chunk = digest[chunk_start : chunk_start + chunk_size]
         folded_chunk = fold(chunk)
         if position + len(folded_chunk) > target:
             _, origin = fold_with_map(chunk)
@@ -125,7 +127,7 @@ def preview_for(entry: IndexEntry, words: list[str]) -> tuple[str, list[list[int
     if start > 0:
         space = digest.find(" ", start, offset)
         start = space + 1 if space >= 0 else start
-    excerpt = _one_line(digest[start:start + PREVIEW_LENGTH])
+    excerpt = _one_line(digest[start : start + PREVIEW_LENGTH])
     prefix = "…" if start > 0 else ""
     suffix = "…" if start + PREVIEW_LENGTH < len(digest) else ""
     preview = prefix + excerpt + suffix
@@ -133,6 +135,7 @@ def preview_for(entry: IndexEntry, words: list[str]) -> tuple[str, list[list[int
 
 
 # -- the list ----------------------------------------------------------------------------------
+
 
 def sort_entries(entries: list[IndexEntry]) -> list[IndexEntry]:
     """Pinned first, then the most recently saved (or created)."""
@@ -145,11 +148,20 @@ def list_view(entries: list[IndexEntry], query: str = "") -> list[dict[str, Any]
     result = []
     for entry in sort_entries(shown):
         preview, preview_ranges = preview_for(entry, words)
-        result.append({
-            "id": entry.id, "name": entry.name, "createdAt": entry.created_at,
-            "savedAt": entry.saved_at, "pinned": entry.pinned, "preview": preview,
-            "damaged": bool(entry.damaged), "damagedReason": entry.damaged,
-            "highlights": {"name": _ranges(entry.name, words) if words else [],
-                           "preview": preview_ranges},
-        })
+        result.append(
+            {
+                "id": entry.id,
+                "name": entry.name,
+                "createdAt": entry.created_at,
+                "savedAt": entry.saved_at,
+                "pinned": entry.pinned,
+                "preview": preview,
+                "damaged": bool(entry.damaged),
+                "damagedReason": entry.damaged,
+                "highlights": {
+                    "name": _ranges(entry.name, words) if words else [],
+                    "preview": preview_ranges,
+                },
+            }
+        )
     return result

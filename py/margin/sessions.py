@@ -64,6 +64,7 @@ def new_session_id() -> str:
 
 # -- saving the current conversation --------------------------------------------------------------
 
+
 async def save_current(area: StorageArea, *, clear: bool = False) -> str | None:
     """Save `history` into its session (or a new one); with `clear`, empty it afterwards.
 
@@ -84,16 +85,29 @@ async def save_current(area: StorageArea, *, clear: bool = False) -> str | None:
     unchanged = existing is not None and existing.body_hash == digest_hash and not existing.damaged
     if not unchanged:
         # The body first (with the id the history belongs to), the index after.
-        await area.set({session_body_key(sid): {"history": raw_history, "savedAt": now},
-                        HISTORY_SESSION_ID: sid})
+        await area.set(
+            {session_body_key(sid): {"history": raw_history, "savedAt": now}, HISTORY_SESSION_ID: sid}
+        )
         if existing is None:
-            entry = IndexEntry(id=sid, name=default_name(records), created_at=now, pinned=False,
-                               text_digest=text_digest(records), saved_at=now, body_hash=digest_hash)
+            entry = IndexEntry(
+                id=sid,
+                name=default_name(records),
+                created_at=now,
+                pinned=False,
+                text_digest=text_digest(records),
+                saved_at=now,
+                body_hash=digest_hash,
+            )
             entries = [entry, *entries]
         else:
-            entry = replace(existing, text_digest=text_digest(records), saved_at=now,
-                            body_hash=digest_hash, damaged=None,
-                            name=existing.name if existing.named else default_name(records))
+            entry = replace(
+                existing,
+                text_digest=text_digest(records),
+                saved_at=now,
+                body_hash=digest_hash,
+                damaged=None,
+                name=existing.name if existing.named else default_name(records),
+            )
             entries = replace_entry(entries, entry)
     if clear:
         await write_index(area, entries, **{HISTORY: [], HISTORY_SESSION_ID: None})
@@ -104,11 +118,15 @@ async def save_current(area: StorageArea, *, clear: bool = False) -> str | None:
 
 # -- trash (delete with undo) --------------------------------------------------------------------
 
+
 async def read_trash(area: StorageArea) -> list[dict[str, Any]]:
     stored = await area.get([SESSION_TRASH])
     trash = stored.get(SESSION_TRASH, [])
-    return [t for t in trash if isinstance(t, dict) and isinstance(t.get("id"), str)] \
-        if isinstance(trash, list) else []
+    return (
+        [t for t in trash if isinstance(t, dict) and isinstance(t.get("id"), str)]
+        if isinstance(trash, list)
+        else []
+    )
 
 
 async def purge_expired_trash(area: StorageArea) -> None:
@@ -123,6 +141,7 @@ async def purge_expired_trash(area: StorageArea) -> None:
 
 
 # -- handlers (docs/protocol.md) ------------------------------------------------------------------
+
 
 def _id_of(payload: dict) -> str:
     sid = payload.get("id") if isinstance(payload, dict) else None
@@ -236,8 +255,12 @@ async def handle_undelete(platform: Platform, payload: dict) -> dict:
     area = platform.local
     async with lock_for(area):
         record = (await platform.session.get([key])).get(key)
-        if not isinstance(record, dict) or not isinstance(record.get("entry"), dict) \
-                or not is_number(record.get("expiresAt")) or record["expiresAt"] < clock.now_ms():
+        if (
+            not isinstance(record, dict)
+            or not isinstance(record.get("entry"), dict)
+            or not is_number(record.get("expiresAt"))
+            or record["expiresAt"] < clock.now_ms()
+        ):
             raise too_late
         sid = record["entry"].get("id")
         trash = await read_trash(area)
@@ -258,8 +281,12 @@ async def handle_undelete(platform: Platform, payload: dict) -> dict:
 async def _still_open(area: StorageArea, reopen: Any) -> bool:
     """True when no session is linked to `history` and it still starts with the conversation that
     was open when the session was deleted (`reopen` = {length, hash} taken at delete time)."""
-    if not (isinstance(reopen, dict) and isinstance(reopen.get("length"), int) and reopen["length"] > 0
-            and isinstance(reopen.get("hash"), str)):
+    if not (
+        isinstance(reopen, dict)
+        and isinstance(reopen.get("length"), int)
+        and reopen["length"] > 0
+        and isinstance(reopen.get("hash"), str)
+    ):
         return False
     stored = await area.get([HISTORY, HISTORY_SESSION_ID])
     history = stored.get(HISTORY)

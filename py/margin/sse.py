@@ -94,9 +94,8 @@ class SSEDecoder:
             self._has_data = True
         elif name == "event":
             self._event_type = value
-        elif name == "id":
-            if "\0" not in value:
-                self._last_id = value
+        elif name == "id" and "\0" not in value:
+            self._last_id = value
         # "retry" and unknown fields are ignored: reconnection is not ours to do.
 
     def _dispatch(self, events: list[SSEEvent]) -> None:

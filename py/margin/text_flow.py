@@ -22,8 +22,18 @@ _MAX_MARKS = 8  # nesting levels that still add indentation or "> "
 class Flow:
     """One stream of output text: paragraphs, line starts, indentation and list markers."""
 
-    __slots__ = ("parts", "pending", "space", "empty", "indents", "indent", "last_indent", "marker",
-                 "list_depth", "raw")
+    __slots__ = (
+        "empty",
+        "indent",
+        "indents",
+        "last_indent",
+        "list_depth",
+        "marker",
+        "parts",
+        "pending",
+        "raw",
+        "space",
+    )
 
     def __init__(self, raw: bool = False):
         self.parts: list[str] = []
@@ -85,7 +95,9 @@ class Flow:
         if self.empty or self.pending:
             if not self.empty:
                 if self.pending == 2:
-                    blank = commonprefix([self.last_indent, self.indent]).rstrip()
+                    # Indents are strings of spaces and markers: a character-wise prefix is meant.
+                    shared = commonprefix([self.last_indent, self.indent])  # noqa: RUF071
+                    blank = shared.rstrip()
                     parts.append("\n" + blank + "\n")
                 else:
                     parts.append("\n")

@@ -31,8 +31,8 @@ from playwright.sync_api import sync_playwright
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fake_provider import FakeProvider  # noqa: E402
-from harness import Launched, Margin, launch  # noqa: E402
+from fake_provider import FakeProvider
+from harness import Launched, Margin, launch
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "tests" / "artifacts"
@@ -97,13 +97,21 @@ def fake_provider():
 
 @pytest.fixture
 def provider_config(fake_provider: FakeProvider) -> dict:
-    return {"name": "Fake provider", "baseUrl": fake_provider.base_url, "apiKey": API_KEY, "model": "fake-model"}
+    return {
+        "name": "Fake provider",
+        "baseUrl": fake_provider.base_url,
+        "apiKey": API_KEY,
+        "model": "fake-model",
+    }
 
 
 @pytest.fixture
 def configured_margin(margin: Margin, provider_config: dict) -> Margin:
     margin.save_provider(
-        base_url=provider_config["baseUrl"], api_key=provider_config["apiKey"], model=provider_config["model"], name=provider_config["name"]
+        base_url=provider_config["baseUrl"],
+        api_key=provider_config["apiKey"],
+        model=provider_config["model"],
+        name=provider_config["name"],
     )
     return margin
 

@@ -21,6 +21,7 @@ Rules:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import threading
@@ -219,7 +220,7 @@ class FakeProvider:
 
     # lifecycle
 
-    def start(self) -> "FakeProvider":
+    def start(self) -> FakeProvider:
         provider = self
 
         class Handler(_Handler):
@@ -228,7 +229,10 @@ class FakeProvider:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-provider", daemon=True
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="fake-provider",
+            daemon=True,
         )
         self._thread.start()
         return self
@@ -243,7 +247,7 @@ class FakeProvider:
             self._thread.join(timeout=5)
             self._thread = None
 
-    def __enter__(self) -> "FakeProvider":
+    def __enter__(self) -> FakeProvider:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:
@@ -260,7 +264,9 @@ class FakeProvider:
 
     # scripting
 
-    def script(self, *behaviours: Behaviour, reply: str | None = None, chunks: int = 4, delay: float = 0.0) -> None:
+    def script(
+        self, *behaviours: Behaviour, reply: str | None = None, chunks: int = 4, delay: float = 0.0
+    ) -> None:
         """Queue behaviours for the next requests; `reply=` is a shortcut for one Reply."""
         queued: list[Behaviour] = list(behaviours)
         if reply is not None:
@@ -305,7 +311,9 @@ class FakeProvider:
         deadline = time.monotonic() + timeout
         with self._new_request:
             while True:
-                chat = [r for r in self._requests if r.method == "POST" and r.path.endswith("/chat/completions")]
+                chat = [
+                    r for r in self._requests if r.method == "POST" and r.path.endswith("/chat/completions")
+                ]
                 if len(chat) >= count:
                     return chat
                 left = deadline - time.monotonic()
@@ -325,7 +333,7 @@ class _Handler(BaseHTTPRequestHandler):
     fake: FakeProvider
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
     # plumbing
@@ -379,7 +387,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     # entry points
 
-    def do_OPTIONS(self) -> None:  # noqa: N802 - stdlib naming
+    def do_OPTIONS(self) -> None:
         self._record(b"")
         self.send_response(204)
         self._cors()
@@ -387,10 +395,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self._recorded.finished.set()
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         self._handle(b"")
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         self._handle(raw)
@@ -424,7 +432,10 @@ class _Handler(BaseHTTPRequestHandler):
         fake = self.fake
         path = request.path.split("?", 1)[0].rstrip("/")
         if not (path.endswith("/chat/completions") or path.endswith("/models")):
-            self._send_json(404, {"error": {"message": f"Unknown path {path}", "type": "invalid_request_error", "code": None}})
+            self._send_json(
+                404,
+                {"error": {"message": f"Unknown path {path}", "type": "invalid_request_error", "code": None}},
+            )
             return
         if fake.api_key is not None and request.headers.get("authorization") != f"Bearer {fake.api_key}":
             self._send_json(401, BAD_KEY_BODY)
@@ -439,16 +450,32 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if path.endswith("/models"):
             if self.command != "GET":
-                self._send_json(405, {"error": {"message": "Use GET", "type": "invalid_request_error", "code": None}})
+                self._send_json(
+                    405, {"error": {"message": "Use GET", "type": "invalid_request_error", "code": None}}
+                )
                 return
             names = fake.models or ["fake-model"]
             self._send_json(
                 200,
-                {"object": "list", "data": [{"id": n, "object": "model", "created": 1700000000, "owned_by": "fake"} for n in names]},
+                {
+                    "object": "list",
+                    "data": [
+                        {"id": n, "object": "model", "created": 1700000000, "owned_by": "fake"} for n in names
+                    ],
+                },
             )
             return
         if self.command != "POST" or not isinstance(request.body, dict):
-            self._send_json(400, {"error": {"message": "We could not parse the JSON body of your request.", "type": "invalid_request_error", "code": None}})
+            self._send_json(
+                400,
+                {
+                    "error": {
+                        "message": "We could not parse the JSON body of your request.",
+                        "type": "invalid_request_error",
+                        "code": None,
+                    }
+                },
+            )
             return
         model = request.body.get("model")
         if fake.models is not None and model not in fake.models:
@@ -479,7 +506,9 @@ class _Handler(BaseHTTPRequestHandler):
                 "object": "chat.completion",
                 "created": int(time.time()),
                 "model": request.body.get("model"),
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+                ],
                 "usage": _usage(request.body, text),
             },
         )
@@ -502,7 +531,7 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(behaviour, Garbage):
             self._event(chunk({"role": "assistant", "content": ""}))
             self._event("{not json")
-            self._event("{\"choices\": [{\"delta\": {\"content\": oops}}]")
+            self._event('{"choices": [{"delta": {"content": oops}}]')
             self._event("[DONE]")
             self._end_stream()
             return
@@ -512,10 +541,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self._event(chunk({"content": piece}))
             # Close without the terminating chunk: the body is incomplete, as when a proxy drops it.
             self.close_connection = True
-            try:
+            with contextlib.suppress(OSError):
                 self.connection.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
             return
         assert isinstance(behaviour, Reply)
         self._event(chunk({"role": "assistant", "content": ""}))

@@ -10,8 +10,16 @@ import re
 import socket
 
 import pytest
-
-from fake_provider import Cut, FakeProvider, Garbage, bad_key, model_not_found, rate_limited, server_error, slow_stream
+from fake_provider import (
+    Cut,
+    FakeProvider,
+    Garbage,
+    bad_key,
+    model_not_found,
+    rate_limited,
+    server_error,
+    slow_stream,
+)
 from harness import Margin, poll
 
 
@@ -38,7 +46,9 @@ def button_in(bubble, page, name: str):
     return own if own.count() else page.get_by_role("button", name=name, exact=True)
 
 
-def test_answer_streams_in_as_markdown_and_everything_agrees(configured_margin: Margin, fake_provider: FakeProvider):
+def test_answer_streams_in_as_markdown_and_everything_agrees(
+    configured_margin: Margin, fake_provider: FakeProvider
+):
     margin = configured_margin
     page = margin.open_panel()
     box = margin.message_box(page)
@@ -51,7 +61,9 @@ def test_answer_streams_in_as_markdown_and_everything_agrees(configured_margin: 
     assert fake_provider.chat_requests == []
     box.fill("")
 
-    reply = "Here is **bold** text and `inline code`.\n\n- one\n- two\n\n" + " ".join(f"w{i}" for i in range(40))
+    reply = "Here is **bold** text and `inline code`.\n\n- one\n- two\n\n" + " ".join(
+        f"w{i}" for i in range(40)
+    )
     fake_provider.script(reply=reply, chunks=20, delay=0.1)
     margin.send(page, "Hello Margin")
 
@@ -63,7 +75,11 @@ def test_answer_streams_in_as_markdown_and_everything_agrees(configured_margin: 
         shown = margin.bubble_texts(page, "assistant")
         return bool(shown) and "bold" in shown[-1] and "w39" not in shown[-1] and stop.is_visible()
 
-    poll(partial, timeout=45, message=lambda: f"no partial answer with Stop seen; bubbles={margin.bubble_texts(page)}")
+    poll(
+        partial,
+        timeout=45,
+        message=lambda: f"no partial answer with Stop seen; bubbles={margin.bubble_texts(page)}",
+    )
 
     margin.wait_answer(page)
     assert margin.bubble_texts(page, "user") == ["Hello Margin"]
@@ -95,8 +111,11 @@ def test_stop_keeps_what_arrived(configured_margin: Margin, fake_provider: FakeP
     fake_provider.script(slow_stream(chunks=100, delay=0.1))
     margin.send(page, "Count slowly")
     assistant = margin.bubbles(page, "assistant")
-    poll(lambda: assistant.count() and "word5 " in margin.bubble_texts(page, "assistant")[-1] + " ", timeout=45,
-         message=lambda: f"the stream never showed word5: {margin.bubble_texts(page)}")
+    poll(
+        lambda: assistant.count() and "word5 " in margin.bubble_texts(page, "assistant")[-1] + " ",
+        timeout=45,
+        message=lambda: f"the stream never showed word5: {margin.bubble_texts(page)}",
+    )
     page.get_by_role("button", name="Stop", exact=True).click()
     margin.wait_idle(page, timeout_ms=10_000)
 
@@ -105,8 +124,11 @@ def test_stop_keeps_what_arrived(configured_margin: Margin, fake_provider: FakeP
     assert request.finished.wait(5)
     assert request.client_gone.is_set(), "Stop did not abort the request to the provider"
 
-    history = poll(lambda: (h := margin.history()) and h[-1]["role"] == "assistant" and h, timeout=10,
-                   message=lambda: f"no stopped answer stored: {margin.history()}")
+    history = poll(
+        lambda: (h := margin.history()) and h[-1]["role"] == "assistant" and h,
+        timeout=10,
+        message=lambda: f"no stopped answer stored: {margin.history()}",
+    )
     assert [r["role"] for r in history] == ["user", "assistant"]
     stored = history[-1]
     assert stored.get("stopped") is True
@@ -120,7 +142,9 @@ def test_stop_keeps_what_arrived(configured_margin: Margin, fake_provider: FakeP
     assert "word100" not in shown
 
 
-def test_regenerate_replaces_the_answer_and_resends_the_same_question(configured_margin: Margin, fake_provider: FakeProvider):
+def test_regenerate_replaces_the_answer_and_resends_the_same_question(
+    configured_margin: Margin, fake_provider: FakeProvider
+):
     margin = configured_margin
     page = margin.open_panel()
     fake_provider.script(reply="First answer.", chunks=2)
@@ -130,8 +154,11 @@ def test_regenerate_replaces_the_answer_and_resends_the_same_question(configured
     fake_provider.script(reply="Second answer.", chunks=2)
     assistant = margin.bubbles(page, "assistant")
     button_in(assistant.last, page, "Regenerate").click()
-    poll(lambda: "Second answer." in " ".join(margin.bubble_texts(page, "assistant")), timeout=45,
-         message=lambda: f"no second answer: {margin.bubble_texts(page)}")
+    poll(
+        lambda: "Second answer." in " ".join(margin.bubble_texts(page, "assistant")),
+        timeout=45,
+        message=lambda: f"no second answer: {margin.bubble_texts(page)}",
+    )
     margin.wait_idle(page)
 
     assert margin.bubble_texts(page, "user") == ["Tell me a fact"]
@@ -139,10 +166,15 @@ def test_regenerate_replaces_the_answer_and_resends_the_same_question(configured
     first, second = fake_provider.wait_for_chat_requests(2)
     assert second.body["messages"] == first.body["messages"]
     assert dialogue(second.body["messages"]) == [("user", "Tell me a fact")]
-    assert [(r["role"], r["content"]) for r in margin.history()] == [("user", "Tell me a fact"), ("assistant", "Second answer.")]
+    assert [(r["role"], r["content"]) for r in margin.history()] == [
+        ("user", "Tell me a fact"),
+        ("assistant", "Second answer."),
+    ]
 
 
-def test_edit_and_resend_replaces_the_bubble_and_what_follows(configured_margin: Margin, fake_provider: FakeProvider):
+def test_edit_and_resend_replaces_the_bubble_and_what_follows(
+    configured_margin: Margin, fake_provider: FakeProvider
+):
     margin = configured_margin
     page = margin.open_panel()
     margin.send(page, "first question")
@@ -159,8 +191,11 @@ def test_edit_and_resend_replaces_the_bubble_and_what_follows(configured_margin:
     page.get_by_role("button", name="Send", exact=True).click()
     fake_provider.wait_for_chat_requests(3)
     expected = ["edited question", "You said: edited question"]
-    poll(lambda: margin.bubble_texts(page) == expected, timeout=30,
-         message=lambda: f"the panel shows {margin.bubble_texts(page)}, expected {expected}")
+    poll(
+        lambda: margin.bubble_texts(page) == expected,
+        timeout=30,
+        message=lambda: f"the panel shows {margin.bubble_texts(page)}, expected {expected}",
+    )
     margin.wait_idle(page)
 
     assert margin.bubble_texts(page, "user") == ["edited question"]
@@ -211,11 +246,17 @@ def test_copy_puts_the_message_on_the_clipboard(configured_margin: Margin, fake_
     margin.wait_answer(page)
 
     button_in(margin.bubbles(page, "assistant").last, page, "Copy").click()
-    copied = poll(lambda: page.evaluate("window.__copied"), timeout=5, message="Copy wrote nothing to the clipboard")
+    copied = poll(
+        lambda: page.evaluate("window.__copied"), timeout=5, message="Copy wrote nothing to the clipboard"
+    )
     assert "Copy" in copied[-1] and "this" in copied[-1] and "answer" in copied[-1]
 
     button_in(margin.bubbles(page, "user").last, page, "Copy").click()
-    poll(lambda: page.evaluate("window.__copied.length") >= 2, timeout=5, message="Copy on the user bubble wrote nothing")
+    poll(
+        lambda: page.evaluate("window.__copied.length") >= 2,
+        timeout=5,
+        message="Copy on the user bubble wrote nothing",
+    )
     assert page.evaluate("window.__copied")[-1].strip() == "Say something to copy"
 
 
@@ -233,14 +274,22 @@ ERROR_CASES = {
     "rate_limited": (rate_limited(20), re.compile(r"20 seconds|wait|later", re.I)),
     "server_error": (server_error(), re.compile(r"500|server|try again", re.I)),
     "garbage_stream": (Garbage(), re.compile(r"not a chat stream.*Base URL", re.I)),
-    "cut_stream": (Cut("The answer starts", chunks=2), re.compile(r"broke before the answer was finished", re.I)),
+    "cut_stream": (
+        Cut("The answer starts", chunks=2),
+        re.compile(r"broke before the answer was finished", re.I),
+    ),
 }
 
 
 @pytest.mark.parametrize("case", [*ERROR_CASES, "connection_refused"])
-def test_provider_errors_show_a_sentence_and_keep_the_question(margin: Margin, fake_provider: FakeProvider, provider_config, case):
+def test_provider_errors_show_a_sentence_and_keep_the_question(
+    margin: Margin, fake_provider: FakeProvider, provider_config, case
+):
     if case == "connection_refused":
-        base_url, expected = f"http://127.0.0.1:{closed_port()}/v1", re.compile(r"reach|running|connect", re.I)
+        base_url, expected = (
+            f"http://127.0.0.1:{closed_port()}/v1",
+            re.compile(r"reach|running|connect", re.I),
+        )
     else:
         behaviour, expected = ERROR_CASES[case]
         fake_provider.script(behaviour)
@@ -252,7 +301,9 @@ def test_provider_errors_show_a_sentence_and_keep_the_question(margin: Margin, f
     sentence = margin.wait_alert(page)
     margin.wait_idle(page)
     assert expected.search(sentence), sentence
-    assert len(sentence) > 20 and not re.search(r"Traceback|undefined|\[object|null\b|NaN", sentence), sentence
+    assert len(sentence) > 20 and not re.search(r"Traceback|undefined|\[object|null\b|NaN", sentence), (
+        sentence
+    )
 
     assert margin.bubble_texts(page, "user") == [f"Question for {case}"]
     assert margin.bubbles(page, "assistant").count() == 0

@@ -6,7 +6,9 @@ from fake_provider import FakeProvider
 from harness import Margin, poll
 
 
-def test_history_survives_a_stopped_worker_and_the_next_send_works(configured_margin: Margin, fake_provider: FakeProvider):
+def test_history_survives_a_stopped_worker_and_the_next_send_works(
+    configured_margin: Margin, fake_provider: FakeProvider
+):
     margin = configured_margin
     page = margin.open_panel()
     fake_provider.script(reply="I will **remember** that.")
@@ -63,8 +65,11 @@ def test_a_cold_start_shows_starting_python_then_clears_it(margin: Margin):
 
 def test_python_boots_at_install_and_the_next_cold_start_restores_its_memory_snapshot(margin: Margin):
     # The install event starts Python and stores its snapshot before any page asked for anything.
-    poll(lambda: margin.snapshot_count() == 1, timeout=60,
-         message="no memory snapshot was stored after install")
+    poll(
+        lambda: margin.snapshot_count() == 1,
+        timeout=60,
+        message="no memory snapshot was stored after install",
+    )
     first = margin.send_message({"type": "app.ping", "payload": {}})
     assert first["ok"] and first["value"]["bootedFrom"] == "fresh"
 

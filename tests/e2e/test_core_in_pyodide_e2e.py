@@ -17,7 +17,7 @@ from harness import Margin
 
 REPO = Path(__file__).resolve().parents[2]
 
-PROBE = r'''
+PROBE = r"""
 import json
 from margin.sse import SSEDecoder
 from margin.figures import figure_label, prepare_history_for_model
@@ -53,26 +53,38 @@ result = {
     "folded": [session_search.fold(s) for s in samples],
 }
 json.dumps(result, ensure_ascii=False)
-'''
+"""
 
 
 def run_in_cpython() -> dict:
     code = PROBE.strip().rsplit("\n", 1)
     script = code[0] + "\nprint(" + code[1] + ")\n"
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
-                         env={"PYTHONPATH": str(REPO / "py"), "PATH": "/usr/bin:/bin"})
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": str(REPO / "py"), "PATH": "/usr/bin:/bin"},
+    )
     return json.loads(out.stdout)
 
 
 def test_the_core_gives_the_same_answers_inside_pyodide(margin: Margin):
     assert margin.send_message({"type": "app.ping", "payload": {}})["ok"]
     worker = margin.context.service_workers[-1]
-    in_pyodide = json.loads(worker.evaluate(
-        "async (code) => { const { pyodide } = await marginPython(); return pyodide.runPython(code); }", PROBE))
+    in_pyodide = json.loads(
+        worker.evaluate(
+            "async (code) => { const { pyodide } = await marginPython(); return pyodide.runPython(code); }",
+            PROBE,
+        )
+    )
     in_cpython = run_in_cpython()
 
     assert in_pyodide["splits_identical"] and in_cpython["splits_identical"]
-    assert in_pyodide["events"] == ['{"choices":[{"delta":{"content":"Grüß"}}]}',
-                                    '{"choices":[{"delta":{"content":" 世界"}}]}', "[DONE]"]
+    assert in_pyodide["events"] == [
+        '{"choices":[{"delta":{"content":"Grüß"}}]}',
+        '{"choices":[{"delta":{"content":" 世界"}}]}',
+        "[DONE]",
+    ]
     assert in_pyodide.pop("platform") == "emscripten" and in_cpython.pop("platform") != "emscripten"
     assert in_pyodide == in_cpython

@@ -8,10 +8,9 @@ Chrome creates, watched over CDP without attaching to the worker.
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
-
 from fake_provider import FakeProvider
 from harness import Margin, poll
 from web_pages import ARTICLE_PARAGRAPHS, NAV_WORDS, WebPages
@@ -47,8 +46,11 @@ def card(panel, name_start: str):
 
 
 def wait_attached(margin: Margin, count: int = 1) -> list[dict]:
-    return poll(lambda: (lambda h: h if sum("attachment" in r for r in h) >= count else None)(margin.history()),
-                timeout=ATTACH_TIMEOUT_MS / 1000, message=lambda: f"no attachment stored: {margin.history()}")
+    return poll(
+        lambda: (lambda h: h if sum("attachment" in r for r in h) >= count else None)(margin.history()),
+        timeout=ATTACH_TIMEOUT_MS / 1000,
+        message=lambda: f"no attachment stored: {margin.history()}",
+    )
 
 
 def status(margin: Margin) -> dict:
@@ -58,7 +60,8 @@ def status(margin: Margin) -> dict:
 
 
 def test_attach_page_sends_the_article_and_not_its_menus_then_reattaches_from_the_cache(
-        configured_margin: Margin, fake_provider: FakeProvider, web: WebPages):
+    configured_margin: Margin, fake_provider: FakeProvider, web: WebPages
+):
     margin = configured_margin
     panel = margin.open_panel()
     article = open_web_page(margin, web.url("/article.html"))
@@ -77,7 +80,9 @@ def test_attach_page_sends_the_article_and_not_its_menus_then_reattaches_from_th
     messages = request.body["messages"]
     assert [m["role"] for m in messages] == ["user", "user"]
     page_text = messages[0]["content"]
-    assert page_text.startswith("[Page context] Page: How rivers carve canyons\nURL: " + web.url("/article.html"))
+    assert page_text.startswith(
+        "[Page context] Page: How rivers carve canyons\nURL: " + web.url("/article.html")
+    )
     for paragraph in ARTICLE_PARAGRAPHS:
         assert paragraph in page_text
     assert "## What the layers tell" in page_text and "- Limestone from shallow seas" in page_text
@@ -101,7 +106,8 @@ def test_attach_page_sends_the_article_and_not_its_menus_then_reattaches_from_th
 
 
 def test_a_video_transcript_is_attached_and_a_capsule_seeks_the_video_in_its_tab(
-        configured_margin: Margin, fake_provider: FakeProvider, web: WebPages):
+    configured_margin: Margin, fake_provider: FakeProvider, web: WebPages
+):
     margin = configured_margin
     panel = margin.open_panel()
     video_tab = open_web_page(margin, web.url("/video.html"), video=True)
@@ -115,18 +121,27 @@ def test_a_video_transcript_is_attached_and_a_capsule_seeks_the_video_in_its_tab
     assert "Look at the red layer on the left." in record["content"]
     assert "[2:05] Here the river turns east" in record["content"]
 
-    fake_provider.script(reply="The guide points at the layer at [0:05], and the river turns at 2:05. "
-                               "In code it stays text: `3:00`.")
+    fake_provider.script(
+        reply="The guide points at the layer at [0:05], and the river turns at 2:05. "
+        "In code it stays text: `3:00`."
+    )
     margin.send(panel, "When does the river turn?")
     margin.wait_answer(panel)
     answer = margin.bubbles(panel, "assistant").last
-    names = answer.get_by_role("button", name="Seek to").evaluate_all("(nodes) => nodes.map((n) => n.getAttribute('aria-label'))")
+    names = answer.get_by_role("button", name="Seek to").evaluate_all(
+        "(nodes) => nodes.map((n) => n.getAttribute('aria-label'))"
+    )
     assert names == ["Seek to 0:05", "Seek to 2:05"]
     assert answer.locator("code").text_content() == "3:00"
 
     answer.get_by_role("button", name="Seek to 2:05").click()
-    poll(lambda: abs(video_tab.evaluate("() => document.querySelector('video').currentTime") - 125) < 0.5,
-         timeout=15, message=lambda: f"currentTime={video_tab.evaluate('() => document.querySelector(`video`).currentTime')}")
+    poll(
+        lambda: abs(video_tab.evaluate("() => document.querySelector('video').currentTime") - 125) < 0.5,
+        timeout=15,
+        message=lambda: (
+            f"currentTime={video_tab.evaluate('() => document.querySelector(`video`).currentTime')}"
+        ),
+    )
     # The video's tab came to the front.
     poll(lambda: video_tab.evaluate("() => document.visibilityState") == "visible", timeout=10)
 
@@ -135,30 +150,44 @@ def test_a_video_transcript_is_attached_and_a_capsule_seeks_the_video_in_its_tab
     reply = margin.send_message({"type": "video.seek", "payload": {"index": 0, "seconds": 5}})
     assert reply["ok"], reply
     assert reply["value"]["how"] == "reopened" and reply["value"]["url"] == web.url("/media/walk.wav#t=5")
-    opened = poll(lambda: margin._extension_page().evaluate("(id) => chrome.tabs.get(id).then((t) => t.pendingUrl || t.url, () => null)",
-                                                            reply["value"]["tabId"]), timeout=15)
+    opened = poll(
+        lambda: margin._extension_page().evaluate(
+            "(id) => chrome.tabs.get(id).then((t) => t.pendingUrl || t.url, () => null)",
+            reply["value"]["tabId"],
+        ),
+        timeout=15,
+    )
     assert opened == web.url("/media/walk.wav#t=5")
 
 
 def test_explain_from_the_context_menu_answers_the_selection_in_the_open_panel(
-        configured_margin: Margin, fake_provider: FakeProvider, web: WebPages):
+    configured_margin: Margin, fake_provider: FakeProvider, web: WebPages
+):
     margin = configured_margin
     panel = margin.open_panel()
-    article = open_web_page(margin, web.url("/article.html"))
+    open_web_page(margin, web.url("/article.html"))
     worker = margin.worker()
     # The menu item exists (created at install): updating it succeeds, creating it again does not.
-    assert worker.evaluate("""() => new Promise((resolve) => chrome.contextMenus.update('margin-explain', {},
-        () => resolve(chrome.runtime.lastError ? chrome.runtime.lastError.message : 'ok')))""") == "ok"
+    assert (
+        worker.evaluate("""() => new Promise((resolve) => chrome.contextMenus.update('margin-explain', {},
+        () => resolve(chrome.runtime.lastError ? chrome.runtime.lastError.message : 'ok')))""")
+        == "ok"
+    )
     fake_provider.script(reply="Grain by grain means slowly.")
     # Native menus cannot be clicked from a test: call the handler the listener calls.
-    worker.evaluate("""async (url) => {
+    worker.evaluate(
+        """async (url) => {
         const [tab] = await chrome.tabs.query({url});
         return globalThis.marginExplainClicked({menuItemId: 'margin-explain', selectionText: 'grain by grain', pageUrl: url}, tab);
-    }""", web.url("/article.html"))
+    }""",
+        web.url("/article.html"),
+    )
     margin.wait_answer(panel, before=0)
     (request,) = fake_provider.wait_for_chat_requests(1)
     selection, question = request.body["messages"]
-    assert selection["content"].startswith("[Page context] Selection from: How rivers carve canyons\nURL: " + web.url("/article.html"))
+    assert selection["content"].startswith(
+        "[Page context] Selection from: How rivers carve canyons\nURL: " + web.url("/article.html")
+    )
     assert selection["content"].endswith("\n\ngrain by grain")
     assert question["content"] == "Explain this."
     card(panel, "Selected text: How rivers carve canyons").wait_for()
@@ -167,7 +196,9 @@ def test_explain_from_the_context_menu_answers_the_selection_in_the_open_panel(
     assert margin.storage_get(["explainRequest"], area="session") == {}
 
 
-def test_pages_margin_cannot_read_get_a_sentence_and_nothing_is_stored(configured_margin: Margin, web: WebPages):
+def test_pages_margin_cannot_read_get_a_sentence_and_nothing_is_stored(
+    configured_margin: Margin, web: WebPages
+):
     margin = configured_margin
     panel = margin.open_panel()
     settings = margin.context.new_page()
@@ -183,20 +214,21 @@ def test_pages_margin_cannot_read_get_a_sentence_and_nothing_is_stored(configure
 
 
 def test_wake_hygiene_no_cache_no_wake_and_the_purge_listener_leaves_with_the_last_entry(
-        configured_margin: Margin, web: WebPages):
+    configured_margin: Margin, web: WebPages
+):
     margin = configured_margin
     panel = margin.open_panel()
 
     def tab_events(starts, label: str) -> None:
         steps = [
-            lambda: pages.append(margin.context.new_page()),            # opened
+            lambda: pages.append(margin.context.new_page()),  # opened
             lambda: pages[0].goto(web.url("/article.html")),
-            lambda: pages[0].goto(web.url("/video.html")),              # navigated
+            lambda: pages[0].goto(web.url("/video.html")),  # navigated
             lambda: pages.append(margin.context.new_page()),
             lambda: pages[1].goto(web.url("/empty.html")),
-            lambda: pages[0].bring_to_front(),                          # switched
+            lambda: pages[0].bring_to_front(),  # switched
             lambda: pages[1].bring_to_front(),
-            lambda: pages[0].close(),                                   # closed
+            lambda: pages[0].close(),  # closed
             lambda: pages[1].close(),
         ]
         pages: list = []
@@ -221,8 +253,11 @@ def test_wake_hygiene_no_cache_no_wake_and_the_purge_listener_leaves_with_the_la
     card(panel, "Attached page: How rivers carve canyons").wait_for(timeout=ATTACH_TIMEOUT_MS)
     assert status(margin)["listening"] is True
     article.close()
-    poll(lambda: status(margin) == {"tabs": [], "listening": False}, timeout=15,
-         message=lambda: f"not purged: {status(margin)}")
+    poll(
+        lambda: status(margin) == {"tabs": [], "listening": False},
+        timeout=15,
+        message=lambda: f"not purged: {status(margin)}",
+    )
     assert [k for k in margin.storage_get(None, area="session") if k.startswith("siteCache_")] == []
     # ... after which the stopped worker again stays stopped.
     margin.stop_service_worker()
@@ -232,7 +267,8 @@ def test_wake_hygiene_no_cache_no_wake_and_the_purge_listener_leaves_with_the_la
 
 
 def test_a_cached_tab_closed_while_the_worker_slept_is_dropped_by_the_next_restore(
-        configured_margin: Margin, web: WebPages):
+    configured_margin: Margin, web: WebPages
+):
     margin = configured_margin
     panel = margin.open_panel()
     article = open_web_page(margin, web.url("/article.html"))
@@ -257,10 +293,19 @@ def test_waiting_cards_can_be_removed_in_any_order(configured_margin: Margin, we
     attach(panel)
     card(panel, "Attached video: Canyon walk (video)").wait_for(timeout=ATTACH_TIMEOUT_MS)
     assert len(margin.history()) == 2
-    card(panel, "Attached page: How rivers carve canyons").get_by_role("button", name="Remove attachment").click()
-    poll(lambda: [r["attachment"]["kind"] for r in margin.history()] == ["video"], timeout=15,
-         message=lambda: f"history: {[r.get('attachment') for r in margin.history()]}")
+    card(panel, "Attached page: How rivers carve canyons").get_by_role(
+        "button", name="Remove attachment"
+    ).click()
+    poll(
+        lambda: [r["attachment"]["kind"] for r in margin.history()] == ["video"],
+        timeout=15,
+        message=lambda: f"history: {[r.get('attachment') for r in margin.history()]}",
+    )
     # The video's card is now first: its Remove must name its new place.
     card(panel, "Attached video: Canyon walk (video)").get_by_role("button", name="Remove attachment").click()
-    poll(lambda: margin.history() == [], timeout=15, message=lambda: panel.locator("#alert-text").text_content())
+    poll(
+        lambda: margin.history() == [],
+        timeout=15,
+        message=lambda: panel.locator("#alert-text").text_content(),
+    )
     card(panel, "Attached video: Canyon walk (video)").wait_for(state="detached")

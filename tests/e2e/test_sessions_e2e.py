@@ -14,7 +14,6 @@ import json
 import re
 
 import pytest
-
 from harness import Margin, launch, poll
 
 COLD_S = 45
@@ -22,8 +21,9 @@ COLD_S = 45
 
 def png_data_url(seed: int = 7) -> str:
     """A small real PNG that does not compress to nothing."""
-    from PIL import Image
     import random
+
+    from PIL import Image
 
     rng = random.Random(seed)
     image = Image.new("RGB", (48, 32))
@@ -38,8 +38,10 @@ IMAGE = png_data_url()
 
 def user(text, image=None):
     if image:
-        return {"role": "user", "content": [{"type": "text", "text": text},
-                                            {"type": "image_url", "image_url": {"url": image}}]}
+        return {
+            "role": "user",
+            "content": [{"type": "text", "text": text}, {"type": "image_url", "image_url": {"url": image}}],
+        }
     return {"role": "user", "content": text}
 
 
@@ -53,11 +55,25 @@ def legacy(sid, name, created, history, pinned=False):
 
 
 LEGACY = [
-    legacy(1700000000001, "Trip to Lyon", 1700000000001,
-           [user("Where should I eat in Lyon?"), answer("Try a bouchon near Saint-Jean.")], pinned=True),
-    legacy("s2", "A chart", 1700000000002,
-           [{**user("What does this chart show?", IMAGE), "imagesSeen": True}, answer("Sales by quarter.")]),
-    legacy("s3", "Встреча", 1700000000003, [user("Привет, как дела? Встреча в Москве завтра."), answer("Хорошо.")]),
+    legacy(
+        1700000000001,
+        "Trip to Lyon",
+        1700000000001,
+        [user("Where should I eat in Lyon?"), answer("Try a bouchon near Saint-Jean.")],
+        pinned=True,
+    ),
+    legacy(
+        "s2",
+        "A chart",
+        1700000000002,
+        [{**user("What does this chart show?", IMAGE), "imagesSeen": True}, answer("Sales by quarter.")],
+    ),
+    legacy(
+        "s3",
+        "Встреча",
+        1700000000003,
+        [user("Привет, как дела? Встреча в Москве завтра."), answer("Хорошо.")],
+    ),
     legacy("s4", "Un café", 1700000000004, [user("Un café à Paris, s'il vous plaît"), answer("Voilà.")]),
     legacy("s5", "你好", 1700000000005, [user("你好世界，今天天气很好"), answer("是的。")]),
     legacy("s6", "Walk", 1700000000006, [user("Die Straße entlang bis zum Park"), answer("Gut.")]),
@@ -65,6 +81,7 @@ LEGACY = [
 
 
 # --- helpers ------------------------------------------------------------------------------------
+
 
 def sessions_region(page):
     return page.get_by_role("region", name="Sessions")
@@ -89,8 +106,11 @@ def item_names(page) -> list[str]:
 
 
 def wait_names(page, expected, timeout=COLD_S):
-    poll(lambda: item_names(page) == expected, timeout=timeout,
-         message=lambda: f"sessions listed {item_names(page)}, expected {expected}")
+    poll(
+        lambda: item_names(page) == expected,
+        timeout=timeout,
+        message=lambda: f"sessions listed {item_names(page)}, expected {expected}",
+    )
 
 
 def index_of(margin: Margin) -> list[dict]:
@@ -111,8 +131,11 @@ def migrated_panel(margin: Margin, entries=LEGACY):
     seed_legacy(margin, entries)
     page = margin.open_panel()
     open_sessions(page)
-    poll(lambda: items(page).count() == len(entries), timeout=COLD_S,
-         message=lambda: f"listed {item_names(page)}")
+    poll(
+        lambda: items(page).count() == len(entries),
+        timeout=COLD_S,
+        message=lambda: f"listed {item_names(page)}",
+    )
     return page
 
 
@@ -126,6 +149,7 @@ def download_text(page, click) -> tuple[str, str]:
 
 # --- the tests ----------------------------------------------------------------------------------
 
+
 def test_legacy_sessions_are_migrated_to_bodies_and_all_listed(margin: Margin):
     page = migrated_panel(margin)
     assert sorted(item_names(page)) == sorted(e["name"] for e in LEGACY)
@@ -133,14 +157,16 @@ def test_legacy_sessions_are_migrated_to_bodies_and_all_listed(margin: Margin):
 
     index = index_of(margin)
     assert [e["id"] for e in index] == ["1700000000001", "s2", "s3", "s4", "s5", "s6"]
-    for old, entry in zip(LEGACY, index):
+    for old, entry in zip(LEGACY, index, strict=True):
         assert "history" not in entry
         assert entry["name"] == old["name"] and entry["createdAt"] == old["createdAt"]
         assert entry["pinned"] is old["pinned"]
         body = body_of(margin, entry["id"])
         assert body is not None, f"no session_{entry['id']} body"
         assert body["history"] == old["history"]  # the exact records
-        texts = [r["content"] if isinstance(r["content"], str) else r["content"][0]["text"] for r in old["history"]]
+        texts = [
+            r["content"] if isinstance(r["content"], str) else r["content"][0]["text"] for r in old["history"]
+        ]
         assert entry["textDigest"] == "\n".join(texts)
     chart = body_of(margin, "s2")["history"][0]["content"][1]["image_url"]["url"]
     assert chart == IMAGE  # byte-identical pixels
@@ -154,15 +180,21 @@ def test_new_session_then_open_it_and_save_again_updates_it(configured_margin: M
     margin.wait_answer(page)
 
     page.get_by_role("button", name="New session").click()
-    poll(lambda: margin.bubbles(page).count() == 0 and margin.history() == [], timeout=COLD_S,
-         message=lambda: f"the conversation did not clear: {margin.bubble_texts(page)}")
+    poll(
+        lambda: margin.bubbles(page).count() == 0 and margin.history() == [],
+        timeout=COLD_S,
+        message=lambda: f"the conversation did not clear: {margin.bubble_texts(page)}",
+    )
     open_sessions(page)
     wait_names(page, ["Tell me about otters"])
     [first] = index_of(margin)
 
     item(page, "Tell me about otters").get_by_role("button", name="Open").click()
-    poll(lambda: margin.bubble_texts(page, "user") == ["Tell me about otters"], timeout=COLD_S,
-         message=lambda: f"the conversation did not come back: {margin.bubble_texts(page)}")
+    poll(
+        lambda: margin.bubble_texts(page, "user") == ["Tell me about otters"],
+        timeout=COLD_S,
+        message=lambda: f"the conversation did not come back: {margin.bubble_texts(page)}",
+    )
     assert margin.bubbles(page, "assistant").count() == 1
 
     margin.send(page, "And beavers?")
@@ -180,12 +212,15 @@ def test_new_session_then_open_it_and_save_again_updates_it(configured_margin: M
     wait_names(page, ["Tell me about otters"])
 
 
-@pytest.mark.parametrize("query, name, highlighted", [
-    ("москве", "Встреча", "Москве"),
-    ("CAFE", "Un café", "café"),
-    ("世界", "你好", "世界"),
-    ("strasse", "Walk", "Straße"),
-])
+@pytest.mark.parametrize(
+    "query, name, highlighted",
+    [
+        ("москве", "Встреча", "Москве"),
+        ("CAFE", "Un café", "café"),
+        ("世界", "你好", "世界"),
+        ("strasse", "Walk", "Straße"),
+    ],
+)
 def test_search_narrows_as_you_type_and_highlights(margin: Margin, query, name, highlighted):
     page = migrated_panel(margin)
     box = page.get_by_role("searchbox", name="Search sessions")
@@ -193,16 +228,28 @@ def test_search_narrows_as_you_type_and_highlights(margin: Margin, query, name, 
     wait_names(page, [name], timeout=10)
     # The list may already be narrowed by the first characters typed: wait for the last one.
     marks = item(page, name).locator("mark")
-    poll(lambda: highlighted in marks.all_inner_texts(), timeout=10,
-         message=lambda: f"{highlighted!r} not highlighted: {marks.all_inner_texts()}")
+    poll(
+        lambda: highlighted in marks.all_inner_texts(),
+        timeout=10,
+        message=lambda: f"{highlighted!r} not highlighted: {marks.all_inner_texts()}",
+    )
     box.fill("")
-    poll(lambda: items(page).count() == len(LEGACY), timeout=10, message="clearing the search did not restore the list")
+    poll(
+        lambda: items(page).count() == len(LEGACY),
+        timeout=10,
+        message="clearing the search did not restore the list",
+    )
 
 
 THREE = [
     legacy("a", "Alpha", 1700000000001, [user("alpha text"), answer("first answer")]),
     legacy("b", "Beta", 1700000000002, [user("beta text"), answer("second answer")]),
-    legacy("g", "Gamma", 1700000000003, [user("Gamma: describe this picture", IMAGE), answer("A **noisy** picture.")]),
+    legacy(
+        "g",
+        "Gamma",
+        1700000000003,
+        [user("Gamma: describe this picture", IMAGE), answer("A **noisy** picture.")],
+    ),
 ]
 
 
@@ -245,7 +292,11 @@ def test_rename_pin_delete_undo_and_export(margin: Margin):
     item(page, "Gamma").get_by_role("button", name="Delete").click()
     wait_names(page, ["Beta, renamed", "Alpha"], timeout=10)
     assert body_of(margin, "g") is not None  # kept for the undo window
-    poll(lambda: body_of(margin, "g") is None, timeout=25, message="the body was not removed after the undo window")
+    poll(
+        lambda: body_of(margin, "g") is None,
+        timeout=25,
+        message="the body was not removed after the undo window",
+    )
     assert "g" not in [e["id"] for e in index_of(margin)]
     assert body_of(margin, "a") is not None and body_of(margin, "b") is not None
 
@@ -269,12 +320,16 @@ def test_a_missing_body_shows_as_damaged_and_the_list_still_works(margin: Margin
     item(page, "Beta").get_by_role("button", name="Open").click()
     assert "missing" in margin.wait_alert(page)
     item(page, "Alpha").get_by_role("button", name="Open").click()
-    poll(lambda: margin.bubble_texts(page, "user") == ["alpha text"], timeout=COLD_S,
-         message=lambda: f"Alpha did not open: {margin.bubble_texts(page)}")
+    poll(
+        lambda: margin.bubble_texts(page, "user") == ["alpha text"],
+        timeout=COLD_S,
+        message=lambda: f"Alpha did not open: {margin.bubble_texts(page)}",
+    )
 
 
-def test_backup_export_then_import_into_a_fresh_profile(configured_margin: Margin, playwright_instance, dist_dir, tmp_path,
-                                                       provider_config):
+def test_backup_export_then_import_into_a_fresh_profile(
+    configured_margin: Margin, playwright_instance, dist_dir, tmp_path, provider_config
+):
     margin = configured_margin
     page = migrated_panel(margin, THREE)
     region = sessions_region(page)
@@ -286,7 +341,9 @@ def test_backup_export_then_import_into_a_fresh_profile(configured_margin: Margi
     assert provider_config["apiKey"] not in without_keys
     region.get_by_role("checkbox", name="Include API keys").check()
     _, with_keys = download_text(page, lambda: region.get_by_role("button", name="Export backup").click())
-    assert [p["apiKey"] for p in json.loads(with_keys)["settings"]["providers"]] == [provider_config["apiKey"]]
+    assert [p["apiKey"] for p in json.loads(with_keys)["settings"]["providers"]] == [
+        provider_config["apiKey"]
+    ]
 
     good = tmp_path / "margin-backup.json"
     good.write_text(with_keys, encoding="utf-8")
@@ -314,13 +371,19 @@ def test_backup_export_then_import_into_a_fresh_profile(configured_margin: Margi
         assert "Added 3 sessions" in status.inner_text()
         wait_names(page2, ["Gamma", "Beta", "Alpha"])
         assert body_of(other, "g")["history"] == THREE[2]["history"]  # pixels included
-        assert [p["apiKey"] for p in other.storage_get(["providers"])["providers"]] == [provider_config["apiKey"]]
+        assert [p["apiKey"] for p in other.storage_get(["providers"])["providers"]] == [
+            provider_config["apiKey"]
+        ]
 
         import_file(truncated)
         sentence = other.wait_alert(page2)
         assert "incomplete" in sentence and "Export the backup again" in sentence
         import_file(foreign)
-        poll(lambda: "not a Margin backup" in other.wait_alert(page2), timeout=10, message="no alert for a foreign file")
+        poll(
+            lambda: "not a Margin backup" in other.wait_alert(page2),
+            timeout=10,
+            message="no alert for a foreign file",
+        )
         wait_names(page2, ["Gamma", "Beta", "Alpha"])  # nothing lost or added
         assert len(other.storage_get(["savedSessions"])["savedSessions"]) == 3
         assert fresh.page_errors == []

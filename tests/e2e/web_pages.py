@@ -8,6 +8,7 @@ what the extension fetched.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import re
 import threading
@@ -15,7 +16,13 @@ import wave
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-NAV_WORDS = ("Subscribe to our newsletter", "We use cookies", "Home Politics Sport Weather", "Related stories", "© 2026 Example News")
+NAV_WORDS = (
+    "Subscribe to our newsletter",
+    "We use cookies",
+    "Home Politics Sport Weather",
+    "Related stories",
+    "© 2026 Example News",
+)
 
 ARTICLE_PARAGRAPHS = [
     "Rivers carve canyons by grinding the rock beneath them, grain by grain, over millions of years.",
@@ -30,7 +37,8 @@ def article_html(paragraphs: int = 0) -> str:
     filler = "".join(
         f"<p>Paragraph {i}: sediment, uplift and time explain most of what a canyon shows; "
         f"geologists read the layers like pages of a book, each one a chapter of erosion.</p>"
-        for i in range(paragraphs))
+        for i in range(paragraphs)
+    )
     body = "".join(f"<p>{p}</p>" for p in ARTICLE_PARAGRAPHS)
     return f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>How rivers carve canyons</title>
 <meta property="og:site_name" content="Example News"></head><body>
@@ -119,7 +127,7 @@ class WebPages:
             def log_message(self, *args: Any) -> None:
                 pass
 
-            def do_GET(self) -> None:  # noqa: N802 - stdlib naming
+            def do_GET(self) -> None:
                 path = self.path.split("?", 1)[0].split("#", 1)[0]
                 with lock:
                     requested.append(path)
@@ -145,16 +153,16 @@ class WebPages:
                 self.send_header("Accept-Ranges", "bytes")
                 self.send_header("Content-Length", str(end - start + 1))
                 self.end_headers()
-                try:
-                    self.wfile.write(data[start:end + 1])
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    self.wfile.write(data[start : end + 1])
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
 
-    def __enter__(self) -> "WebPages":
+    def __enter__(self) -> WebPages:
         self._thread.start()
         return self
 
@@ -169,4 +177,3 @@ class WebPages:
     def requests_for(self, path: str) -> int:
         with self._lock:
             return self.requested.count(path)
-

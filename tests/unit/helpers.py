@@ -12,8 +12,14 @@ def run(coro):
     return asyncio.run(coro)
 
 
-def run_js_module(tmp_path: Path, module: Path, alias: str, script: str, data: Any,
-                  extra_files: dict[str, str] | None = None) -> Any:
+def run_js_module(
+    tmp_path: Path,
+    module: Path,
+    alias: str,
+    script: str,
+    data: Any,
+    extra_files: dict[str, str] | None = None,
+) -> Any:
     """Run `script` in node with `module` imported as `alias` and `input` = `data`; returns what
     the script printed as JSON. Node is part of the test environment: without it this fails."""
     node = shutil.which("node")
@@ -27,7 +33,9 @@ def run_js_module(tmp_path: Path, module: Path, alias: str, script: str, data: A
     runner.write_text(
         f"import fs from 'fs';\nimport * as {alias} from './{alias}.mjs';\n"
         "const input = JSON.parse(fs.readFileSync(new URL('./input.json', import.meta.url), 'utf8'));\n"
-        + script, encoding="utf-8")
+        + script,
+        encoding="utf-8",
+    )
     done = subprocess.run([node, str(runner)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)

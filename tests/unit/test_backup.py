@@ -11,8 +11,14 @@ from margin.platform_memory import memory_platform
 from margin.storage import HISTORY, PROVIDERS, SAVED_SESSIONS, session_body_key
 
 PIXELS = "data:image/jpeg;base64," + "/9j/4AAQ" * 400
-PROVIDER = {"id": "p1", "type": "openai", "name": "OpenAI", "baseUrl": "https://api.openai.com/v1",
-            "apiKey": "sk-secret", "model": "gpt-4o"}
+PROVIDER = {
+    "id": "p1",
+    "type": "openai",
+    "name": "OpenAI",
+    "baseUrl": "https://api.openai.com/v1",
+    "apiKey": "sk-secret",
+    "model": "gpt-4o",
+}
 
 
 def run(coro):
@@ -22,8 +28,21 @@ def run(coro):
 def seeded():
     platform = memory_platform({PROVIDERS: [PROVIDER], "activeProviderId": "p1"})
     for text in ("first chat", "second chat"):
-        run(platform.local.set({HISTORY: [{"role": "user", "content": [
-            {"type": "text", "text": text}, {"type": "image_url", "image_url": {"url": PIXELS}}]}]}))
+        run(
+            platform.local.set(
+                {
+                    HISTORY: [
+                        {
+                            "role": "user",
+                            "content": [
+                                {"type": "text", "text": text},
+                                {"type": "image_url", "image_url": {"url": PIXELS}},
+                            ],
+                        }
+                    ]
+                }
+            )
+        )
         run(sessions.handle_new(platform, {}))
     run(platform.local.set({HISTORY: [{"role": "user", "content": "still open"}]}))
     return platform
@@ -42,7 +61,9 @@ def test_export_holds_every_session_with_pixels_and_blanks_keys():
     assert all(s["history"][0]["content"][1]["image_url"]["url"] == PIXELS for s in data["sessions"])
     assert data["current"]["history"] == [{"role": "user", "content": "still open"}]
     assert data["settings"]["providers"][0]["apiKey"] == ""
-    assert json.loads(export(seeded(), keys=True)["text"])["settings"]["providers"][0]["apiKey"] == "sk-secret"
+    assert (
+        json.loads(export(seeded(), keys=True)["text"])["settings"]["providers"][0]["apiKey"] == "sk-secret"
+    )
 
 
 def test_import_into_an_empty_profile_restores_everything():
@@ -122,14 +143,17 @@ def test_import_takes_a_newer_copy_from_the_file():
     assert old.local.snapshot()[session_body_key(sid)]["history"][0]["content"] == "newer elsewhere"
 
 
-@pytest.mark.parametrize("text, words", [
-    ("", "empty"),
-    ("hello", "not valid JSON"),
-    ('{"format": "something-else", "version": 1}', "not a Margin backup"),
-    ('[1, 2]', "not a Margin backup"),
-    ('{"format": "margin-backup", "version": 7, "sessions": []}', "newer Margin"),
-    ('{"format": "margin-backup", "version": 1, "sessions": {}}', "damaged"),
-])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("", "empty"),
+        ("hello", "not valid JSON"),
+        ('{"format": "something-else", "version": 1}', "not a Margin backup"),
+        ("[1, 2]", "not a Margin backup"),
+        ('{"format": "margin-backup", "version": 7, "sessions": []}', "newer Margin"),
+        ('{"format": "margin-backup", "version": 1, "sessions": {}}', "damaged"),
+    ],
+)
 def test_bad_files_are_refused_with_a_clear_sentence(text, words):
     platform = memory_platform()
     with pytest.raises(MarginError) as err:

@@ -66,7 +66,49 @@ def test_the_pages_take_storage_key_names_from_the_generated_contract():
             literal = re.findall(r"""['"]([A-Za-z_]+)['"]""", match.group(2))
             spelled = sorted(set(literal) & keys)
             assert not spelled, f"{path.name} spells storage keys {spelled} instead of using CONTRACT"
-        constant = re.search(r"""const\s+\w+\s*=\s*['"](%s)['"]""" % "|".join(map(re.escape, keys)), text)
+        constant = re.search(
+            r"""const\s+\w+\s*=\s*['"]({})['"]""".format("|".join(map(re.escape, keys))), text
+        )
         assert not constant, f"{path.name} spells the storage key {constant.group(1)!r}: use CONTRACT"
-    assert "sidepanel.js" in readers or any("panel" in r for r in readers), "the panel no longer reads storage?"
-    assert "getAllKeys" in storage.contract_for_js() and "history" not in storage.contract_for_js()["getAllKeys"]
+    assert "sidepanel.js" in readers or any("panel" in r for r in readers), (
+        "the panel no longer reads storage?"
+    )
+    assert (
+        "getAllKeys" in storage.contract_for_js() and "history" not in storage.contract_for_js()["getAllKeys"]
+    )
+
+
+def _readme_layout() -> str:
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## How the code is laid out", 1)[1]
+    return section.split("```", 2)[1]
+
+
+def _tracked_files() -> list[str]:
+    import subprocess
+
+    listed = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True)
+    return listed.stdout.split()
+
+
+def test_the_readme_layout_names_every_source_file_and_folder():
+    # A newcomer reads the layout first: every module, page, test folder and doc must be in it.
+    # A name counts when it appears as itself or as `stem.*` (sidepanel.* = .html, .css and .js).
+    layout = _readme_layout()
+    named = set(re.findall(r"[\w./*-]+", layout))
+    missing = []
+    for rel in _tracked_files():
+        path = Path(rel)
+        if path.name.startswith(".") or path.parts[0].startswith("."):
+            continue
+        if {"vendor", "generated"} & set(path.parts) or path.name in {"__init__.py", "conftest.py"}:
+            continue
+        if path.parts[0] == "tests" and (path.name.startswith("test_") or path.suffix == ".json"):
+            continue  # test modules are named for what they test; their folders are listed
+        if path.parts[0] == "docs" and path.suffix == ".png":
+            continue
+        tails = {"/".join(path.parts[i:]) for i in range(len(path.parts))}
+        if tails & named or f"{path.stem}.*" in named:
+            continue
+        missing.append(rel)
+    assert missing == [], f"README's layout does not name: {missing}"

@@ -38,8 +38,12 @@ def run_extract_js(tmp_path: Path, script: str, data=None):
     runner = tmp_path / "run.cjs"
     runner.write_text(RUNNER % script, encoding="utf-8")
     (tmp_path / "input.json").write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
-    done = subprocess.run([node, str(runner), str(EXTRACT), str(tmp_path / "input.json")],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [node, str(runner), str(EXTRACT), str(tmp_path / "input.json")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
@@ -48,9 +52,12 @@ JSON_AT = "console.log(JSON.stringify(input.map(([text, at]) => g.__marginJsonAt
 
 
 def test_loading_defines_the_globals_without_touching_the_dom(tmp_path):
-    got = run_extract_js(tmp_path, """
+    got = run_extract_js(
+        tmp_path,
+        """
 console.log(JSON.stringify(['__marginExtract', '__marginProbe', '__marginSeek', '__marginJsonAt',
-  '__marginYouTubeFromScripts'].map((name) => typeof g[name])));""")
+  '__marginYouTubeFromScripts'].map((name) => typeof g[name])));""",
+    )
     assert got == ["function"] * 5
 
 
@@ -58,25 +65,25 @@ def test_json_at_matches_braces_and_respects_strings_and_escapes(tmp_path):
     nested = '{"a": {"b": [1, {"c": "}"}]}, "d": "{[("}'
     cases = [
         (nested + " trailing }", 0),
-        ('x = ' + nested + ';', 4),
-        ('x =   \n\t' + nested, 3),                                 # whitespace is skipped
-        ('{"q": "he said \\"}\\" and left", "n": 1} rest', 0),       # escaped quotes
-        ('{"back": "C:\\\\", "next": "}"} more', 0),                 # an escaped backslash ends
-        ('{"u": "\\u007d \u00e9\u4e2d\U0001F600 }"}{"second": 1}', 0),  # unicode, \\u escapes
-        ('[1, [2, [3]], {"k": "]"}] tail', 0),                       # an array at the top
-        ('{"a": [1, 2}', 0),                                         # mismatched: null
-        ('{"open": "never closed', 0),                               # unbalanced: null
-        ('{"a": {"b": 1}', 0),                                       # unbalanced: null
-        ('nothing here', 0),                                         # not at a brace: null
-        ('', 0),
-        ('{}', 0),
+        ("x = " + nested + ";", 4),
+        ("x =   \n\t" + nested, 3),  # whitespace is skipped
+        ('{"q": "he said \\"}\\" and left", "n": 1} rest', 0),  # escaped quotes
+        ('{"back": "C:\\\\", "next": "}"} more', 0),  # an escaped backslash ends
+        ('{"u": "\\u007d \u00e9\u4e2d\U0001f600 }"}{"second": 1}', 0),  # unicode, \\u escapes
+        ('[1, [2, [3]], {"k": "]"}] tail', 0),  # an array at the top
+        ('{"a": [1, 2}', 0),  # mismatched: null
+        ('{"open": "never closed', 0),  # unbalanced: null
+        ('{"a": {"b": 1}', 0),  # unbalanced: null
+        ("nothing here", 0),  # not at a brace: null
+        ("", 0),
+        ("{}", 0),
     ]
     got = run_extract_js(tmp_path, JSON_AT, cases)
     assert got[0] == nested and json.loads(got[0])["d"] == "{[("
     assert got[1] == nested and got[2] == nested
     assert json.loads(got[3]) == {"q": 'he said "}" and left', "n": 1}
     assert json.loads(got[4]) == {"back": "C:\\", "next": "}"}
-    assert json.loads(got[5]) == {"u": "} \u00e9\u4e2d\U0001F600 }"}
+    assert json.loads(got[5]) == {"u": "} \u00e9\u4e2d\U0001f600 }"}
     assert json.loads(got[6]) == [1, [2, [3]], {"k": "]"}]
     assert got[7:12] == [None] * 5
     assert got[12] == "{}"
@@ -84,26 +91,46 @@ def test_json_at_matches_braces_and_respects_strings_and_escapes(tmp_path):
 
 def player_response(video_id: str, tracks: list[dict] | None) -> dict:
     response = {
-        "responseContext": {"serviceTrackingParams": [{"service": "GFEEDBACK", "params": [
-            {"key": "e", "value": "23804281,{not json}"}]}]},
-        "playabilityStatus": {"status": "OK", "miniplayer": {"text": "a } and a { and \"quotes\""}},
-        "videoDetails": {"videoId": video_id, "title": "Talk: \u00abBraces {}\u00bb \u2014 \u4e2d\u6587",
-                         "lengthSeconds": "754", "shortDescription": "line 1\nline 2 }}}"},
+        "responseContext": {
+            "serviceTrackingParams": [
+                {"service": "GFEEDBACK", "params": [{"key": "e", "value": "23804281,{not json}"}]}
+            ]
+        },
+        "playabilityStatus": {"status": "OK", "miniplayer": {"text": 'a } and a { and "quotes"'}},
+        "videoDetails": {
+            "videoId": video_id,
+            "title": "Talk: \u00abBraces {}\u00bb \u2014 \u4e2d\u6587",
+            "lengthSeconds": "754",
+            "shortDescription": "line 1\nline 2 }}}",
+        },
     }
     if tracks is not None:
-        response["captions"] = {"playerCaptionsTracklistRenderer": {"captionTracks": tracks,
-                                                                    "audioTracks": [{}]}}
+        response["captions"] = {
+            "playerCaptionsTracklistRenderer": {"captionTracks": tracks, "audioTracks": [{}]}
+        }
     return response
 
 
 TRACKS = [
-    {"baseUrl": "https://www.youtube.com/api/timedtext?v=dQw4w9WgXcQ&lang=en&fmt=srv3",
-     "name": {"simpleText": "English"}, "vssId": ".en", "languageCode": "en", "isTranslatable": True},
-    {"baseUrl": "https://www.youtube.com/api/timedtext?v=dQw4w9WgXcQ&kind=asr&lang=de",
-     "name": {"runs": [{"text": "Deutsch "}, {"text": "(automatisch erzeugt)"}]},
-     "vssId": "a.de", "languageCode": "de", "kind": "asr"},
-    {"baseUrl": "/api/timedtext?v=dQw4w9WgXcQ&lang=ja", "name": {"simpleText": "\u65e5\u672c\u8a9e"},
-     "languageCode": "ja"},
+    {
+        "baseUrl": "https://www.youtube.com/api/timedtext?v=dQw4w9WgXcQ&lang=en&fmt=srv3",
+        "name": {"simpleText": "English"},
+        "vssId": ".en",
+        "languageCode": "en",
+        "isTranslatable": True,
+    },
+    {
+        "baseUrl": "https://www.youtube.com/api/timedtext?v=dQw4w9WgXcQ&kind=asr&lang=de",
+        "name": {"runs": [{"text": "Deutsch "}, {"text": "(automatisch erzeugt)"}]},
+        "vssId": "a.de",
+        "languageCode": "de",
+        "kind": "asr",
+    },
+    {
+        "baseUrl": "/api/timedtext?v=dQw4w9WgXcQ&lang=ja",
+        "name": {"simpleText": "\u65e5\u672c\u8a9e"},
+        "languageCode": "ja",
+    },
 ]
 
 
@@ -111,36 +138,59 @@ def page_scripts(response: dict) -> list[str]:
     body = json.dumps(response, ensure_ascii=False).replace("/", "\\/")  # as YouTube writes it
     return [
         'window.ytcfg = {"d": function(){ return {}; }}; if (window.ytInitialPlayerResponse == null) {}',
-        "var ytInitialPlayerResponse = " + body
-        + ';var meta = document.createElement(\'meta\'); meta.name = "referrer"; '
-          'var ytInitialData = {"contents": {"x": "}"}};',
+        "var ytInitialPlayerResponse = "
+        + body
+        + ";var meta = document.createElement('meta'); meta.name = \"referrer\"; "
+        'var ytInitialData = {"contents": {"x": "}"}};',
     ]
 
 
 def test_youtube_caption_tracks_come_from_the_inline_player_response(tmp_path):
     scripts = page_scripts(player_response("dQw4w9WgXcQ", TRACKS))
-    urls = ["https://www.youtube.com/watch?v=dQw4w9WgXcQ&t=42s",
-            "https://m.youtube.com/watch?v=dQw4w9WgXcQ",
-            "https://www.youtube.com/watch?v=OTHERvideo1",          # in-app navigation: stale
-            "https://www.youtube.com/feed/subscriptions",           # no video named at all
-            "https://example.com/watch?v=dQw4w9WgXcQ"]              # not YouTube
-    got = run_extract_js(tmp_path, """
+    urls = [
+        "https://www.youtube.com/watch?v=dQw4w9WgXcQ&t=42s",
+        "https://m.youtube.com/watch?v=dQw4w9WgXcQ",
+        "https://www.youtube.com/watch?v=OTHERvideo1",  # in-app navigation: stale
+        "https://www.youtube.com/feed/subscriptions",  # no video named at all
+        "https://example.com/watch?v=dQw4w9WgXcQ",
+    ]  # not YouTube
+    got = run_extract_js(
+        tmp_path,
+        """
 console.log(JSON.stringify(input.urls.map((url) => g.__marginYouTubeFromScripts(input.scripts, url))));""",
-                         {"scripts": scripts, "urls": urls})
+        {"scripts": scripts, "urls": urls},
+    )
     expected_tracks = [
         {"baseUrl": TRACKS[0]["baseUrl"], "languageCode": "en", "name": "English", "kind": ""},
-        {"baseUrl": TRACKS[1]["baseUrl"], "languageCode": "de",
-         "name": "Deutsch (automatisch erzeugt)", "kind": "asr"},
-        {"baseUrl": "https://www.youtube.com/api/timedtext?v=dQw4w9WgXcQ&lang=ja",
-         "languageCode": "ja", "name": "\u65e5\u672c\u8a9e", "kind": ""},
+        {
+            "baseUrl": TRACKS[1]["baseUrl"],
+            "languageCode": "de",
+            "name": "Deutsch (automatisch erzeugt)",
+            "kind": "asr",
+        },
+        {
+            "baseUrl": "https://www.youtube.com/api/timedtext?v=dQw4w9WgXcQ&lang=ja",
+            "languageCode": "ja",
+            "name": "\u65e5\u672c\u8a9e",
+            "kind": "",
+        },
     ]
-    assert got[0] == {"videoId": "dQw4w9WgXcQ", "captionTracks": expected_tracks,
-                      "title": "Talk: \u00abBraces {}\u00bb \u2014 \u4e2d\u6587",
-                      "lengthSeconds": 754, "stale": False}
+    assert got[0] == {
+        "videoId": "dQw4w9WgXcQ",
+        "captionTracks": expected_tracks,
+        "title": "Talk: \u00abBraces {}\u00bb \u2014 \u4e2d\u6587",
+        "lengthSeconds": 754,
+        "stale": False,
+    }
     assert got[1]["videoId"] == "dQw4w9WgXcQ"
     assert got[1]["captionTracks"][2]["baseUrl"].startswith("https://m.youtube.com/api/timedtext")
-    assert got[2] == {"videoId": "OTHERvideo1", "captionTracks": [], "title": None,
-                      "lengthSeconds": None, "stale": True}
+    assert got[2] == {
+        "videoId": "OTHERvideo1",
+        "captionTracks": [],
+        "title": None,
+        "lengthSeconds": None,
+        "stale": True,
+    }
     assert got[3] is None
     assert got[4] is None
 
@@ -149,18 +199,35 @@ def test_youtube_without_captions_or_player_response(tmp_path):
     cases = [
         (page_scripts(player_response("abcdefghijk", None)), "https://www.youtube.com/watch?v=abcdefghijk"),
         (["var ytInitialPlayerResponse = null;"], "https://www.youtube.com/watch?v=abcdefghijk"),
-        (['window["ytInitialPlayerResponse"] = ' + json.dumps(player_response("abcdefghijk", TRACKS[:1]))
-          + ";"], "https://www.youtube.com/watch?v=abcdefghijk"),
+        (
+            [
+                'window["ytInitialPlayerResponse"] = '
+                + json.dumps(player_response("abcdefghijk", TRACKS[:1]))
+                + ";"
+            ],
+            "https://www.youtube.com/watch?v=abcdefghijk",
+        ),
         ([], "https://www.youtube-nocookie.com/embed/abcdefghijk?start=5"),
-        (page_scripts(player_response("shortsvideo", TRACKS[:1])), "https://www.youtube.com/shorts/shortsvideo"),
+        (
+            page_scripts(player_response("shortsvideo", TRACKS[:1])),
+            "https://www.youtube.com/shorts/shortsvideo",
+        ),
     ]
-    got = run_extract_js(tmp_path, """
+    got = run_extract_js(
+        tmp_path,
+        """
 console.log(JSON.stringify(input.map(([scripts, url]) => g.__marginYouTubeFromScripts(scripts, url))));""",
-                         cases)
+        cases,
+    )
     assert got[0]["videoId"] == "abcdefghijk" and got[0]["captionTracks"] == []
     assert got[0]["stale"] is False
-    assert got[1] == {"videoId": "abcdefghijk", "captionTracks": [], "title": None,
-                      "lengthSeconds": None, "stale": True}
+    assert got[1] == {
+        "videoId": "abcdefghijk",
+        "captionTracks": [],
+        "title": None,
+        "lengthSeconds": None,
+        "stale": True,
+    }
     assert [t["languageCode"] for t in got[2]["captionTracks"]] == ["en"]
     assert got[3]["videoId"] == "abcdefghijk" and got[3]["stale"] is True
     assert got[4]["videoId"] == "shortsvideo" and len(got[4]["captionTracks"]) == 1
@@ -168,24 +235,33 @@ console.log(JSON.stringify(input.map(([scripts, url]) => g.__marginYouTubeFromSc
 
 def test_a_megabyte_player_response_with_braces_in_its_strings_is_read_whole(tmp_path):
     big = player_response("dQw4w9WgXcQ", TRACKS)
-    big["storyboards"] = {"spec": "x" * 200_000, "items": [{"k": i, "t": "}{\"" * 3} for i in range(20_000)]}
-    got = run_extract_js(tmp_path, """
+    big["storyboards"] = {"spec": "x" * 200_000, "items": [{"k": i, "t": '}{"' * 3} for i in range(20_000)]}
+    got = run_extract_js(
+        tmp_path,
+        """
 const t0 = performance.now();
 const yt = g.__marginYouTubeFromScripts(input, 'https://www.youtube.com/watch?v=dQw4w9WgXcQ');
 console.log(JSON.stringify({ms: performance.now() - t0, tracks: yt.captionTracks.length}));""",
-                         page_scripts(big))
+        page_scripts(big),
+    )
     assert got["tracks"] == 3
 
 
 def test_entry_points_never_throw_without_a_page(tmp_path):
-    got = run_extract_js(tmp_path, """
+    got = run_extract_js(
+        tmp_path,
+        """
 const extract = await g.__marginExtract();
 const probe = g.__marginProbe();
 const seek = g.__marginSeek('blob:x', 0, 12);
 const badSeek = g.__marginSeek(null, 0, 'soon');
-console.log(JSON.stringify({extract, probe, seek, badSeek}));""")
+console.log(JSON.stringify({extract, probe, seek, badSeek}));""",
+    )
     assert got["extract"]["ok"] is False and got["extract"]["reason"] == "error"
     assert "document" in got["extract"]["detail"]
     assert set(got["probe"]) >= {"url", "title", "textLength", "videoCount", "contentType"}
-    assert got["seek"]["ok"] is False and got["badSeek"] == {"ok": False, "reason": "bad_time",
-                                                               "detail": "soon"}
+    assert got["seek"]["ok"] is False and got["badSeek"] == {
+        "ok": False,
+        "reason": "bad_time",
+        "detail": "soon",
+    }

@@ -84,15 +84,18 @@ def test_few_colour_pictures_are_sent_as_png():
 def test_sixteen_bit_images_convert_to_something_visible():
     row = (40000).to_bytes(2, "little") * 32 + (500).to_bytes(2, "little") * 32
     deep = Image.frombytes("I;16", (64, 64), row * 64)
-    mime, out = image_codec.for_request(encoded(deep, "TIFF"), max_bytes=10**7, max_side=8000)
+    _, out = image_codec.for_request(encoded(deep, "TIFF"), max_bytes=10**7, max_side=8000)
     image = opened(out).convert("L")
     assert image.getpixel((5, 5)) > 100 and image.getpixel((60, 5)) < 10
 
 
-@pytest.mark.parametrize("data, kind", [
-    (b"not an image at all", "unidentified"),
-    (encoded(noise(100, 100), "PNG")[:-200], "corrupt"),
-])
+@pytest.mark.parametrize(
+    "data, kind",
+    [
+        (b"not an image at all", "unidentified"),
+        (encoded(noise(100, 100), "PNG")[:-200], "corrupt"),
+    ],
+)
 def test_unreadable_bytes_raise_codec_errors(data, kind):
     with pytest.raises(image_codec.CodecError) as raised:
         image_codec.verify(data)

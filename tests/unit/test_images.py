@@ -8,6 +8,7 @@ import json
 import random
 
 import pytest
+from helpers import run
 from PIL import Image
 
 from margin import clock, data_urls, figures, image_attachments, image_bound, images, screenshot
@@ -16,16 +17,20 @@ from margin.history import HISTORY, Record, history_json, read_history
 from margin.platform_memory import MemoryTabs, memory_platform
 from margin.ports import WebTab
 
-from helpers import run
-
 CAPTURED = 1796047500000  # 2026-11-30 14:05 UTC
 
 
 def data_url(image: Image.Image, fmt: str, **save) -> str:
     out = io.BytesIO()
     image.save(out, fmt, **save)
-    mime = {"PNG": "image/png", "JPEG": "image/jpeg", "TIFF": "image/tiff", "BMP": "image/bmp",
-            "GIF": "image/gif", "WEBP": "image/webp"}[fmt]
+    mime = {
+        "PNG": "image/png",
+        "JPEG": "image/jpeg",
+        "TIFF": "image/tiff",
+        "BMP": "image/bmp",
+        "GIF": "image/gif",
+        "WEBP": "image/webp",
+    }[fmt]
     return data_urls.build_data_url(mime, out.getvalue())
 
 
@@ -84,15 +89,28 @@ def test_stamping_marks_only_records_that_hold_images():
 
 def conversation() -> list[Record]:
     return [
-        Record("user", [{"type": "text", "text": "what is this?"},
-                        part(SMALL_PNG, name="Screenshot of Example page", source="screenshot", capturedAt=CAPTURED)],
-               {"imagesSeen": True}),
+        Record(
+            "user",
+            [
+                {"type": "text", "text": "what is this?"},
+                part(SMALL_PNG, name="Screenshot of Example page", source="screenshot", capturedAt=CAPTURED),
+            ],
+            {"imagesSeen": True},
+        ),
         Record("assistant", "A web page."),
-        Record("user", [part(SMALL_JPEG), {"type": "text", "text": "and these?"},
-                        part(SMALL_PNG, name="cat.png", alt="a cat on a sofa", source="file")],
-               {"imagesSeen": True}),
+        Record(
+            "user",
+            [
+                part(SMALL_JPEG),
+                {"type": "text", "text": "and these?"},
+                part(SMALL_PNG, name="cat.png", alt="a cat on a sofa", source="file"),
+            ],
+            {"imagesSeen": True},
+        ),
         Record("assistant", "A photo and a cat."),
-        Record("user", [{"type": "text", "text": "new one"}, part(SMALL_JPEG, name="dog.jpg", source="paste")]),
+        Record(
+            "user", [{"type": "text", "text": "new one"}, part(SMALL_JPEG, name="dog.jpg", source="paste")]
+        ),
     ]
 
 
@@ -115,7 +133,7 @@ def test_unseen_images_keep_their_pixels_after_their_label():
     prepared = figures.prepare_history_for_model(conversation())
     assert prepared[4].content == [
         {"type": "text", "text": "new one"},
-        {"type": "text", "text": '[Figure 4: pasted, dog.jpg]'},
+        {"type": "text", "text": "[Figure 4: pasted, dog.jpg]"},
         {"type": "image_url", "image_url": {"url": SMALL_JPEG}},  # byte-identical, meta left out
     ]
 
@@ -128,11 +146,14 @@ def test_placeholders_are_deterministic_and_stable_turn_after_turn():
     assert history_json(records) == before  # never mutates
 
     # The turn succeeds, a new image arrives: the earlier request prefix is unchanged.
-    later = images.stamp_images_seen(records) + [
-        Record("assistant", "A dog."), Record("user", [part(SMALL_PNG)])]
+    later = [
+        *images.stamp_images_seen(records),
+        Record("assistant", "A dog."),
+        Record("user", [part(SMALL_PNG)]),
+    ]
     prepared_later = history_json(figures.prepare_history_for_model(later))
     assert json.dumps(prepared_later[:4]) == json.dumps(json.loads(first)[:4])
-    assert prepared_later[4]["content"][1] == {"type": "text", "text": '[Figure 4: pasted, dog.jpg]'}
+    assert prepared_later[4]["content"][1] == {"type": "text", "text": "[Figure 4: pasted, dog.jpg]"}
     assert prepared_later[6]["content"][0]["text"] == "[Figure 5: an image the user sent earlier]"
 
 
@@ -152,10 +173,15 @@ def test_placeholder_labels_cannot_break_out_of_the_brackets():
 
 def test_seen_images_cost_almost_nothing_in_the_request():
     text = "x" * 20_000
-    with_images = [Record("user", [{"type": "text", "text": text}, part(SMALL_PNG, name="a.png")] , {"imagesSeen": True}),
-                   Record("assistant", text)] * 3
+    with_images = [
+        Record("user", [{"type": "text", "text": text}, part(SMALL_PNG, name="a.png")], {"imagesSeen": True}),
+        Record("assistant", text),
+    ] * 3
     without = [Record("user", text), Record("assistant", text)] * 3
-    size = lambda records: len(json.dumps(history_json(figures.prepare_history_for_model(records))))
+
+    def size(records):
+        return len(json.dumps(history_json(figures.prepare_history_for_model(records))))
+
     assert size(with_images) / size(without) <= 1.01
 
 
@@ -209,8 +235,13 @@ def test_an_unreadable_parked_image_becomes_a_labelled_placeholder_not_a_failed_
     broken_tiff = data_urls.build_data_url("image/tiff", b"II*\x00" + b"\x00" * 40)
     records = [Record("user", [part(broken_tiff, name="scan.tiff")])]
     prepared = figures.prepare_history_for_model(records)
-    assert prepared[0].content == [{"type": "text", "text": '[Figure 1: scan.tiff (could not be sent to '
-                                                            'the model: unreadable or unsupported format)]'}]
+    assert prepared[0].content == [
+        {
+            "type": "text",
+            "text": "[Figure 1: scan.tiff (could not be sent to "
+            "the model: unreadable or unsupported format)]",
+        }
+    ]
 
 
 # -- the bound on unseen pixels ---------------------------------------------------------------------
@@ -218,20 +249,37 @@ def test_an_unreadable_parked_image_becomes_a_labelled_placeholder_not_a_failed_
 
 def big_history() -> list[dict]:
     """~20 MB of unseen noisy images (PNG and JPEG), plus a huge SEEN one that must not count."""
-    shapes = [(1000, 750, "PNG"), (900, 1200, "JPEG"), (1100, 620, "PNG"), (1300, 1300, "JPEG"),
-              (640, 960, "PNG"), (1000, 700, "PNG"), (1280, 720, "PNG"), (1000, 1000, "PNG")]
-    history = [Record("user", [part(data_url(noise(1200, 1000, 99), "PNG"), name="seen.png")], {"imagesSeen": True}),
-               Record("assistant", "seen it")]
+    shapes = [
+        (1000, 750, "PNG"),
+        (900, 1200, "JPEG"),
+        (1100, 620, "PNG"),
+        (1300, 1300, "JPEG"),
+        (640, 960, "PNG"),
+        (1000, 700, "PNG"),
+        (1280, 720, "PNG"),
+        (1000, 1000, "PNG"),
+    ]
+    history = [
+        Record("user", [part(data_url(noise(1200, 1000, 99), "PNG"), name="seen.png")], {"imagesSeen": True}),
+        Record("assistant", "seen it"),
+    ]
     for index, (w, h, fmt) in enumerate(shapes):
         url = data_url(noise(w, h, index), fmt, **({"quality": 95} if fmt == "JPEG" else {}))
-        history.append(Record("user", [{"type": "text", "text": f"image {index}"}, part(url, name=f"{index}.{fmt}")]))
+        history.append(
+            Record("user", [{"type": "text", "text": f"image {index}"}, part(url, name=f"{index}.{fmt}")])
+        )
     history.append(Record("assistant", "(failed turns leave no answer)"))
     return history_json(history)
 
 
 def unseen_size(history: list[dict]) -> int:
-    return sum(len(p["image_url"]["url"]) for r in history if not r.get("imagesSeen") and isinstance(r["content"], list)
-               for p in r["content"] if p["type"] == "image_url")
+    return sum(
+        len(p["image_url"]["url"])
+        for r in history
+        if not r.get("imagesSeen") and isinstance(r["content"], list)
+        for p in r["content"]
+        if p["type"] == "image_url"
+    )
 
 
 def test_the_bound_downscales_the_oldest_unseen_images_under_8_mb():
@@ -250,7 +298,7 @@ def test_the_bound_downscales_the_oldest_unseen_images_under_8_mb():
     assert len(platform.local.writes) == 1
     assert stored[0] == history[0]  # seen: never degraded
     assert stored[-2] == history[-2]  # the newest record with images: byte for byte
-    for before, after in zip(history, stored):
+    for before, after in zip(history, stored, strict=True):
         assert before["role"] == after["role"]
         if not isinstance(before["content"], list):
             continue
@@ -261,8 +309,10 @@ def test_the_bound_downscales_the_oldest_unseen_images_under_8_mb():
         if new_part != old_part:
             assert max(new.size) <= 512
             assert new_part["meta"]["downscaledFrom"] == {
-                "width": old.width, "height": old.height,
-                "bytes": len(data_urls.parse_data_url(old_part["image_url"]["url"]).decode())}
+                "width": old.width,
+                "height": old.height,
+                "bytes": len(data_urls.parse_data_url(old_part["image_url"]["url"]).decode()),
+            }
             assert new_part["meta"]["name"] == old_part["meta"]["name"]
 
     # Running it again changes nothing more.
@@ -273,10 +323,15 @@ def test_the_bound_downscales_the_oldest_unseen_images_under_8_mb():
 
 
 def test_the_bound_goes_down_to_256_px_and_is_idempotent_when_it_cannot_reach_the_limit():
-    history = history_json([
-        Record("user", [part(data_url(noise(800, 600, seed), "PNG"))]) for seed in range(4)])
+    history = history_json(
+        [Record("user", [part(data_url(noise(800, 600, seed), "PNG"))]) for seed in range(4)]
+    )
     platform = memory_platform({HISTORY: history})
-    first = run(image_bound.bound_unseen_image_bytes(platform, limit_bytes=len(history[-1]["content"][0]["image_url"]["url"])))
+    first = run(
+        image_bound.bound_unseen_image_bytes(
+            platform, limit_bytes=len(history[-1]["content"][0]["image_url"]["url"])
+        )
+    )
     stored = platform.local.snapshot()[HISTORY]
     assert first["changed"] == 3 and stored[-1] == history[-1]
     assert all(max(decode(r["content"][0]["image_url"]["url"]).size) == 256 for r in stored[:3])
@@ -289,8 +344,11 @@ def test_under_the_limit_nothing_is_loaded_or_written():
     platform = memory_platform({HISTORY: history})
     platform.load_package = LoadRecorder()
     result = run(image_bound.handle_bound(platform, {}))
-    assert result == {"changed": 0, "bytesBefore": len(SMALL_PNG) + len(SMALL_JPEG),
-                      "bytesAfter": len(SMALL_PNG) + len(SMALL_JPEG)}
+    assert result == {
+        "changed": 0,
+        "bytesBefore": len(SMALL_PNG) + len(SMALL_JPEG),
+        "bytesAfter": len(SMALL_PNG) + len(SMALL_JPEG),
+    }
     assert platform.load_package.loaded == [] and platform.local.writes == []
 
 
@@ -300,10 +358,14 @@ def test_the_bound_keeps_a_record_a_turn_stored_while_pillow_was_loading():
 
     async def a_turn_writes_meanwhile():
         read = await read_history(platform.local)
-        await platform.local.set({HISTORY: history_json(read.records + [Record("assistant", "late answer")])})
+        await platform.local.set({HISTORY: history_json([*read.records, Record("assistant", "late answer")])})
 
     platform.load_package = LoadRecorder(a_turn_writes_meanwhile)
-    result = run(image_bound.bound_unseen_image_bytes(platform, limit_bytes=len(history[-1]["content"][0]["image_url"]["url"])))
+    result = run(
+        image_bound.bound_unseen_image_bytes(
+            platform, limit_bytes=len(history[-1]["content"][0]["image_url"]["url"])
+        )
+    )
     stored = platform.local.snapshot()[HISTORY]
     assert result["changed"] == 2
     assert stored[-1] == {"role": "assistant", "content": "late answer"}
@@ -324,20 +386,31 @@ def test_a_refused_write_is_reported_and_nothing_is_lost(storage):
 # -- attachments ------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("att, code", [
-    ("not a dict", "not_an_image"),
-    ({"dataUrl": "https://example.com/a.png"}, "not_an_image"),
-    ({"dataUrl": "data:text/plain;base64,aGVsbG8="}, "not_an_image"),
-    ({"dataUrl": "data:image/svg+xml,<svg/>"}, "not_an_image"),
-    ({"dataUrl": "data:image/png;base64,iVBORw0K!!!"}, "image_corrupt"),
-    ({"dataUrl": "data:image/png;base64,"}, "image_corrupt"),
-    ({"dataUrl": data_urls.build_data_url("image/png", b"just some text, not a png")}, "image_corrupt"),
-    ({"dataUrl": SMALL_PNG[: len(SMALL_PNG) // 2 // 4 * 4]}, "image_corrupt"),  # truncated
-    # A valid header claiming 20000 x 20000 pixels (a decompression bomb).
-    ({"dataUrl": data_urls.build_data_url("image/png", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"
-                                       + (20000).to_bytes(4, "big") * 2 + b"\x08\x02\x00\x00\x00")},
-     "image_too_large"),
-])
+@pytest.mark.parametrize(
+    "att, code",
+    [
+        ("not a dict", "not_an_image"),
+        ({"dataUrl": "https://example.com/a.png"}, "not_an_image"),
+        ({"dataUrl": "data:text/plain;base64,aGVsbG8="}, "not_an_image"),
+        ({"dataUrl": "data:image/svg+xml,<svg/>"}, "not_an_image"),
+        ({"dataUrl": "data:image/png;base64,iVBORw0K!!!"}, "image_corrupt"),
+        ({"dataUrl": "data:image/png;base64,"}, "image_corrupt"),
+        ({"dataUrl": data_urls.build_data_url("image/png", b"just some text, not a png")}, "image_corrupt"),
+        ({"dataUrl": SMALL_PNG[: len(SMALL_PNG) // 2 // 4 * 4]}, "image_corrupt"),  # truncated
+        # A valid header claiming 20000 x 20000 pixels (a decompression bomb).
+        (
+            {
+                "dataUrl": data_urls.build_data_url(
+                    "image/png",
+                    b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"
+                    + (20000).to_bytes(4, "big") * 2
+                    + b"\x08\x02\x00\x00\x00",
+                )
+            },
+            "image_too_large",
+        ),
+    ],
+)
 def test_bad_attachments_get_specific_codes(att, code):
     import PIL.Image  # noqa: F401  (Pillow is loaded: the full decode runs)
 
@@ -355,10 +428,24 @@ def test_oversized_attachments_are_refused_before_decoding():
 
 
 def test_a_good_attachment_is_normalized_and_its_data_url_kept_exactly():
-    att = {"dataUrl": SMALL_PNG, "name": " cat.png ", "alt": "", "source": "bogus", "capturedAt": CAPTURED, "x": 1}
-    assert image_attachments.validate_attachment(att) == {"dataUrl": SMALL_PNG, "name": "cat.png", "capturedAt": CAPTURED}
+    att = {
+        "dataUrl": SMALL_PNG,
+        "name": " cat.png ",
+        "alt": "",
+        "source": "bogus",
+        "capturedAt": CAPTURED,
+        "x": 1,
+    }
+    assert image_attachments.validate_attachment(att) == {
+        "dataUrl": SMALL_PNG,
+        "name": "cat.png",
+        "capturedAt": CAPTURED,
+    }
     assert image_attachments.attachment_to_part(att) == {
-        "type": "image_url", "image_url": {"url": SMALL_PNG}, "meta": {"name": "cat.png", "capturedAt": CAPTURED}}
+        "type": "image_url",
+        "image_url": {"url": SMALL_PNG},
+        "meta": {"name": "cat.png", "capturedAt": CAPTURED},
+    }
 
 
 def test_check_attachment_loads_pillow_only_for_formats_that_need_it():
@@ -371,7 +458,9 @@ def test_check_attachment_loads_pillow_only_for_formats_that_need_it():
 
 
 def test_an_image_pillow_cannot_read_is_refused_with_a_clear_message():
-    heic = data_urls.build_data_url("image/heic", b"\x00\x00\x00\x18ftypheic\x00\x00\x00\x00mif1heic" + b"\x00" * 64)
+    heic = data_urls.build_data_url(
+        "image/heic", b"\x00\x00\x00\x18ftypheic\x00\x00\x00\x00mif1heic" + b"\x00" * 64
+    )
     with pytest.raises(MarginError) as raised:
         run(image_attachments.check_attachment(memory_platform(), {"dataUrl": heic, "name": "IMG_0001.HEIC"}))
     assert raised.value.code == "image_format_unsupported"
@@ -394,8 +483,14 @@ def test_screenshot_of_the_active_tab(monkeypatch):
     platform.tabs = MemoryTabs(WebTab(3, 7, "https://example.com/", "Example page"), screenshot=SMALL_PNG)
     monkeypatch.setattr(clock, "now_ms", lambda: CAPTURED)
     shot = run(screenshot.handle_screenshot(platform, {}))
-    assert shot == {"dataUrl": SMALL_PNG, "name": "Screenshot of Example page", "source": "screenshot",
-                    "title": "Example page", "url": "https://example.com/", "capturedAt": CAPTURED}
+    assert shot == {
+        "dataUrl": SMALL_PNG,
+        "name": "Screenshot of Example page",
+        "source": "screenshot",
+        "title": "Example page",
+        "url": "https://example.com/",
+        "capturedAt": CAPTURED,
+    }
     label = figures.figure_label(1, image_attachments.attachment_to_part(shot)["meta"])
     assert label == '[Figure 1: screenshot "Example page", 2026-11-30 14:05 UTC]'
 

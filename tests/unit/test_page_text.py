@@ -31,9 +31,23 @@ NEWS_PAGE = """<!DOCTYPE html><html><head><title>Canyon walls</title><style>p{co
 <footer><p>Copyright Daily Rocks</p><ul class="social"><li>Instagram</li></ul></footer>
 </body></html>"""
 
-BOILERPLATE_WORDS = ["Skip to content", "Home", "Geology", "cookies", "Accept all", "Share on Facebook",
-                     "Tweet this", "Related articles", "Ten deserts", "Subscribe", "Copyright", "Instagram",
-                     "Daily Rocks", "trackReader", "color:red"]
+BOILERPLATE_WORDS = [
+    "Skip to content",
+    "Home",
+    "Geology",
+    "cookies",
+    "Accept all",
+    "Share on Facebook",
+    "Tweet this",
+    "Related articles",
+    "Ten deserts",
+    "Subscribe",
+    "Copyright",
+    "Instagram",
+    "Daily Rocks",
+    "trackReader",
+    "color:red",
+]
 
 
 def test_the_fallback_path_keeps_the_article_and_none_of_the_menus():
@@ -53,8 +67,17 @@ def test_the_fallback_path_keeps_the_article_and_none_of_the_menus():
 
 def test_the_readability_path_keeps_everything_it_was_given():
     text = page_text(NEWS_PAGE, method="readability").text
-    for word in ["Home", "Geology", "cookies", "Share on Facebook", "Related articles", "Subscribe", "Copyright",
-                 "The river cut down", "| Kaibab | 270 My |"]:
+    for word in [
+        "Home",
+        "Geology",
+        "cookies",
+        "Share on Facebook",
+        "Related articles",
+        "Subscribe",
+        "Copyright",
+        "The river cut down",
+        "| Kaibab | 270 My |",
+    ]:
         assert word in text
     # Still never text, on any path: scripts, styles, buttons, the document's <title>.
     for word in ["trackReader", "color:red", "Accept all", "Canyon walls"]:
@@ -68,21 +91,52 @@ def test_without_a_main_or_article_boilerplate_goes_and_the_rest_stays():
     assert html_to_text(html, drop_boilerplate=True) == "## Opening hours\n\nMonday to Friday, 9 to 5."
 
 
-@pytest.mark.parametrize("names", [
-    'class="shadow"', 'class="adaptive"', 'class="download"', 'class="leader"', 'class="header-image"',
-    'class="loaded"', 'class="badge"', 'class="shared-content"', 'class="thread"', 'class="multimodal"',
-    'class="footnotes"', 'id="address"', 'class="has-sidebar"', 'class="no-ads"', 'class="menu-open"',
-])
+@pytest.mark.parametrize(
+    "names",
+    [
+        'class="shadow"',
+        'class="adaptive"',
+        'class="download"',
+        'class="leader"',
+        'class="header-image"',
+        'class="loaded"',
+        'class="badge"',
+        'class="shared-content"',
+        'class="thread"',
+        'class="multimodal"',
+        'class="footnotes"',
+        'id="address"',
+        'class="has-sidebar"',
+        'class="no-ads"',
+        'class="menu-open"',
+    ],
+)
 def test_class_names_that_only_look_like_boilerplate_are_kept(names):
-    html = f"<div {names}><p>Kept paragraph.</p></div><p>Other text that makes the page longer than the div.</p>"
+    html = (
+        f"<div {names}><p>Kept paragraph.</p></div><p>Other text that makes the page longer than the div.</p>"
+    )
     assert "Kept paragraph." in html_to_text(html, drop_boilerplate=True)
 
 
-@pytest.mark.parametrize("names", [
-    'class="header-ad"', 'id="cookie-banner"', 'class="cookieBanner"', 'class="ad"', 'class="ads-wrapper"',
-    'class="sidebar-left"', 'class="site-footer"', 'class="sign-up-form"', 'class="breadcrumbs"',
-    'class="post popup"', 'id="comments"', 'class="sponsored_links"', 'role="navigation"', 'role="complementary"',
-])
+@pytest.mark.parametrize(
+    "names",
+    [
+        'class="header-ad"',
+        'id="cookie-banner"',
+        'class="cookieBanner"',
+        'class="ad"',
+        'class="ads-wrapper"',
+        'class="sidebar-left"',
+        'class="site-footer"',
+        'class="sign-up-form"',
+        'class="breadcrumbs"',
+        'class="post popup"',
+        'id="comments"',
+        'class="sponsored_links"',
+        'role="navigation"',
+        'role="complementary"',
+    ],
+)
 def test_boilerplate_class_names_ids_and_roles_are_dropped(names):
     html = f"<div {names}><p>Dropped words.</p></div><p>The article text, which is the longer part of this page.</p>"
     text = html_to_text(html, drop_boilerplate=True)
@@ -105,12 +159,17 @@ def test_page_level_header_and_footer_go_but_an_articles_own_header_stays():
     <p>Body text of the post, long enough to be the article.</p><footer>Filed under rocks</footer></article>
     <footer>Site footer</footer>"""
     text = html_to_text(html, drop_boilerplate=True)
-    assert text == "# Post title\n\nMarch 3\n\nBody text of the post, long enough to be the article.\n\nFiled under rocks"
+    assert (
+        text
+        == "# Post title\n\nMarch 3\n\nBody text of the post, long enough to be the article.\n\nFiled under rocks"
+    )
 
 
 def test_the_largest_article_is_kept_but_a_list_of_similar_articles_stays_whole():
-    one_big = ("<article><p>Small teaser.</p></article>"
-               "<article><p>" + "The main story goes on. " * 20 + "</p></article>")
+    one_big = (
+        "<article><p>Small teaser.</p></article>"
+        "<article><p>" + "The main story goes on. " * 20 + "</p></article>"
+    )
     assert html_to_text(one_big, drop_boilerplate=True).startswith("The main story")
     feed = "".join(f"<article><p>Post number {i} with some words in it.</p></article>" for i in range(4))
     assert html_to_text(feed, drop_boilerplate=True).count("Post number") == 4
@@ -131,7 +190,8 @@ def test_nested_lists_are_indented_and_numbered_from_their_start():
     assert html_to_text(html) == (
         "3. Three\n  1. Three a\n  2. Three b\n    - deep\n"
         "4. Four, first paragraph\n  Four, second paragraph\n\n"
-        "2. two\n1. one\n\nAfter")
+        "2. two\n1. one\n\nAfter"
+    )
 
 
 def test_tables_have_a_header_escaped_pipes_colspan_and_padded_rows():
@@ -141,11 +201,15 @@ def test_tables_have_a_header_escaped_pipes_colspan_and_padded_rows():
     assert html_to_text(html) == (
         "Results\n\n"
         "| Name | Score \\| max | Note |\n| --- | --- | --- |\n| Both columns |  | x |\n"
-        "| Short row |  |  |\n| Multi line | a | b |")
+        "| Short row |  |  |\n| Multi line | a | b |"
+    )
 
 
 def test_a_layout_table_gives_its_content():
-    assert html_to_text("<table><tr><td><h2>Hello</h2><p>Just text.</p></td></tr></table>") == "## Hello\n\nJust text."
+    assert (
+        html_to_text("<table><tr><td><h2>Hello</h2><p>Just text.</p></td></tr></table>")
+        == "## Hello\n\nJust text."
+    )
     layout = "<table><tr><td><p>Menu</p></td><td><h1>Story</h1><p>Words.</p></td></tr></table>"
     assert html_to_text(layout) == "Menu\n\n# Story\n\nWords."
 
@@ -166,7 +230,8 @@ f();</pre>
         "Run `pip install x` then read the docs.\n\n"
         "```js\nfunction f() {\n    return `a`;\n}\n\n\nf();\n```\n\n"
         "> Quoted one\n>\n> Quoted two\n\n---\n\n[Image: A bar chart]\n\nSales by month\n\n"
-        "An icon inline.")
+        "An icon inline."
+    )
     assert "https://" not in html_to_text(html)
 
 
@@ -191,30 +256,63 @@ def test_hidden_elements_and_never_text_elements_are_dropped():
 
 def test_broken_html_is_repaired_the_html_way():
     html = "<p>One<p>Two<div>Block</div><ul><li>a<li>b</ul></span></div></p><table><tr><td>x<td>y<tr><td>z</table><h2>End"
-    assert html_to_text(html) == "One\n\nTwo\n\nBlock\n\n- a\n- b\n\n| x | y |\n| --- | --- |\n| z |  |\n\n## End"
+    assert (
+        html_to_text(html)
+        == "One\n\nTwo\n\nBlock\n\n- a\n- b\n\n| x | y |\n| --- | --- |\n| z |  |\n\n## End"
+    )
 
 
 def test_no_line_ends_in_spaces_and_blank_lines_never_pile_up():
-    html = "<div>  a  </div>\n\n<p> </p><p>   </p><br><br><br><br><div><div><p>b </p></div></div>\n<li> c </li>"
+    html = (
+        "<div>  a  </div>\n\n<p> </p><p>   </p><br><br><br><br><div><div><p>b </p></div></div>\n<li> c </li>"
+    )
     text = html_to_text(html)
     assert text == "a\n\nb\n\n- c"
     assert all(line == line.rstrip() for line in text.split("\n"))
 
 
 def test_ten_thousand_nested_elements_do_not_crash():
-    for html in ("<div>" * 10_000 + "deep" + "</div>" * 10_000, "<blockquote>" * 10_000 + "quote",
-                 "<ul><li>" * 10_000 + "item", "<table><tr><td>" * 3_000 + "cell", "<span>" * 10_000 + "</div>" * 10_000):
+    for html in (
+        "<div>" * 10_000 + "deep" + "</div>" * 10_000,
+        "<blockquote>" * 10_000 + "quote",
+        "<ul><li>" * 10_000 + "item",
+        "<table><tr><td>" * 3_000 + "cell",
+        "<span>" * 10_000 + "</div>" * 10_000,
+    ):
         text = html_to_text(html, drop_boilerplate=True)
         assert len(text) < 100
     assert html_to_text("<blockquote>" * 10_000 + "quote").endswith("quote")
 
 
-@pytest.mark.parametrize("html", [
-    "", "<", "<<<>>>", "<a", "<a href='x", "<!--", "<!-- never closed <p>text", "<![foo[", "<![CDATA[x]]>",
-    "</", "</>", "<?php echo 1 ?>", "<!DOCTYPE", "&", "&#xFFFFFFFF;", "&#0;", "<p>\x00\ud800</p>",
-    "<table><td colspan=99999999>x", "<ol start=abc><li>x", "<script>never closed", "<p style>x</p>",
-    '<div class="">x</div><div id>y</div>', "<td>orphan cell</td><li>orphan item", "</table></li></td></tr>",
-])
+@pytest.mark.parametrize(
+    "html",
+    [
+        "",
+        "<",
+        "<<<>>>",
+        "<a",
+        "<a href='x",
+        "<!--",
+        "<!-- never closed <p>text",
+        "<![foo[",
+        "<![CDATA[x]]>",
+        "</",
+        "</>",
+        "<?php echo 1 ?>",
+        "<!DOCTYPE",
+        "&",
+        "&#xFFFFFFFF;",
+        "&#0;",
+        "<p>\x00\ud800</p>",
+        "<table><td colspan=99999999>x",
+        "<ol start=abc><li>x",
+        "<script>never closed",
+        "<p style>x</p>",
+        '<div class="">x</div><div id>y</div>',
+        "<td>orphan cell</td><li>orphan item",
+        "</table></li></td></tr>",
+    ],
+)
 def test_garbage_never_raises(html):
     for drop in (False, True):
         assert isinstance(html_to_text(html, drop_boilerplate=drop, title="x"), str)
@@ -258,11 +356,19 @@ def test_page_text_cleans_the_fallback_only_and_caps():
     assert capped.truncated and len(capped.text) <= 100 and capped.original_chars > 500
 
 
-@pytest.mark.parametrize("url, site", [
-    ("https://www.example.com/a?b=c", "example.com"), ("http://EXAMPLE.org:8080/x", "example.org"),
-    ("https://docs.python.org/3/", "docs.python.org"), ("file:///home/me/notes.html", "file"),
-    ("https://www.example.com./", "example.com"), ("not a url", ""), ("", ""), ("http://[::1", ""),
-    ("https://user:pw@www.host.net/", "host.net"),
-])
+@pytest.mark.parametrize(
+    "url, site",
+    [
+        ("https://www.example.com/a?b=c", "example.com"),
+        ("http://EXAMPLE.org:8080/x", "example.org"),
+        ("https://docs.python.org/3/", "docs.python.org"),
+        ("file:///home/me/notes.html", "file"),
+        ("https://www.example.com./", "example.com"),
+        ("not a url", ""),
+        ("", ""),
+        ("http://[::1", ""),
+        ("https://user:pw@www.host.net/", "host.net"),
+    ],
+)
 def test_site_of(url, site):
     assert site_of(url) == site

@@ -20,8 +20,10 @@ def run(coro):
 
 def user(text, image=None):
     if image:
-        return {"role": "user", "content": [{"type": "text", "text": text},
-                                            {"type": "image_url", "image_url": {"url": image}}]}
+        return {
+            "role": "user",
+            "content": [{"type": "text", "text": text}, {"type": "image_url", "image_url": {"url": image}}],
+        }
     return {"role": "user", "content": text}
 
 
@@ -67,7 +69,9 @@ def test_digest_is_capped():
 
 
 def test_default_name_is_shortened_on_a_word_boundary():
-    name = session_index.shorten("Please summarise the following article about the history of the printing press in Europe")
+    name = session_index.shorten(
+        "Please summarise the following article about the history of the printing press in Europe"
+    )
     assert name == "Please summarise the following article about the history…"
     assert len(name) <= 60
 
@@ -143,16 +147,26 @@ def seed(platform, *texts):
         new_session(platform)
 
 
-@pytest.mark.parametrize("query, expected", [
-    ("CAFE", "Un café à Paris"),
-    ("creme brulee", "Crème brûlée recipe"),
-    ("привет", "ПРИВЕТ, как дела"),
-    ("世界", "你好世界，今天"),
-    ("STRASSE", "Die Straße entlang"),
-])
+@pytest.mark.parametrize(
+    "query, expected",
+    [
+        ("CAFE", "Un café à Paris"),
+        ("creme brulee", "Crème brûlée recipe"),
+        ("привет", "ПРИВЕТ, как дела"),
+        ("世界", "你好世界，今天"),
+        ("STRASSE", "Die Straße entlang"),
+    ],
+)
 def test_search_folds_case_diacritics_and_scripts(platform, query, expected):
-    seed(platform, "Un café à Paris", "Crème brûlée recipe", "ПРИВЕТ, как дела", "你好世界，今天",
-         "Die Straße entlang", "nothing here")
+    seed(
+        platform,
+        "Un café à Paris",
+        "Crème brûlée recipe",
+        "ПРИВЕТ, как дела",
+        "你好世界，今天",
+        "Die Straße entlang",
+        "nothing here",
+    )
     result = listed(platform, query)
     assert [s["name"] for s in result] == [expected]
 
@@ -341,33 +355,53 @@ def run_search_js(tmp_path, script, data):
     # The module runs from a copy of its folder, so that "../generated/contract.js" resolves.
     folder = tmp_path / "sessions"
     folder.mkdir()
-    return run_js_module(folder, SEARCH, "search", script, data,
-                         extra_files={"../generated/contract.js": render_js("margin-test.whl")})
+    return run_js_module(
+        folder,
+        SEARCH,
+        "search",
+        script,
+        data,
+        extra_files={"../generated/contract.js": render_js("margin-test.whl")},
+    )
 
 
 def test_js_fold_equals_python_fold_for_every_assigned_character(tmp_path):
     import unicodedata
 
-    chars = [chr(cp) for cp in range(0x110000)
-             if not 0xD800 <= cp <= 0xDFFF and unicodedata.category(chr(cp)) != "Cn"]
+    chars = [
+        chr(cp)
+        for cp in range(0x110000)
+        if not 0xD800 <= cp <= 0xDFFF and unicodedata.category(chr(cp)) != "Cn"
+    ]
     expected = [session_search.fold(c) for c in chars]
     got = run_search_js(tmp_path, "console.log(JSON.stringify(input.map(search.fold)));", chars)
-    differ = [(hex(ord(c)), e, g) for c, e, g in zip(chars, expected, got) if e != g]
+    differ = [(hex(ord(c)), e, g) for c, e, g in zip(chars, expected, got, strict=True) if e != g]
     assert differ == []
 
 
 def test_js_search_returns_what_session_list_returns(tmp_path, platform):
-    seed(platform, "Un café à Paris, " + "notes " * 60 + "encore un CAFÉ", "Crème brûlée recipe",
-         "ПРИВЕТ, как дела", "你好世界，今天", "Die Straße entlang", "nothing here",
-         "Ärger im Büro mit dem Kaffee")
+    seed(
+        platform,
+        "Un café à Paris, " + "notes " * 60 + "encore un CAFÉ",
+        "Crème brûlée recipe",
+        "ПРИВЕТ, как дела",
+        "你好世界，今天",
+        "Die Straße entlang",
+        "nothing here",
+        "Ärger im Büro mit dem Kaffee",
+    )
     index = platform.local.snapshot()[SAVED_SESSIONS]
     queries = ["", "cafe", "creme brulee", "привет", "世界", "strasse", "buro", "e", "zz", "un cafe"]
     expected = [listed(platform, q) for q in queries]
     for rows in expected:
         for row in rows:
             del row["savedAt"]
-    got = run_search_js(tmp_path, """
+    got = run_search_js(
+        tmp_path,
+        """
 const rows = input.queries.map((q) => search.searchSessions(input.index, q).map((r) => {
   delete r.savedAt; return r; }));
-console.log(JSON.stringify(rows));""", {"index": index, "queries": queries})
+console.log(JSON.stringify(rows));""",
+        {"index": index, "queries": queries},
+    )
     assert got == expected

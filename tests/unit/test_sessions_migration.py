@@ -1,9 +1,8 @@
 """Legacy inline snapshots move to per-session bodies, crash-safely; bad indexes are repaired."""
 
 import asyncio
+import contextlib
 import json
-
-import pytest
 
 from margin import session_index, sessions
 from margin.platform_memory import MemoryStorageArea, StoreCrashed
@@ -16,19 +15,55 @@ def legacy_store():
     """A realistic legacy store: several inline snapshots, images included, Date.now() ids."""
     return {
         SAVED_SESSIONS: [
-            {"id": 1700000000001, "name": "Trip to Lyon", "createdAt": 1700000000001, "pinned": True,
-             "history": [{"role": "user", "content": "Where should I eat in Lyon?"},
-                         {"role": "assistant", "content": "Try a bouchon."}]},
-            {"id": "s2", "name": "Screenshot", "createdAt": 1700000000002, "pinned": False,
-             "history": [{"role": "user", "content": [{"type": "text", "text": "What is this chart?"},
-                                                      {"type": "image_url", "image_url": {"url": PIXELS}}],
-                          "imagesSeen": True},
-                         {"role": "assistant", "content": "Sales by quarter."}]},
-            {"id": "s3", "name": "Two images", "createdAt": 1700000000003, "pinned": False,
-             "history": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": PIXELS + "A"}},
-                                                      {"type": "image_url", "image_url": {"url": PIXELS + "B"}}]}]},
-            {"id": "s4", "name": "Recipe", "createdAt": 1700000000004, "pinned": False,
-             "history": [{"role": "user", "content": "Crème brûlée for four"}]},
+            {
+                "id": 1700000000001,
+                "name": "Trip to Lyon",
+                "createdAt": 1700000000001,
+                "pinned": True,
+                "history": [
+                    {"role": "user", "content": "Where should I eat in Lyon?"},
+                    {"role": "assistant", "content": "Try a bouchon."},
+                ],
+            },
+            {
+                "id": "s2",
+                "name": "Screenshot",
+                "createdAt": 1700000000002,
+                "pinned": False,
+                "history": [
+                    {
+                        "role": "user",
+                        "content": [
+                            {"type": "text", "text": "What is this chart?"},
+                            {"type": "image_url", "image_url": {"url": PIXELS}},
+                        ],
+                        "imagesSeen": True,
+                    },
+                    {"role": "assistant", "content": "Sales by quarter."},
+                ],
+            },
+            {
+                "id": "s3",
+                "name": "Two images",
+                "createdAt": 1700000000003,
+                "pinned": False,
+                "history": [
+                    {
+                        "role": "user",
+                        "content": [
+                            {"type": "image_url", "image_url": {"url": PIXELS + "A"}},
+                            {"type": "image_url", "image_url": {"url": PIXELS + "B"}},
+                        ],
+                    }
+                ],
+            },
+            {
+                "id": "s4",
+                "name": "Recipe",
+                "createdAt": 1700000000004,
+                "pinned": False,
+                "history": [{"role": "user", "content": "Crème brûlée for four"}],
+            },
         ]
     }
 
@@ -47,7 +82,7 @@ def test_legacy_bodies_move_out_of_the_index_verbatim():
     entries = migrate(area)
     data = area.snapshot()
     assert [e.id for e in entries] == ["1700000000001", "s2", "s3", "s4"]
-    for old, entry in zip(legacy, entries):
+    for old, entry in zip(legacy, entries, strict=True):
         assert data[session_body_key(entry.id)]["history"] == old["history"]  # pixels kept
         assert entry.name == old["name"] and entry.created_at == old["createdAt"]
         assert entry.pinned is old["pinned"]
@@ -57,7 +92,7 @@ def test_legacy_bodies_move_out_of_the_index_verbatim():
     assert entries[1].text_digest == "What is this chart?\nSales by quarter."
     # The index is rewritten last, after every body.
     assert list(area.writes[-1]) == [SAVED_SESSIONS]
-    assert all(list(w)[0].startswith("session_") for w in area.writes[:-1])
+    assert all(next(iter(w)).startswith("session_") for w in area.writes[:-1])
 
 
 def test_migration_is_idempotent_and_a_clean_index_is_not_rewritten():
@@ -95,29 +130,31 @@ def test_a_crash_after_any_write_is_completed_by_the_next_run():
 
 
 def test_crash_safety_holds_for_repairs_too():
-    raw = {SAVED_SESSIONS: [
-        {"name": "no id", "history": [{"role": "user", "content": "alpha"}]},
-        {"id": "dup", "name": "first", "createdAt": 5, "history": [{"role": "user", "content": "one"}]},
-        {"id": "dup", "name": "second", "createdAt": 6, "history": [{"role": "user", "content": "two"}]},
-        "garbage",
-    ]}
+    raw = {
+        SAVED_SESSIONS: [
+            {"name": "no id", "history": [{"role": "user", "content": "alpha"}]},
+            {"id": "dup", "name": "first", "createdAt": 5, "history": [{"role": "user", "content": "one"}]},
+            {"id": "dup", "name": "second", "createdAt": 6, "history": [{"role": "user", "content": "two"}]},
+            "garbage",
+        ]
+    }
     area = MemoryStorageArea(raw)
     migrate(area)
     total, expected = len(area.writes), area.snapshot()
     for k in range(total + 1):
         area = MemoryStorageArea(raw, fail_after_writes=k)
-        try:
+        with contextlib.suppress(StoreCrashed):
             migrate(area)
-        except StoreCrashed:
-            pass
         area.revive()
         migrate(area)
         assert area.snapshot() == expected, k
 
 
 def test_a_value_that_is_not_a_list_is_parked_and_salvaged():
-    raw = {"a": {"id": "a", "name": "Kept", "createdAt": 1, "history": [{"role": "user", "content": "hi"}]},
-           "junk": 42}
+    raw = {
+        "a": {"id": "a", "name": "Kept", "createdAt": 1, "history": [{"role": "user", "content": "hi"}]},
+        "junk": 42,
+    }
     area = MemoryStorageArea({SAVED_SESSIONS: raw})
     entries = migrate(area)
     data = area.snapshot()
@@ -130,15 +167,43 @@ def test_a_value_that_is_not_a_list_is_parked_and_salvaged():
 
 
 def test_missing_fields_are_filled_and_duplicate_ids_both_kept():
-    area = MemoryStorageArea({SAVED_SESSIONS: [
-        {"history": [{"role": "user", "content": "How do I   fold a fitted sheet without losing my mind entirely today?"}]},
-        {"id": "x", "name": "First", "createdAt": 10, "pinned": False,
-         "history": [{"role": "user", "content": "first body"}]},
-        {"id": "x", "name": "Second", "createdAt": 20, "pinned": False,
-         "history": [{"role": "user", "content": "second body"}]},
-        {"id": "n", "name": "New format", "createdAt": 30, "pinned": False, "textDigest": "kept"},
-        {"id": "n", "name": "Copy of new format", "createdAt": 31, "pinned": False, "textDigest": "kept"},
-    ], session_body_key("n"): {"history": [{"role": "user", "content": "kept"}], "savedAt": 30}})
+    area = MemoryStorageArea(
+        {
+            SAVED_SESSIONS: [
+                {
+                    "history": [
+                        {
+                            "role": "user",
+                            "content": "How do I   fold a fitted sheet without losing my mind entirely today?",
+                        }
+                    ]
+                },
+                {
+                    "id": "x",
+                    "name": "First",
+                    "createdAt": 10,
+                    "pinned": False,
+                    "history": [{"role": "user", "content": "first body"}],
+                },
+                {
+                    "id": "x",
+                    "name": "Second",
+                    "createdAt": 20,
+                    "pinned": False,
+                    "history": [{"role": "user", "content": "second body"}],
+                },
+                {"id": "n", "name": "New format", "createdAt": 30, "pinned": False, "textDigest": "kept"},
+                {
+                    "id": "n",
+                    "name": "Copy of new format",
+                    "createdAt": 31,
+                    "pinned": False,
+                    "textDigest": "kept",
+                },
+            ],
+            session_body_key("n"): {"history": [{"role": "user", "content": "kept"}], "savedAt": 30},
+        }
+    )
     entries = migrate(area)
     data = area.snapshot()
     first = entries[0]
@@ -155,10 +220,14 @@ def test_missing_fields_are_filled_and_duplicate_ids_both_kept():
 
 
 def test_bad_bodies_show_as_damaged_without_loss():
-    area = MemoryStorageArea({SAVED_SESSIONS: [
-        {"id": "bad", "name": "Bad", "createdAt": 1, "pinned": False, "history": "not a list"},
-        {"id": "gone", "name": "Gone", "createdAt": 2, "pinned": False},  # no digest, no body
-    ]})
+    area = MemoryStorageArea(
+        {
+            SAVED_SESSIONS: [
+                {"id": "bad", "name": "Bad", "createdAt": 1, "pinned": False, "history": "not a list"},
+                {"id": "gone", "name": "Gone", "createdAt": 2, "pinned": False},  # no digest, no body
+            ]
+        }
+    )
     entries = migrate(area)
     assert [(e.id, e.damaged) for e in entries] == [("bad", "unreadable"), ("gone", "missing")]
     assert area.snapshot()[session_body_key("bad")]["history"] == "not a list"
