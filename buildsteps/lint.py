@@ -124,7 +124,11 @@ def es_modules(repo: Path) -> set[Path]:
             continue
         seen.add(path)
         text = path.read_text()
-        for specifier in [*IMPORT_FROM.findall(text), *BARE_IMPORT.findall(text), *DYNAMIC_IMPORT.findall(text)]:
+        for specifier in [
+            *IMPORT_FROM.findall(text),
+            *BARE_IMPORT.findall(text),
+            *DYNAMIC_IMPORT.findall(text),
+        ]:
             if specifier.startswith("."):
                 todo.append((path.parent / specifier).resolve())
     return seen
