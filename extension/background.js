@@ -20,7 +20,7 @@ const KNOWN_REQUESTS = new Set(CONTRACT.messages);
 let booting = null;
 
 // For DevTools and the end-to-end tests (a worker's global scope is not reachable from pages):
-// `await marginPython()` gives {pyodide, api, bootMs}.
+// `await marginPython()` gives {pyodide, worker, bootMs}.
 globalThis.marginPython = () => python();
 
 function python() {
@@ -70,11 +70,13 @@ async function bootPython() {
   }
   bridge.attachPyodide(pyodide);
   pyodide.registerJsModule('margin_bridge', bridge);
-  const api = pyodide.pyimport('margin.api');
+  // The running worker's state (platform, turns, boot record) is one Python object, built after
+  // the snapshot: every call below goes to its methods (py/margin/worker.py).
+  const worker = pyodide.pyimport('margin.worker').browser_worker();
   const bootMs = Math.round(performance.now() - started);
-  api.record_boot(bootMs, how);
+  worker.record_boot(bootMs, how);
   console.info(`Margin: Python ready in ${bootMs} ms (${how})`);
-  return { pyodide, api, bootMs };
+  return { pyodide, worker, bootMs };
 }
 
 const PYODIDE_OPTIONS = {
@@ -84,7 +86,7 @@ const PYODIDE_OPTIONS = {
 };
 
 // The modules every request needs; imported before the snapshot so a cold start skips them.
-const PRELOAD = 'import margin.api, margin.storage, margin.history, margin.chat, margin.options';
+const PRELOAD = 'import margin.api, margin.worker, margin.storage, margin.history, margin.chat, margin.options';
 
 // The backend wheel goes into site-packages by unpacking it (a wheel is a zip): measured
 // 1.6-2.0 s to the first reply, against 2.2-2.5 s when micropip installs the same wheel.
@@ -161,15 +163,15 @@ async function handleRequest(message, sender) {
     return failure('forbidden', `Pages may not send "${type}" to Margin.`);
   }
   // Tier 2: needs Python.
-  let api;
+  let worker;
   try {
-    ({ api } = await python());
+    ({ worker } = await python());
   } catch (error) {
     console.error('Margin: Python failed to start', error);
     return failure('python_boot_failed',
       `Margin's Python backend failed to start (${error?.message ?? error}). Reload the extension.`);
   }
-  const replyJson = await api.dispatch_json(type, JSON.stringify(payload ?? {}), tier);
+  const replyJson = await worker.dispatch_json(type, JSON.stringify(payload ?? {}), tier);
   return JSON.parse(replyJson);
 }
 
@@ -200,7 +202,7 @@ chrome.runtime.onConnect.addListener((port) => {
   // stopped; Python remembers a stop that arrives before the turn's task runs.
   const stop = () => {
     if (!started || finished) return;
-    python().then(({ api }) => api.stop_turn(turnId), () => {});
+    python().then(({ worker }) => worker.stop_turn(turnId), () => {});
   };
   port.onDisconnect.addListener(() => {
     bridge.turnPorts.delete(turnId);
@@ -215,9 +217,9 @@ chrome.runtime.onConnect.addListener((port) => {
     if (started) return; // e.g. the panel's keepalive: receiving it already reset the idle timer
     started = true;
     try {
-      let api;
+      let worker;
       try {
-        ({ api } = await python());
+        ({ worker } = await python());
       } catch (error) {
         console.error('Margin: Python failed to start', error);
         postTurnError(turnId, 'python_boot_failed',
@@ -225,7 +227,7 @@ chrome.runtime.onConnect.addListener((port) => {
         return;
       }
       try {
-        await api.run_turn_json(turnId, JSON.stringify(message ?? {}));
+        await worker.run_turn_json(turnId, JSON.stringify(message ?? {}));
       } catch (error) {
         // run_turn_json reports every failure of the turn itself: what lands here is Pyodide failing.
         console.error('Margin: turn failed', error);
@@ -258,7 +260,7 @@ function onExplainClicked(info, tab) {
   const request = { selectionText: info.selectionText, pageUrl: info.pageUrl || tab?.url || '', title: tab?.title || '' };
   // The panel picks the request up from chrome.storage.session and runs the turn (py/margin/explain.py).
   return python()
-    .then(({ api }) => api.explain_queue_json(JSON.stringify(request)))
+    .then(({ worker }) => worker.explain_queue_json(JSON.stringify(request)))
     .then((replyJson) => {
       const reply = JSON.parse(replyJson);
       if (!reply.ok) console.warn('Margin: Explain was not queued:', reply.error?.message);
@@ -274,7 +276,7 @@ globalThis.marginExplainClicked = onExplainClicked;
 
 bridge.setTabEventHandler((kind, tabId, url) => {
   python()
-    .then(({ api }) => api.site_cache_event(kind, tabId, url))
+    .then(({ worker }) => worker.site_cache_event(kind, tabId, url))
     .catch((error) => console.error('Margin: site cache purge failed', error));
 });
 
@@ -284,7 +286,7 @@ bridge.setTabEventHandler((kind, tabId, url) => {
 chrome.storage.session.get(CONTRACT.storage.sessionKeys.siteCacheIndex).then((stored) => {
   const index = stored[CONTRACT.storage.sessionKeys.siteCacheIndex];
   if (index && typeof index === 'object' && Object.keys(index).length) {
-    python().then(({ api }) => api.site_cache_restore()).catch((error) => console.error('Margin: site cache restore failed', error));
+    python().then(({ worker }) => worker.site_cache_restore()).catch((error) => console.error('Margin: site cache restore failed', error));
   } else {
     bridge.tabsWatch('{}', true);
   }

@@ -17,23 +17,26 @@ Rules:
    read-modify-write of `history` holds `storage.lock_for(local)`.
 6. Stop is prompt: every wait on the network races the stop event; the panel's port closing
    (emit failing) is a stop too. The body has an idle timeout (`BODY_IDLE_TIMEOUT`).
-7. One turn at a time per process. Every outcome is ONE terminal event (done, stopped or error);
-   `run_turn` emits MarginErrors itself and lets only bugs escape.
+7. One turn at a time per process. Every outcome (`Outcome`: done, stopped, failed) is ONE
+   terminal event (`done`, `stopped` or `error`; storing the answer may still turn done or
+   stopped into `error`); the stream is closed in one place, whatever the outcome. `run_turn`
+   emits MarginErrors itself (a storage refusal is a `StorageError`) and lets only bugs escape.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from enum import Enum
 from typing import Any
 
 from . import clock, figures, images, options
 from .errors import MarginError, ProviderError, StorageError
-from .history import HistoryRead, Record, for_edit, for_regenerate, read_history, user_record, write_history
+from .history import Record, for_edit, for_regenerate, read_history, user_record, write_history
 from .image_attachments import attachment_to_part, check_attachment
 from .ports import Platform
-from .storage import lock_for
 from .providers import provider_module
+from .storage import lock_for
 
 # Seconds without a body chunk before the answer is given up as timed out.
 BODY_IDLE_TIMEOUT = 60.0
@@ -41,9 +44,16 @@ BODY_IDLE_TIMEOUT = 60.0
 _turn_running = False
 
 
-
 class _Stopped(Exception):
     """The user stopped the turn (or closed the panel)."""
+
+
+class Outcome(Enum):
+    """How the streaming part of a turn ended; each has exactly one terminal event (rule 7)."""
+
+    DONE = "done"  # the whole answer arrived: stored, then `done`
+    STOPPED = "stopped"  # stop, a closed panel, or our own abort: what arrived is stored, then `stopped`
+    FAILED = "failed"  # the provider or storage failed: `error`, no answer record
 
 
 async def run_turn(platform: Platform, start: dict, emit: Callable[[dict], None], stop: asyncio.Event) -> None:
@@ -115,16 +125,6 @@ def _same_question(a: Record, b: Record) -> bool:
     return a.role == b.role == "user" and a.text == b.text and a.fields.get("createdAt") == b.fields.get("createdAt")
 
 
-def _storage_failure(error: Exception, doing: str) -> MarginError:
-    if isinstance(error, MarginError):
-        return error
-    return StorageError(
-        "storage_failed",
-        f"Margin could not {doing} ({error}). If Chrome's storage is full, delete old sessions or "
-        "large images, then try again.",
-    )
-
-
 # -- the turn -------------------------------------------------------------------------------
 
 class _Turn:
@@ -153,6 +153,7 @@ class _Turn:
         self.emit({"event": "started"})
 
         stream = None
+        failure: MarginError | None = None
         try:
             request_records = await figures.prepare_request_history(
                 self.platform, question, language=options.model_language(settings, self.platform.browser_language))
@@ -166,30 +167,34 @@ class _Turn:
                     self.emit({"event": "delta", "text": piece})
                 if self.stop.is_set():
                     raise _Stopped()
+            outcome = Outcome.DONE
         except _Stopped:
-            if stream is not None:
-                await stream.aclose()
-            await self._finish_stopped(question, provider, stream.text if stream is not None else "")
-            return
-        except ProviderError as error:
-            if stream is not None:
-                await stream.aclose()
-            if error.code == "aborted":  # the transport saw our own abort
-                await self._finish_stopped(question, provider, stream.text if stream is not None else "")
-                return
-            self.emit(_error_event(error))
-            return
+            outcome = Outcome.STOPPED
         except MarginError as error:
+            if isinstance(error, ProviderError) and error.code == "aborted":  # the transport saw our own abort
+                outcome = Outcome.STOPPED
+            else:
+                outcome, failure = Outcome.FAILED, error
+        finally:
             if stream is not None:
                 await stream.aclose()
-            self.emit(_error_event(error))
-            return
 
+        # Rule 7: the outcome decides the one terminal event.
+        if outcome is Outcome.FAILED:
+            assert failure is not None
+            self.emit(_error_event(failure))
+        elif outcome is Outcome.STOPPED:
+            await self._finish_stopped(question, provider, stream.text if stream is not None else "")
+        else:
+            assert stream is not None
+            await self._finish_done(question, provider, stream)
+
+    async def _finish_done(self, question: list[Record], provider: dict[str, Any], stream: Any) -> None:
         if stream.usage_unsupported:
             try:
                 await options.mark_usage_unsupported(self.platform, provider["id"])
-            except Exception:  # noqa: BLE001 - only an optimisation is lost; the answer matters
-                pass
+            except StorageError:
+                pass  # only an optimisation is lost; the answer matters
         answer = Record("assistant", stream.text, self._answer_fields(provider, stream.usage))
         if await self._save_answer_or_report(question, answer, stamp=True):
             self.emit({"event": "done"})
@@ -197,28 +202,19 @@ class _Turn:
     async def _store_question(self, start: dict) -> list[Record]:
         """Store the question; returns the conversation the answer answers (rule 1)."""
         async with lock_for(self.platform.local):
-            read = await self._read()
+            read = await read_history(self.platform.local)
             conversation, answered = await conversation_for(self.platform, start, read.records)
             # Compared by value, not length: editing an unanswered last question keeps the length.
             unchanged = conversation == read.records and read.unreadable_raw is None
             if not unchanged:
-                try:
-                    await write_history(self.platform.local, conversation, read)
-                except Exception as error:  # noqa: BLE001
-                    raise _storage_failure(error, "save your message") from None
+                await write_history(self.platform.local, conversation, read)
         return conversation[:answered]
-
-    async def _read(self) -> HistoryRead:
-        try:
-            return await read_history(self.platform.local)
-        except Exception as error:  # noqa: BLE001
-            raise _storage_failure(error, "read the conversation") from None
 
     async def _store_answer(self, question: list[Record], answer: Record, *, stamp: bool) -> bool:
         """Put `answer` right after its question in a fresh read of the conversation (rule 5);
         False if that conversation is not ours any more."""
         async with lock_for(self.platform.local):
-            read = await self._read()
+            read = await read_history(self.platform.local)
             current = read.records
             n = len(question)
             if len(current) < n or not _same_question(current[n - 1], question[n - 1]):
@@ -227,10 +223,7 @@ class _Turn:
             if not all(r.is_attachment for r in waiting):
                 return False
             answered = images.stamp_images_seen(current[:n]) if stamp else current[:n]
-            try:
-                await write_history(self.platform.local, answered + [answer] + waiting, read)
-            except Exception as error:  # noqa: BLE001
-                raise _storage_failure(error, "save the answer") from None
+            await write_history(self.platform.local, answered + [answer] + waiting, read)
             return True
 
     async def _finish_stopped(self, question: list[Record], provider: dict[str, Any], text: str) -> None:

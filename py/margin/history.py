@@ -31,9 +31,7 @@ from typing import Any
 
 from .errors import MarginError
 from .ports import StorageArea
-from .storage import HISTORY, HISTORY_SESSION_ID
-
-HISTORY_UNREADABLE = "historyUnreadable"
+from .storage import HISTORY, HISTORY_UNREADABLE, parked_history_key
 
 ROLES = ("user", "assistant", "system")
 
@@ -145,7 +143,7 @@ async def parked_unreadable(area: StorageArea, read: HistoryRead | None) -> dict
     stored = await area.get([HISTORY_UNREADABLE])
     if HISTORY_UNREADABLE not in stored or stored[HISTORY_UNREADABLE] == read.unreadable_raw:
         return {HISTORY_UNREADABLE: read.unreadable_raw}
-    return {f"{HISTORY_UNREADABLE}_{canonical_hash(read.unreadable_raw)[:12]}": read.unreadable_raw}
+    return {parked_history_key(canonical_hash(read.unreadable_raw)[:12]): read.unreadable_raw}
 
 
 async def write_history(area: StorageArea, records: list[Record], read: HistoryRead | None = None) -> None:
@@ -192,12 +190,3 @@ def for_edit(records: list[Record], index: int) -> list[Record]:
             "That message is no longer in the conversation. Reopen the panel and try again.",
         )
     return records[:index]
-
-
-async def handle_clear(platform, payload: dict) -> dict:
-    """`history.clear`: empty the conversation (what was in it stays in its saved session, if any;
-    records Margin could not read are parked, not dropped)."""
-    area = platform.local
-    parked = await parked_unreadable(area, await read_history(area))
-    await area.set({HISTORY: [], HISTORY_SESSION_ID: None, **parked})
-    return {}

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from .data_urls import build_data_url, parse_data_url
-from .errors import MarginError, StorageError
+from .errors import MarginError
 from .history import Record, read_history, write_history
 from .images import has_images, image_url_of, is_image_part, is_seen, unseen_image_urls
 from .ports import Platform
@@ -52,8 +52,8 @@ async def bound_unseen_image_bytes(
     """Keep parked UNSEEN pixels under `limit_bytes` (data-URL characters) by downscaling the oldest.
 
     Returns `{changed, bytesBefore, bytesAfter}`; `changed` counts image parts downscaled.
-    Writes history once, only when something changed. Raises StorageError("storage_failed") when
-    storage refuses the write; what was stored stays as it was.
+    Writes history once, only when something changed. Raises StorageError (`storage_full` or
+    `storage_failed`, as chrome.storage refused) when the write fails; what was stored stays as it was.
     """
     read = await read_history(platform.local)
     records = read.records
@@ -104,16 +104,7 @@ async def bound_unseen_image_bytes(
     if not changed:
         after = _unseen_bytes(fresh.records)
         return {"changed": 0, "bytesBefore": before, "bytesAfter": after}
-    try:
-        await write_history(platform.local, updated, fresh)
-    except MarginError:
-        raise
-    except Exception as error:  # quota, a closed context: chrome.storage kept the old value
-        raise StorageError(
-            "storage_failed",
-            "Chrome's storage refused to save smaller copies of your unsent images (it may be full). "
-            "Nothing was lost; delete some old sessions and reopen the panel.",
-        ) from error
+    await write_history(platform.local, updated, fresh)  # a refusal keeps the old value
     return {"changed": changed, "bytesBefore": before, "bytesAfter": _unseen_bytes(updated)}
 
 

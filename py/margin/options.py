@@ -8,7 +8,8 @@ Rules:
    `set` (all or nothing). Invalid input is `invalid_options` with a sentence naming the field.
 3. `activeProviderId` always names a saved provider; when it does not (or is absent) the first
    provider is active. No provider at all is `no_provider` when a turn needs one.
-4. `supportsUsage: false` (the server refused `stream_options`) is learned by a turn and kept
+4. A storage refusal is the platform's `StorageError` (margin.ports, rule 2), passed on as it is.
+5. `supportsUsage: false` (the server refused `stream_options`) is learned by a turn and kept
    across saves of the same provider at the same address.
 """
 
@@ -17,7 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .errors import MarginError, StorageError
+from .errors import MarginError
 from .ports import Platform
 from .providers import normalize_provider, provider_module
 from .storage import ACTIVE_PROVIDER_ID, OPTION_DEFAULTS, PROVIDERS, UI_LANGUAGE, default_of
@@ -41,12 +42,7 @@ def mask_key(key: Any) -> str:
 
 async def read_options(platform: Platform) -> dict[str, Any]:
     """The three settings, defaults filled in; providers that are not objects are left out."""
-    try:
-        stored = await platform.local.get(list(OPTION_KEYS))
-    except MarginError:
-        raise
-    except Exception as error:  # noqa: BLE001
-        raise StorageError("storage_failed", f"Margin could not read its settings ({error}). Reload the extension.") from None
+    stored = await platform.local.get(list(OPTION_KEYS))
     providers = stored.get(PROVIDERS, default_of(PROVIDERS))
     if not isinstance(providers, list):
         providers = []
@@ -138,15 +134,7 @@ async def handle_save(platform: Platform, payload: dict) -> dict[str, Any]:
 
     before = await read_options(platform)
     _keep_learned_usage(providers, before[PROVIDERS])
-    try:
-        await platform.local.set(items)
-    except MarginError:
-        raise
-    except Exception as error:  # noqa: BLE001
-        raise StorageError(
-            "storage_failed",
-            f"Margin could not save the options ({error}). If storage is full, delete old sessions, then save again.",
-        ) from None
+    await platform.local.set(items)  # a refusal is the platform's StorageError, sent as it is
     return {
         PROVIDERS: providers,
         ACTIVE_PROVIDER_ID: active_id,

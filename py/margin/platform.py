@@ -3,7 +3,7 @@
 Everything crosses the boundary as JSON strings (platform.md: no proxies to destroy, no Map
 surprises). The JS half is `extension/bridge.js`; its functions never throw: they answer
 `{ok: true, value}` or `{ok: false, error: {kind, message}}`, and this module turns failures into
-`StorageError` / `TransportError`.
+`StorageError` (`ports.storage_refused`, the same as the memory twin's) / `TransportError`.
 """
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ from typing import Any
 
 import margin_bridge  # registered by the service worker: pyodide.registerJsModule("margin_bridge", bridge)
 
-from .errors import StorageError
-from .ports import HttpRequest, Platform, ScriptError, TransportError, WebTab
+from .ports import HttpRequest, Platform, ScriptError, TransportError, WebTab, storage_refused
 
 
 async def _call(function_name: str, *args: Any) -> Any:
@@ -33,16 +32,6 @@ class _BridgeFailure(Exception):
         self.message = message
 
 
-def _storage_error(failure: _BridgeFailure) -> StorageError:
-    if "quota" in failure.message.lower():
-        return StorageError(
-            "storage_full",
-            "Chrome's storage for Margin is full, so this change was not saved. "
-            "Delete old sessions or export a backup and remove some images, then try again.",
-        )
-    return StorageError("storage_failed", f"Chrome could not save Margin's data ({failure.message}).")
-
-
 class ChromeStorageArea:
     """chrome.storage.<area> through the bridge."""
 
@@ -53,25 +42,25 @@ class ChromeStorageArea:
         try:
             return await _call("storageGet", self.area, json.dumps(list(keys)))
         except _BridgeFailure as failure:
-            raise _storage_error(failure) from None
+            raise storage_refused(failure.message) from None
 
     async def set(self, items: dict[str, Any]) -> None:
         try:
             await _call("storageSet", self.area, json.dumps(items, ensure_ascii=False))
         except _BridgeFailure as failure:
-            raise _storage_error(failure) from None
+            raise storage_refused(failure.message) from None
 
     async def remove(self, keys: list[str]) -> None:
         try:
             await _call("storageRemove", self.area, json.dumps(list(keys)))
         except _BridgeFailure as failure:
-            raise _storage_error(failure) from None
+            raise storage_refused(failure.message) from None
 
     async def keys(self) -> list[str]:
         try:
             return list(await _call("storageKeys", self.area))
         except _BridgeFailure as failure:
-            raise _storage_error(failure) from None
+            raise storage_refused(failure.message) from None
 
 
 class FetchResponse:

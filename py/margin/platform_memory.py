@@ -7,8 +7,11 @@ It keeps chrome.storage's semantics that the core relies on:
 - there is no get-everything call; every key read is recorded in `reads` so tests can prove
   what was (and was not) read; `keys()` lists key names (like chrome.storage's getKeys()) and is
   counted in `key_listings`, not in `reads`;
-- `fail_after_writes=k` makes the store "die" after k successful writes (set or remove), for
-  crash-safety tests: every later call raises `StoreCrashed` and changes nothing.
+- a refusal raises the same `StorageError` as the browser platform (`ports.storage_refused`):
+  `quota_bytes=n` refuses a `set` that would store more than n characters the way Chrome words it
+  (`storage_full`); `fail_after_writes=k` makes the store "die" after k successful writes (set or
+  remove), for crash-safety tests: every later call raises `StoreCrashed` (a `storage_failed`
+  StorageError) and changes nothing.
 """
 
 from __future__ import annotations
@@ -18,11 +21,17 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .ports import HttpRequest, Platform, ScriptError, TransportError, WebTab
+from .errors import StorageError
+from .ports import HttpRequest, Platform, ScriptError, TransportError, WebTab, storage_refused
 
 
-class StoreCrashed(Exception):
-    """The simulated process died: nothing more is written."""
+class StoreCrashed(StorageError):
+    """The simulated process died: nothing more is written. Callers see what Chrome's refusal
+    gives them (a StorageError); crash tests can still tell a crash apart."""
+
+    def __init__(self) -> None:
+        refused = storage_refused("the store stopped (simulated crash)")
+        super().__init__(refused.code, refused.message)
 
 
 class MemoryStorageArea:
@@ -53,7 +62,7 @@ class MemoryStorageArea:
             after = {**self._data, **encoded}
             used = sum(len(k) + len(v) for k, v in after.items())
             if used > self.quota_bytes:
-                raise QuotaExceeded("Resource::kQuotaBytes quota exceeded")
+                raise storage_refused("Resource::kQuotaBytes quota exceeded")
         self._data.update(encoded)
         self.writes.append(dict(items))
 
@@ -91,10 +100,6 @@ class MemoryStorageArea:
         if self.fail_after_writes is not None and len(self.writes) >= self.fail_after_writes:
             self._crashed = True
             raise StoreCrashed()
-
-
-class QuotaExceeded(Exception):
-    pass
 
 
 # -- HTTP -------------------------------------------------------------------------------------

@@ -6,7 +6,8 @@ Rule 2: a storage area behaves like chrome.storage: values are JSON (they round-
 JSON), absent keys are absent from the result, a multi-key `set` is all or nothing, and there is
 no "get everything" call at all (see the GET_ALL_KEYS contract in `margin.storage`); `keys()` lists
 the stored key NAMES only (chrome.storage's `getKeys()`), so a caller can check that a body exists
-without reading it.
+without reading it. A refused read or write raises the `StorageError` that `storage_refused` builds
+from Chrome's own words, on both platforms, so callers catch `StorageError` and nothing broader.
 Rule 3: HTTP is one method, `open()`, which resolves once the status and headers arrived; the
 body is then read chunk by chunk (decoded text) until `None`, or abandoned with `aclose()`.
 
@@ -16,9 +17,11 @@ memory for CPython tests and benchmarks.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from .errors import StorageError
 
 
 class StorageArea(Protocol):
@@ -31,6 +34,18 @@ class StorageArea(Protocol):
     async def keys(self) -> list[str]:
         """The names of every stored key (no values are read)."""
         ...
+
+
+def storage_refused(detail: str) -> StorageError:
+    """The error a storage area raises when chrome.storage refuses (rule 2): `storage_full` when
+    Chrome says the quota is exceeded, `storage_failed` with Chrome's words otherwise."""
+    if "quota" in detail.lower():
+        return StorageError(
+            "storage_full",
+            "Chrome's storage for Margin is full, so this change was not saved. "
+            "Delete old sessions or export a backup and remove some images, then try again.",
+        )
+    return StorageError("storage_failed", f"Chrome could not save Margin's data ({detail}).")
 
 
 @dataclass(frozen=True)

@@ -38,16 +38,9 @@ from typing import Any
 from . import clock
 from .errors import StorageError
 from .ports import Platform, StorageArea
-from .storage import SITE_CACHE_BODY_PREFIX, SITE_CACHE_INDEX
+from .storage import SITE_CACHE_INDEX, site_cache_body_key
 
-INDEX_KEY = SITE_CACHE_INDEX
-BODY_PREFIX = SITE_CACHE_BODY_PREFIX
 CACHE_BUDGET_BYTES = 6 * 1024 * 1024
-
-
-def body_key(tab_id: int) -> str:
-    return f"{BODY_PREFIX}{tab_id}"
-
 
 
 def same_page(a: str, b: str) -> bool:
@@ -112,10 +105,10 @@ class SiteCache:
         if entry is None or not same_page(entry["url"], url) or entry.get("fingerprint") != fingerprint:
             return None
         try:
-            stored = await self._area.get([body_key(tab_id)])
+            stored = await self._area.get([site_cache_body_key(tab_id)])
         except StorageError:
             return None
-        body = stored.get(body_key(tab_id))
+        body = stored.get(site_cache_body_key(tab_id))
         if not isinstance(body, dict) or not isinstance(body.get("payload"), dict):
             await self.drop(tab_id)
             return None
@@ -138,9 +131,9 @@ class SiteCache:
         index[tab_id] = {"url": url, "fingerprint": fingerprint, "size": size, "at": clock.now_ms()}
         try:
             if evicted:
-                await self._area.remove([body_key(t) for t in evicted])
+                await self._area.remove([site_cache_body_key(t) for t in evicted])
             # Body and index in one write: all or nothing.
-            await self._area.set({body_key(tab_id): body, INDEX_KEY: _index_json(index)})
+            await self._area.set({site_cache_body_key(tab_id): body, SITE_CACHE_INDEX: _index_json(index)})
         except StorageError:
             return False
         finally:
@@ -160,8 +153,8 @@ class SiteCache:
         index = {t: e for t, e in self._instance.index.items() if t not in gone}
         self._instance.index = index
         try:
-            await self._area.remove([body_key(t) for t in gone])
-            await self._area.set({INDEX_KEY: _index_json(index)})
+            await self._area.remove([site_cache_body_key(t) for t in gone])
+            await self._area.set({SITE_CACHE_INDEX: _index_json(index)})
         except StorageError:
             pass  # an entry that stays behind is dropped by the next restore's liveness check
 
@@ -173,10 +166,10 @@ def _index_json(index: dict[int, dict[str, Any]]) -> dict[str, Any]:
 async def _restore(platform: Platform, instance: _Instance, cache: SiteCache) -> None:
     """Rule 2: read the index, keep only tabs still open on the cached page."""
     try:
-        stored = await platform.session.get([INDEX_KEY])
+        stored = await platform.session.get([SITE_CACHE_INDEX])
     except StorageError:
         stored = {}
-    instance.index = _parse_index(stored.get(INDEX_KEY))
+    instance.index = _parse_index(stored.get(SITE_CACHE_INDEX))
     dead: list[int] = []
     for tab_id, entry in list(instance.index.items()):
         try:
@@ -186,8 +179,8 @@ async def _restore(platform: Platform, instance: _Instance, cache: SiteCache) ->
         if tab is None or not same_page(tab.url, entry["url"]):
             dead.append(tab_id)
     await cache.drop_many(dead)
-    if not isinstance(stored.get(INDEX_KEY), dict) and INDEX_KEY in stored:
-        await platform.session.remove([INDEX_KEY])  # unreadable: the bodies it named are unknown
+    if not isinstance(stored.get(SITE_CACHE_INDEX), dict) and SITE_CACHE_INDEX in stored:
+        await platform.session.remove([SITE_CACHE_INDEX])  # unreadable: the bodies it named are unknown
     instance.restored = True
 
 

@@ -32,6 +32,9 @@ SESSION_BODY_PREFIX = "session_"
 SESSION_TRASH = "sessionTrash"
 # What `savedSessions` held that could not be read as sessions, parked (margin.session_index).
 SAVED_SESSIONS_UNREADABLE_PREFIX = "savedSessionsUnreadable_"
+# Records of `history` Margin could not read, kept aside (margin.history, rule 4); a second
+# different value goes under `historyUnreadable_<12 hex of its sha256>`.
+HISTORY_UNREADABLE = "historyUnreadable"
 # In chrome.storage.session (cleared when the browser or the extension restarts).
 SITE_CACHE_INDEX = "siteCacheIndex"
 SITE_CACHE_BODY_PREFIX = "siteCache_"
@@ -77,6 +80,15 @@ def lock_for(area: StorageArea) -> asyncio.Lock:
 
 def session_body_key(session_id: str) -> str:
     return f"{SESSION_BODY_PREFIX}{session_id}"
+
+
+def parked_history_key(digest: str) -> str:
+    """Where a second, different unreadable `history` is parked (`digest`: 12 hex of its sha256)."""
+    return f"{HISTORY_UNREADABLE}_{digest}"
+
+
+def site_cache_body_key(tab_id: int) -> str:
+    return f"{SITE_CACHE_BODY_PREFIX}{tab_id}"
 
 
 def default_of(key: str) -> Any:

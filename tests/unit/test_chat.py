@@ -253,12 +253,12 @@ def test_one_turn_at_a_time():
     assert [r["content"] for r in turn.history] == ["one", "busy"]
 
 
-def test_storage_refusing_the_question_is_storage_failed_and_nothing_is_sent():
+def test_a_full_storage_refusing_the_question_is_storage_full_and_nothing_is_sent():
     turn = Turn(responses=[answer("x")], quota_bytes=600)
     asyncio.run(turn.run(send("x" * 1000)))
     assert turn.kinds == ["error"]
     error = turn.events[0]["error"]
-    assert error["code"] == "storage_failed" and "full" in error["message"]
+    assert error["code"] == "storage_full" and "full" in error["message"]
     assert turn.transport.requests == [] and turn.history == []
 
 

@@ -372,13 +372,14 @@ def test_the_bound_keeps_a_record_a_turn_stored_while_pillow_was_loading():
     assert stored[2] == history[2]
 
 
-@pytest.mark.parametrize("storage", [{"quota_bytes": 1000}, {"fail_after_writes": 0}])
-def test_a_refused_write_is_reported_and_nothing_is_lost(storage):
+# The memory twin refuses like chrome.storage does: a quota is storage_full, anything else storage_failed.
+@pytest.mark.parametrize("storage, code", [({"quota_bytes": 1000}, "storage_full"), ({"fail_after_writes": 0}, "storage_failed")])
+def test_a_refused_write_is_reported_and_nothing_is_lost(storage, code):
     history = history_json([Record("user", [part(data_url(noise(700, 500, s), "PNG"))]) for s in range(3)])
     platform = memory_platform({HISTORY: history}, **storage)
     with pytest.raises(MarginError) as raised:
         run(image_bound.bound_unseen_image_bytes(platform, limit_bytes=1000))
-    assert raised.value.code == "storage_failed"
+    assert raised.value.code == code
     platform.local.revive()
     assert platform.local.snapshot()[HISTORY] == history
 

@@ -8,7 +8,8 @@ import pytest
 from margin import clock, site_caches
 from margin.platform_memory import MemoryTabs, memory_platform
 from margin.ports import WebTab
-from margin.site_caches import INDEX_KEY, body_key, on_tab_event, restore, site_cache_ctx
+from margin.site_caches import on_tab_event, restore, site_cache_ctx
+from margin.storage import SITE_CACHE_INDEX, site_cache_body_key
 
 
 @pytest.fixture(autouse=True)
@@ -80,7 +81,7 @@ def test_listeners_are_added_with_the_first_entry_and_removed_with_the_last():
         assert tabs.watched == {}
 
     run(scenario())
-    assert platform.session.snapshot() == {INDEX_KEY: {}}
+    assert platform.session.snapshot() == {SITE_CACHE_INDEX: {}}
     # The last watch call removed the listeners, without another stale-clearing round.
     assert tabs.watches[-1] == ({}, False)
 
@@ -98,7 +99,7 @@ def test_the_restore_after_a_worker_start_drops_tabs_closed_or_navigated_meanwhi
 
     assert run(restore(platform)) == {"tabs": [7]}
     stored = platform.session.snapshot()
-    assert set(stored) == {INDEX_KEY, body_key(7)}
+    assert set(stored) == {SITE_CACHE_INDEX, site_cache_body_key(7)}
     assert platform.tabs.watches == [({7: "https://example.com/c"}, False)]
 
 
@@ -120,22 +121,22 @@ def test_the_cache_stays_within_its_budget_by_evicting_the_oldest(monkeypatch):
     for i in range(1, 5):
         assert run(put(platform, i, f"https://example.com/{i}", {"body": "x" * 1000}))
     stored = platform.session.snapshot()
-    assert sorted(stored[INDEX_KEY]) == ["3", "4"]
-    assert body_key(1) not in stored and body_key(2) not in stored
+    assert sorted(stored[SITE_CACHE_INDEX]) == ["3", "4"]
+    assert site_cache_body_key(1) not in stored and site_cache_body_key(2) not in stored
     # Too big for the whole budget: not cached, and nothing else is pushed out for it.
     assert not run(put(platform, 1, "https://example.com/1", {"body": "y" * 5000}))
-    assert sorted(platform.session.snapshot()[INDEX_KEY]) == ["3", "4"]
+    assert sorted(platform.session.snapshot()[SITE_CACHE_INDEX]) == ["3", "4"]
 
 
 def test_a_damaged_index_or_body_is_a_miss_not_a_failure():
     platform = platform_with(tab(5))
-    platform.session = type(platform.session)({INDEX_KEY: "garbage", body_key(9): {"x": 1}})
+    platform.session = type(platform.session)({SITE_CACHE_INDEX: "garbage", site_cache_body_key(9): {"x": 1}})
     assert run(get(platform, 5, "https://example.com/a")) is None
     site_caches.forget_instance()
-    platform.session = type(platform.session)({INDEX_KEY: {"5": {"url": "https://example.com/a", "fingerprint": ["f"]}},
-                                               body_key(5): "not a body"})
+    platform.session = type(platform.session)({SITE_CACHE_INDEX: {"5": {"url": "https://example.com/a", "fingerprint": ["f"]}},
+                                               site_cache_body_key(5): "not a body"})
     assert run(get(platform, 5, "https://example.com/a")) is None
-    assert platform.session.snapshot()[INDEX_KEY] == {}
+    assert platform.session.snapshot()[SITE_CACHE_INDEX] == {}
 
 
 def test_status_reports_the_cached_tabs_and_the_listeners():

@@ -80,17 +80,6 @@ def test_parking_unreadable_records_never_overwrites_what_was_parked_before():
     assert sorted(map(str, parked.values())) == sorted(map(str, [first, second]))
 
 
-def test_clearing_the_conversation_keeps_records_margin_could_not_read():
-    from margin.platform_memory import memory_platform
-
-    raw = [{"role": "user", "content": "hi"}, {"role": "robot", "content": "?"}]
-    platform = memory_platform({"history": raw, "historySessionId": "s1"})
-    run(history.handle_clear(platform, {}))
-    stored = platform.local.snapshot()
-    assert stored["history"] == [] and stored["historySessionId"] is None
-    assert stored["historyUnreadable"] == raw
-
-
 def test_history_that_is_not_a_list_is_kept_aside():
     area = MemoryStorageArea({"history": "garbage"})
     read = run(history.read_history(area))

@@ -1,0 +1,136 @@
+"""The running worker: what one service-worker instance holds in memory, in one object.
+
+A `Worker` holds the platform, the sink that sends turn events to their panel, the stop signals
+of the turns it runs and its boot record. The JS shell (extension/background.js) builds none of
+it: it calls the methods of the one browser Worker, `browser_worker()`; tests build their own
+`Worker(memory_platform(), sink)`.
+
+Rules:
+1. Every entry point takes and returns JSON strings or plain numbers (platform.md: no proxies
+   cross the boundary); requests and the worker's own events go through `api.dispatch`'s envelope.
+2. `app.ping` is answered here, with the boot record `record_boot` keeps (how long Python took
+   to start, and whether from a snapshot).
+3. A turn's events go to `post_event(turn_id, event)`, which says False when the panel's port is
+   gone: the turn then stops. A stop may arrive before its turn's task runs (Python still
+   booting): it is remembered and applied when the turn starts.
+4. Entry points with nobody to answer (a turn's port, the site caches' purge listeners) report or
+   log every failure themselves; only Pyodide failing reaches the JS shell.
+5. `browser_worker()` imports `margin.platform` (and so touches JS) only when first called, after
+   the memory snapshot was taken: importing this module is safe before it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from typing import Any
+
+from . import api
+from .errors import MarginError
+from .ports import Platform
+
+# Sends one turn event to the turn's panel; False when its port is gone.
+PostEvent = Callable[[str, dict[str, Any]], bool]
+
+
+class Worker:
+    def __init__(self, platform: Platform, post_event: PostEvent):
+        self.platform = platform
+        self.post_event = post_event
+        self.boot: dict[str, Any] = {"bootMs": None, "bootedFrom": None}
+        self._turn_stops: dict[str, asyncio.Event] = {}
+        self._early_stops: set[str] = set()
+        self._own_handlers: dict[str, api.Handler] = {"app.ping": self._handle_ping}
+
+    # -- requests -------------------------------------------------------------------------------
+
+    def record_boot(self, boot_ms: int, booted_from: str) -> None:
+        """The shell says how long Python took to start, and how ("snapshot" or "fresh")."""
+        self.boot = {"bootMs": boot_ms, "bootedFrom": booted_from}
+
+    async def _handle_ping(self, platform: Platform, payload: dict) -> dict[str, Any]:
+        return {**await api.handle_ping(platform, payload), **self.boot}
+
+    async def dispatch_json(self, name: str, payload_json: str, tier: str,
+                            handler: api.Handler | None = None) -> str:
+        """The shell's onMessage handler calls this: JSON string in, JSON envelope string out."""
+        try:
+            payload = json.loads(payload_json)
+        except ValueError:
+            return json.dumps(api.failure(MarginError("bad_payload", "The request was not valid JSON.")))
+        reply = await api.dispatch(self.platform, name, payload, tier, handler or self._own_handlers.get(name))
+        return json.dumps(reply, ensure_ascii=False)
+
+    async def explain_queue_json(self, info_json: str) -> str:
+        """The context menu's "Explain with Margin" was clicked (margin.explain, rule 1)."""
+        from . import explain
+
+        return await self.dispatch_json("explain.queue", info_json, "extension", explain.queue)
+
+    # -- turns ----------------------------------------------------------------------------------
+
+    async def run_turn_json(self, turn_id: str, start_json: str) -> None:
+        """The shell's turn port calls this once per turn; events go back through `post_event`."""
+        from . import chat
+
+        stop = self._turn_stops[turn_id] = asyncio.Event()
+        if turn_id in self._early_stops:
+            self._early_stops.discard(turn_id)
+            stop.set()
+
+        def emit(event: dict[str, Any]) -> None:
+            if not self.post_event(turn_id, event):
+                stop.set()
+
+        try:
+            start = json.loads(start_json)
+            await chat.run_turn(self.platform, start, emit, stop)
+        except MarginError as error:
+            emit({"event": "error", "error": error.to_json()})
+        except Exception as exc:  # noqa: BLE001 - rule 4: the panel waits for a terminal event
+            emit({"event": "error", "error": api.internal_error(exc).to_json()})
+        finally:
+            self._turn_stops.pop(turn_id, None)
+
+    def stop_turn(self, turn_id: str) -> None:
+        """Stop a turn. The shell calls this only for a turn it started and that has not finished,
+        so an unknown id is a turn whose task has not run yet: remember the stop for it (rule 3)."""
+        stop = self._turn_stops.get(turn_id)
+        if stop is None:
+            self._early_stops.add(turn_id)
+        else:
+            stop.set()
+
+    # -- the site caches' listeners ---------------------------------------------------------------
+
+    async def site_cache_event(self, kind: str, tab_id: int, url: str | None) -> None:
+        """A purge listener of the site caches fired (margin.site_caches, rule 3)."""
+        from . import site_caches
+
+        try:
+            await site_caches.on_tab_event(self.platform, kind, int(tab_id), url)
+        except Exception as exc:  # noqa: BLE001 - rule 4: a listener has nobody to answer; log it
+            api.internal_error(exc)
+
+    async def site_cache_restore(self) -> None:
+        """A worker start found site-cache entries: restore them now (margin.site_caches, rule 3)."""
+        from . import site_caches
+
+        try:
+            await site_caches.restore(self.platform)
+        except Exception as exc:  # noqa: BLE001 - rule 4: nobody to answer; log it
+            api.internal_error(exc)
+
+
+_browser: Worker | None = None
+
+
+def browser_worker() -> Worker:
+    """The service worker's one Worker, built on first use (rule 5)."""
+    global _browser
+    if _browser is None:
+        from .platform import browser_platform, post_turn_event
+
+        _browser = Worker(browser_platform(), post_turn_event)
+    return _browser
