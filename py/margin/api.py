@@ -82,8 +82,9 @@ def internal_error(exc: BaseException) -> MarginError:
     )
 
 
-async def dispatch(platform: Platform, name: str, payload: Any, tier: str = "extension",
-                   handler: Handler | None = None) -> dict[str, Any]:
+async def dispatch(
+    platform: Platform, name: str, payload: Any, tier: str = "extension", handler: Handler | None = None
+) -> dict[str, Any]:
     """Run the request's handler (ROUTES', or `handler` for the worker's own events) in the envelope."""
     try:
         if tier != "extension" and not name.startswith(CONTENT_SCRIPT_PREFIX):
@@ -95,11 +96,12 @@ async def dispatch(platform: Platform, name: str, payload: Any, tier: str = "ext
         return ok(await (handler or resolve(name))(platform, payload))
     except MarginError as error:
         return failure(error)
-    except Exception as exc:  # noqa: BLE001 - a true boundary: the envelope must always come back
+    except Exception as exc:
         return failure(internal_error(exc))
 
 
 # -- handlers that belong to the app itself ---------------------------------------------------
+
 
 async def handle_ping(platform: Platform, payload: dict) -> dict[str, Any]:
     """`app.ping`. The running worker answers it with its boot record (margin.worker, rule 2);

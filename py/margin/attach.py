@@ -35,14 +35,18 @@ CAPTION_MAX_BYTES = 20 * 1024 * 1024
 TRACK_KINDS = ("captions", "subtitles", "")
 
 
-NO_WEB_TAB = ("Margin can only read web pages (http, https or file). Switch to the tab you want to "
-              "ask about, then press Attach page.")
+NO_WEB_TAB = (
+    "Margin can only read web pages (http, https or file). Switch to the tab you want to "
+    "ask about, then press Attach page."
+)
 
 
 def refuse_by_url(url: str) -> None:
     parts = urlsplit(url)
     host = (parts.hostname or "").lower()
-    if host == "chromewebstore.google.com" or (host == "chrome.google.com" and parts.path.startswith("/webstore")):
+    if host == "chromewebstore.google.com" or (
+        host == "chrome.google.com" and parts.path.startswith("/webstore")
+    ):
         raise web_store_refusal()
 
 
@@ -51,33 +55,55 @@ def script_refusal(error: ScriptError, tab: WebTab) -> MarginError:
     message = error.message
     lowered = message.lower()
     if "no tab with id" in lowered or "tab was closed" in lowered:
-        return MarginError("tab_gone", "That tab was closed before Margin could read it. Open the page again, then press Attach page.")
+        return MarginError(
+            "tab_gone",
+            "That tab was closed before Margin could read it. Open the page again, then press Attach page.",
+        )
     if "extensions gallery" in lowered or "webstore" in lowered:
         return web_store_refusal()
     if tab.url.lower().startswith("file:"):
-        return MarginError("file_access_off", "Margin may not read files on this computer yet. Open chrome://extensions, "
-                           "click Details under Margin, turn on “Allow access to file URLs”, then press Attach page again.")
+        return MarginError(
+            "file_access_off",
+            "Margin may not read files on this computer yet. Open chrome://extensions, "
+            "click Details under Margin, turn on “Allow access to file URLs”, then press Attach page again.",
+        )
     if urlsplit(tab.url).path.lower().endswith(".pdf"):
         return pdf_refusal()
     if "error page" in lowered:
-        return MarginError("page_not_readable", "This tab shows an error page, so there is nothing to read. Reload the page, then press Attach page.")
-    return MarginError("page_not_readable", f"Chrome did not let Margin read this tab ({message.strip().rstrip('.')}). "
-                       "Use Screenshot instead, or copy the text into the message.")
+        return MarginError(
+            "page_not_readable",
+            "This tab shows an error page, so there is nothing to read. "
+            "Reload the page, then press Attach page.",
+        )
+    return MarginError(
+        "page_not_readable",
+        f"Chrome did not let Margin read this tab ({message.strip().rstrip('.')}). "
+        "Use Screenshot instead, or copy the text into the message.",
+    )
 
 
 def web_store_refusal() -> MarginError:
-    return MarginError("page_not_readable", "Chrome does not let extensions read the Chrome Web Store. "
-                       "Copy the text you want to ask about into the message, or use Screenshot.")
+    return MarginError(
+        "page_not_readable",
+        "Chrome does not let extensions read the Chrome Web Store. "
+        "Copy the text you want to ask about into the message, or use Screenshot.",
+    )
 
 
 def pdf_refusal() -> MarginError:
-    return MarginError("page_is_pdf", "This tab shows a PDF, which Margin cannot read as a page. Select the text "
-                       "you need and choose “Explain with Margin” from the right-click menu, or use Screenshot.")
+    return MarginError(
+        "page_is_pdf",
+        "This tab shows a PDF, which Margin cannot read as a page. Select the text "
+        "you need and choose “Explain with Margin” from the right-click menu, or use Screenshot.",
+    )
 
 
 def no_text_refusal() -> MarginError:
-    return MarginError("page_has_no_text", "This page has no text Margin can read (it may be a picture, a canvas, or still "
-                       "loading). Wait until it has loaded and try again, or use Screenshot to send what you see.")
+    return MarginError(
+        "page_has_no_text",
+        "This page has no text Margin can read (it may be a picture, a canvas, or still "
+        "loading). Wait until it has loaded and try again, or use Screenshot to send what you see.",
+    )
 
 
 async def run_page_script(platform: Platform, tab: WebTab, function: str, *args: Any) -> Any:
@@ -130,14 +156,24 @@ def _language_rank(lang: str, preferred: list[str]) -> int:
 
 
 def _track_candidates(video: dict[str, Any], preferred: list[str]) -> list[dict[str, Any]]:
-    tracks = [t for t in video.get("tracks") or [] if isinstance(t, dict) and (t.get("kind") or "") in TRACK_KINDS]
-    return sorted(tracks, key=lambda t: (_language_rank(t.get("srclang", ""), preferred), not t.get("isDefault")))
+    tracks = [
+        t for t in video.get("tracks") or [] if isinstance(t, dict) and (t.get("kind") or "") in TRACK_KINDS
+    ]
+    return sorted(
+        tracks, key=lambda t: (_language_rank(t.get("srclang", ""), preferred), not t.get("isDefault"))
+    )
 
 
 def _youtube_candidates(youtube: dict[str, Any], preferred: list[str]) -> list[dict[str, Any]]:
-    tracks = [t for t in youtube.get("captionTracks") or [] if isinstance(t, dict) and isinstance(t.get("baseUrl"), str)]
+    tracks = [
+        t
+        for t in youtube.get("captionTracks") or []
+        if isinstance(t, dict) and isinstance(t.get("baseUrl"), str)
+    ]
     # Captions people wrote before automatic ones, then by language.
-    return sorted(tracks, key=lambda t: (t.get("kind") == "asr", _language_rank(t.get("languageCode", ""), preferred)))
+    return sorted(
+        tracks, key=lambda t: (t.get("kind") == "asr", _language_rank(t.get("languageCode", ""), preferred))
+    )
 
 
 def _youtube_caption_url(base_url: str) -> str:
@@ -160,7 +196,9 @@ async def _cues_of_track(platform: Platform, track: dict[str, Any]) -> list[tran
         return []
 
 
-async def find_transcript(platform: Platform, extraction: dict[str, Any], preferred: list[str]) -> dict[str, Any] | None:
+async def find_transcript(
+    platform: Platform, extraction: dict[str, Any], preferred: list[str]
+) -> dict[str, Any] | None:
     """The first video's best caption track that yields cues: {video, cues, source, label, lang}."""
     videos = [v for v in extraction.get("videos") or [] if isinstance(v, dict)]
     youtube = extraction.get("youtube")
@@ -176,15 +214,26 @@ async def find_transcript(platform: Platform, extraction: dict[str, Any], prefer
                 label = str(track.get("name") or track.get("languageCode") or "captions")
                 if track.get("kind") == "asr":
                     label += " (automatic)"
-                return {"video": video, "cues": cues, "source": "youtube", "label": label,
-                        "lang": track.get("languageCode") or ""}
+                return {
+                    "video": video,
+                    "cues": cues,
+                    "source": "youtube",
+                    "label": label,
+                    "lang": track.get("languageCode") or "",
+                }
     for video in videos:
         for track in _track_candidates(video, preferred):
             cues = await _cues_of_track(platform, track)
             if cues:
-                return {"video": video, "cues": cues, "source": "track",
-                        "label": str(track.get("label") or track.get("srclang") or track.get("kind") or "captions"),
-                        "lang": track.get("srclang") or ""}
+                return {
+                    "video": video,
+                    "cues": cues,
+                    "source": "track",
+                    "label": str(
+                        track.get("label") or track.get("srclang") or track.get("kind") or "captions"
+                    ),
+                    "lang": track.get("srclang") or "",
+                }
     return None
 
 
@@ -198,7 +247,12 @@ def _video_src(video: dict[str, Any], page_url: str) -> str:
 
 def _duration(video: dict[str, Any], cues: list[transcripts.Cue]) -> float | None:
     duration = video.get("duration")
-    if isinstance(duration, (int, float)) and not isinstance(duration, bool) and duration > 0 and duration == duration:
+    if (
+        isinstance(duration, (int, float))
+        and not isinstance(duration, bool)
+        and duration > 0
+        and duration == duration
+    ):
         return float(duration)
     return transcripts.transcript_duration(cues) or None
 
@@ -206,7 +260,9 @@ def _duration(video: dict[str, Any], cues: list[transcripts.Cue]) -> float | Non
 # -- the payload ---------------------------------------------------------------------------------
 
 
-async def page_payload(platform: Platform, extraction: dict[str, Any], *, preferred_languages: list[str]) -> dict[str, Any]:
+async def page_payload(
+    platform: Platform, extraction: dict[str, Any], *, preferred_languages: list[str]
+) -> dict[str, Any]:
     """Everything the record needs from one extraction (what the site cache keeps)."""
     url = str(extraction.get("url") or "")
     title = str(extraction.get("title") or "").strip()
@@ -216,13 +272,23 @@ async def page_payload(platform: Platform, extraction: dict[str, Any], *, prefer
     notes: list[str] = []
     if found is None:
         if extraction.get("videos") or extraction.get("youtube"):
-            notes.append("the video on this page has no captions Margin can read, so only the page's text is attached.")
+            notes.append(
+                "the video on this page has no captions Margin can read, so only the page's text is attached."
+            )
         if not text.text.strip():
             raise no_text_refusal()
         if text.truncated:
             notes.append(page_context.truncation_note(len(text.text), text.original_chars))
-        return {"kind": "page", "title": title, "url": url, "body": text.text, "method": method,
-                "truncated": text.truncated, "originalChars": text.original_chars, "notes": notes}
+        return {
+            "kind": "page",
+            "title": title,
+            "url": url,
+            "body": text.text,
+            "method": method,
+            "truncated": text.truncated,
+            "originalChars": text.original_chars,
+            "notes": notes,
+        }
 
     cues = found["cues"]
     video = found["video"]
@@ -236,14 +302,25 @@ async def page_payload(platform: Platform, extraction: dict[str, Any], *, prefer
     if capped.truncated:
         notes.append(page_context.truncation_note(len(capped.text), capped.original_chars))
     return {
-        "kind": "video", "title": title, "url": url, "body": capped.text, "method": method,
-        "truncated": capped.truncated, "originalChars": capped.original_chars, "notes": notes,
+        "kind": "video",
+        "title": title,
+        "url": url,
+        "body": capped.text,
+        "method": method,
+        "truncated": capped.truncated,
+        "originalChars": capped.original_chars,
+        "notes": notes,
         "video": {
             "src": _video_src(video, url),
             "index": int(video.get("index") or 0),
             "duration": duration,
             "title": video.get("title") or None,
-            "transcript": {"source": found["source"], "label": found["label"], "lang": found["lang"], "cues": len(cues)},
+            "transcript": {
+                "source": found["source"],
+                "label": found["label"],
+                "lang": found["lang"],
+                "cues": len(cues),
+            },
         },
     }
 
@@ -275,10 +352,15 @@ async def read_tab(platform: Platform, tab: WebTab, language: str) -> tuple[dict
             if reason == "no_text":
                 raise no_text_refusal()
             detail = extraction.get("detail") if isinstance(extraction, dict) else None
-            raise MarginError("page_not_readable", "Margin could not read this page"
-                              + (f" ({detail})" if detail else "") + ". Reload it and try again, or use Screenshot.")
-        payload = await page_payload(platform, extraction,
-                                     preferred_languages=preferred_languages(extraction, language))
+            raise MarginError(
+                "page_not_readable",
+                "Margin could not read this page"
+                + (f" ({detail})" if detail else "")
+                + ". Reload it and try again, or use Screenshot.",
+            )
+        payload = await page_payload(
+            platform, extraction, preferred_languages=preferred_languages(extraction, language)
+        )
         await cache.put(tab.id, url, fingerprint, payload)
         return payload, False
 
@@ -295,14 +377,22 @@ async def handle_attach(platform: Platform, payload: dict) -> dict[str, Any]:
     settings = await read_options(platform)
     page, from_cache = await read_tab(platform, tab, model_language(settings, platform.browser_language))
     read_ms = round((time.perf_counter() - started) * 1000, 1)
-    record = page_context.attachment_record(page, captured_at=clock.now_ms(),
-                                            tab={"id": tab.id, "windowId": tab.window_id})
+    record = page_context.attachment_record(
+        page, captured_at=clock.now_ms(), tab={"id": tab.id, "windowId": tab.window_id}
+    )
     async with lock_for(platform.local):
         read = await read_history(platform.local)
-        duplicate = any(page_context.same_attachment(record, waiting) for waiting in trailing_attachments(read.records))
+        duplicate = any(
+            page_context.same_attachment(record, waiting) for waiting in trailing_attachments(read.records)
+        )
         if not duplicate:
-            await write_history(platform.local, read.records + [record], read)
-    return {"attachment": page_context.card(record), "fromCache": from_cache, "duplicate": duplicate, "readMs": read_ms}
+            await write_history(platform.local, [*read.records, record], read)
+    return {
+        "attachment": page_context.card(record),
+        "fromCache": from_cache,
+        "duplicate": duplicate,
+        "readMs": read_ms,
+    }
 
 
 async def handle_remove(platform: Platform, payload: dict) -> dict[str, Any]:
@@ -312,9 +402,16 @@ async def handle_remove(platform: Platform, payload: dict) -> dict[str, Any]:
         read = await read_history(platform.local)
         records = read.records
         waiting_from = len(records) - len(trailing_attachments(records))
-        if (not isinstance(index, int) or isinstance(index, bool) or not waiting_from <= index < len(records)
-                or records[index].fields["attachment"].get("url") != url):
-            raise MarginError("attachment_answered", "Only a page that no question has used yet can be removed. "
-                              "Start a New session to leave it behind.")
-        await write_history(platform.local, records[:index] + records[index + 1:], read)
+        if (
+            not isinstance(index, int)
+            or isinstance(index, bool)
+            or not waiting_from <= index < len(records)
+            or records[index].fields["attachment"].get("url") != url
+        ):
+            raise MarginError(
+                "attachment_answered",
+                "Only a page that no question has used yet can be removed. "
+                "Start a New session to leave it behind.",
+            )
+        await write_history(platform.local, records[:index] + records[index + 1 :], read)
     return {}

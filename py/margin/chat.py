@@ -26,6 +26,7 @@ Rules:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable
 from enum import Enum
 from typing import Any
@@ -56,11 +57,19 @@ class Outcome(Enum):
     FAILED = "failed"  # the provider or storage failed: `error`, no answer record
 
 
-async def run_turn(platform: Platform, start: dict, emit: Callable[[dict], None], stop: asyncio.Event) -> None:
+async def run_turn(
+    platform: Platform, start: dict, emit: Callable[[dict], None], stop: asyncio.Event
+) -> None:
     global _turn_running
     if _turn_running:
-        _safe_emit(emit, _error_event(MarginError(
-            "turn_in_progress", "An answer is still being written. Stop it or wait for it to finish.")))
+        _safe_emit(
+            emit,
+            _error_event(
+                MarginError(
+                    "turn_in_progress", "An answer is still being written. Stop it or wait for it to finish."
+                )
+            ),
+        )
         return
     _turn_running = True
     try:
@@ -77,11 +86,12 @@ def _safe_emit(emit: Callable[[dict], None], event: dict[str, Any]) -> bool:
     try:
         emit(event)
         return True
-    except Exception:  # noqa: BLE001 - the port is gone; nobody is listening any more
+    except Exception:
         return False
 
 
 # -- the records a turn stores --------------------------------------------------------------
+
 
 async def new_user_record(platform: Platform, text: Any, attachments: Any) -> Record:
     """The user's bubble: the text as typed, each attachment checked and kept as an image part."""
@@ -102,7 +112,7 @@ async def conversation_for(platform: Platform, start: Any, records: list[Record]
     and how many of its records the answer answers (the rest are attachments that wait)."""
     action = start.get("action") if isinstance(start, dict) else None
     if action == "send":
-        conversation = records + [await new_user_record(platform, start.get("text"), start.get("images"))]
+        conversation = [*records, await new_user_record(platform, start.get("text"), start.get("images"))]
         return conversation, len(conversation)
     if action == "regenerate":
         return for_regenerate(records)
@@ -111,7 +121,7 @@ async def conversation_for(platform: Platform, start: Any, records: list[Record]
         if not isinstance(index, int) or isinstance(index, bool):
             raise MarginError("edit_target_gone", "Margin could not tell which message to edit. Try again.")
         kept = for_edit(records, index)
-        conversation = kept + [await new_user_record(platform, start.get("text"), start.get("images"))]
+        conversation = [*kept, await new_user_record(platform, start.get("text"), start.get("images"))]
         return conversation, len(conversation)
     if action == "explain":
         from . import explain
@@ -122,10 +132,15 @@ async def conversation_for(platform: Platform, start: Any, records: list[Record]
 
 
 def _same_question(a: Record, b: Record) -> bool:
-    return a.role == b.role == "user" and a.text == b.text and a.fields.get("createdAt") == b.fields.get("createdAt")
+    return (
+        a.role == b.role == "user"
+        and a.text == b.text
+        and a.fields.get("createdAt") == b.fields.get("createdAt")
+    )
 
 
 # -- the turn -------------------------------------------------------------------------------
+
 
 class _Turn:
     def __init__(self, platform: Platform, emit: Callable[[dict], None], stop: asyncio.Event):
@@ -156,7 +171,10 @@ class _Turn:
         failure: MarginError | None = None
         try:
             request_records = await figures.prepare_request_history(
-                self.platform, question, language=options.model_language(settings, self.platform.browser_language))
+                self.platform,
+                question,
+                language=options.model_language(settings, self.platform.browser_language),
+            )
             module = provider_module(provider["type"])
             stream = await self._race(module.open_stream(self.platform.transport, provider, request_records))
             while True:
@@ -171,7 +189,9 @@ class _Turn:
         except _Stopped:
             outcome = Outcome.STOPPED
         except MarginError as error:
-            if isinstance(error, ProviderError) and error.code == "aborted":  # the transport saw our own abort
+            if (
+                isinstance(error, ProviderError) and error.code == "aborted"
+            ):  # the transport saw our own abort
                 outcome = Outcome.STOPPED
             else:
                 outcome, failure = Outcome.FAILED, error
@@ -191,10 +211,8 @@ class _Turn:
 
     async def _finish_done(self, question: list[Record], provider: dict[str, Any], stream: Any) -> None:
         if stream.usage_unsupported:
-            try:
+            with contextlib.suppress(StorageError):  # only an optimisation is lost; the answer matters
                 await options.mark_usage_unsupported(self.platform, provider["id"])
-            except StorageError:
-                pass  # only an optimisation is lost; the answer matters
         answer = Record("assistant", stream.text, self._answer_fields(provider, stream.usage))
         if await self._save_answer_or_report(question, answer, stamp=True):
             self.emit({"event": "done"})
@@ -223,7 +241,7 @@ class _Turn:
             if not all(r.is_attachment for r in waiting):
                 return False
             answered = images.stamp_images_seen(current[:n]) if stamp else current[:n]
-            await write_history(self.platform.local, answered + [answer] + waiting, read)
+            await write_history(self.platform.local, [*answered, answer, *waiting], read)
             return True
 
     async def _finish_stopped(self, question: list[Record], provider: dict[str, Any], text: str) -> None:
@@ -262,16 +280,17 @@ class _Turn:
         work = asyncio.ensure_future(awaitable)
         stopper = asyncio.ensure_future(self.stop.wait())
         try:
-            done, _ = await asyncio.wait({work, stopper}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait(
+                {work, stopper}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+            )
         finally:
             stopper.cancel()
         if work in done:
             return work.result()
         work.cancel()
-        try:
+        # The abandoned work's own outcome no longer matters: stop or timeout decides the turn.
+        with contextlib.suppress(asyncio.CancelledError, Exception):
             await work
-        except (asyncio.CancelledError, Exception):  # noqa: BLE001 - it is abandoned either way
-            pass
         if self.stop.is_set():
             raise _Stopped()
         raise ProviderError(

@@ -30,35 +30,52 @@ REQUEST_MAX_AGE_MS = 5 * 60 * 1000
 QUEUED_SELECTION_MAX_CHARS = 200_000
 
 
-
 async def queue(platform: Platform, info: dict[str, Any]) -> dict[str, Any]:
     """The context menu was clicked on a selection: remember what to explain."""
     selection = info.get("selectionText")
     if not isinstance(selection, str) or not selection.strip():
-        raise MarginError("nothing_selected", "Select some text on the page first, then choose Explain with Margin.")
+        raise MarginError(
+            "nothing_selected", "Select some text on the page first, then choose Explain with Margin."
+        )
     page_url = info.get("pageUrl") if isinstance(info.get("pageUrl"), str) else ""
     title = info.get("title") if isinstance(info.get("title"), str) else ""
-    request = {"id": uuid.uuid4().hex, "selection": selection[:QUEUED_SELECTION_MAX_CHARS],
-               "pageUrl": page_url, "title": title, "at": clock.now_ms()}
+    request = {
+        "id": uuid.uuid4().hex,
+        "selection": selection[:QUEUED_SELECTION_MAX_CHARS],
+        "pageUrl": page_url,
+        "title": title,
+        "at": clock.now_ms(),
+    }
     await platform.session.set({EXPLAIN_REQUEST: request})
     return request
 
 
 def _gone() -> MarginError:
-    return MarginError("explain_gone", "That Explain request was already answered or is too old. Select the text "
-                       "again and choose Explain with Margin.")
+    return MarginError(
+        "explain_gone",
+        "That Explain request was already answered or is too old. Select the text "
+        "again and choose Explain with Margin.",
+    )
 
 
 async def take_request(platform: Platform, request_id: Any) -> list[Record]:
     """The records an explain turn stores: the selection's attachment, then the question."""
     stored = await platform.session.get([EXPLAIN_REQUEST])
     request = stored.get(EXPLAIN_REQUEST)
-    if not isinstance(request, dict) or request.get("id") != request_id or not isinstance(request.get("selection"), str):
+    if (
+        not isinstance(request, dict)
+        or request.get("id") != request_id
+        or not isinstance(request.get("selection"), str)
+    ):
         raise _gone()
     await platform.session.remove([EXPLAIN_REQUEST])
     if clock.now_ms() - int(request.get("at") or 0) > REQUEST_MAX_AGE_MS:
         raise _gone()
     now = clock.now_ms()
-    attachment = selection_record(request["selection"], title=str(request.get("title") or ""),
-                                  url=str(request.get("pageUrl") or ""), captured_at=now)
+    attachment = selection_record(
+        request["selection"],
+        title=str(request.get("title") or ""),
+        url=str(request.get("pageUrl") or ""),
+        captured_at=now,
+    )
     return [attachment, user_record(EXPLAIN_QUESTION, createdAt=now)]

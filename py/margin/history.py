@@ -48,7 +48,7 @@ class Record:
     fields: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_json(cls, value: Any) -> "Record":
+    def from_json(cls, value: Any) -> Record:
         if not isinstance(value, dict):
             raise ValueError("a record is not an object")
         role = value.get("role")
@@ -83,14 +83,17 @@ class Record:
     def image_parts(self) -> list[dict[str, Any]]:
         return [p for p in self.parts if p.get("type") == "image_url"]
 
-    def with_fields(self, **changes: Any) -> "Record":
+    def with_fields(self, **changes: Any) -> Record:
         return Record(self.role, self.content, {**self.fields, **changes})
 
     @property
     def is_attachment(self) -> bool:
         """Page context (rule 5): shown as a card, answered by the next question."""
-        return (self.role == "user" and isinstance(self.fields.get("attachment"), dict)
-                and self.text.startswith(PAGE_CONTEXT_PREFIX))
+        return (
+            self.role == "user"
+            and isinstance(self.fields.get("attachment"), dict)
+            and self.text.startswith(PAGE_CONTEXT_PREFIX)
+        )
 
     @property
     def is_question(self) -> bool:
@@ -178,7 +181,7 @@ def for_regenerate(records: list[Record]) -> tuple[list[Record], int]:
     index = last_question_index(records)
     if index is None:
         raise MarginError("nothing_to_regenerate", "There is no question to answer again yet.")
-    waiting = [r for r in records[index + 1:] if r.is_attachment]
+    waiting = [r for r in records[index + 1 :] if r.is_attachment]
     return records[: index + 1] + waiting, index + 1
 
 

@@ -26,9 +26,7 @@ from .storage import ACTIVE_PROVIDER_ID, OPTION_DEFAULTS, PROVIDERS, UI_LANGUAGE
 OPTION_KEYS = tuple(OPTION_DEFAULTS)
 _LANGUAGE_TAG = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$")
 
-NO_PROVIDER = (
-    "Set up a model provider in Margin's options first (right-click the toolbar icon → Options)."
-)
+NO_PROVIDER = "Set up a model provider in Margin's options first (right-click the toolbar icon → Options)."
 
 
 def mask_key(key: Any) -> str:
@@ -83,7 +81,11 @@ async def mark_usage_unsupported(platform: Platform, provider_id: str) -> None:
     changed = False
     updated = []
     for provider in providers:
-        if isinstance(provider, dict) and provider.get("id") == provider_id and provider.get("supportsUsage") is not False:
+        if (
+            isinstance(provider, dict)
+            and provider.get("id") == provider_id
+            and provider.get("supportsUsage") is not False
+        ):
             provider = {**provider, "supportsUsage": False}
             changed = True
         updated.append(provider)
@@ -92,6 +94,7 @@ async def mark_usage_unsupported(platform: Platform, provider_id: str) -> None:
 
 
 # -- handlers -------------------------------------------------------------------------------
+
 
 async def handle_get(platform: Platform, payload: dict) -> dict[str, Any]:
     """`options.get`: the settings, API keys included (the options page shows them masked in a field)."""
@@ -102,7 +105,9 @@ async def handle_save(platform: Platform, payload: dict) -> dict[str, Any]:
     """`options.save`: validate all, then write all in one `set`; returns the saved, normalized value."""
     raw_providers = payload.get("providers")
     if not isinstance(raw_providers, list):
-        raise MarginError("invalid_options", "The list of providers is missing. Reload the options page and save again.")
+        raise MarginError(
+            "invalid_options", "The list of providers is missing. Reload the options page and save again."
+        )
     providers = [normalize_provider(p, i) for i, p in enumerate(raw_providers)]
     seen: set[str] = set()
     for provider in providers:

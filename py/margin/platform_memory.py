@@ -35,8 +35,13 @@ class StoreCrashed(StorageError):
 
 
 class MemoryStorageArea:
-    def __init__(self, initial: dict[str, Any] | None = None, *, fail_after_writes: int | None = None,
-                 quota_bytes: int | None = None):
+    def __init__(
+        self,
+        initial: dict[str, Any] | None = None,
+        *,
+        fail_after_writes: int | None = None,
+        quota_bytes: int | None = None,
+    ):
         self._data: dict[str, str] = {}
         self.reads: list[str] = []
         self.key_listings = 0
@@ -234,8 +239,12 @@ class MemoryTabs:
         self.watches.append((dict(tab_urls), clear_stale))
 
 
-def memory_platform(local: dict[str, Any] | None = None, transport: ScriptedTransport | None = None,
-                    tabs: MemoryTabs | None = None, **kwargs: Any) -> Platform:
+def memory_platform(
+    local: dict[str, Any] | None = None,
+    transport: ScriptedTransport | None = None,
+    tabs: MemoryTabs | None = None,
+    **kwargs: Any,
+) -> Platform:
     return Platform(
         local=MemoryStorageArea(local, **kwargs),
         session=MemoryStorageArea(),

@@ -174,7 +174,7 @@ async def _restore(platform: Platform, instance: _Instance, cache: SiteCache) ->
     for tab_id, entry in list(instance.index.items()):
         try:
             tab = await platform.tabs.get(tab_id)
-        except Exception:  # noqa: BLE001 - a tab Chrome cannot tell us about is as good as gone
+        except Exception:
             tab = None
         if tab is None or not same_page(tab.url, entry["url"]):
             dead.append(tab_id)

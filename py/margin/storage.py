@@ -59,9 +59,7 @@ OPTION_DEFAULTS: dict[str, Any] = {
     UI_LANGUAGE: "auto",
 }
 
-GET_ALL_KEYS: tuple[str, ...] = tuple(
-    [key for key in DEFAULTS if key != HISTORY] + list(OPTION_DEFAULTS)
-)
+GET_ALL_KEYS: tuple[str, ...] = tuple([key for key in DEFAULTS if key != HISTORY] + list(OPTION_DEFAULTS))
 
 
 _locks: dict[tuple[int, int], asyncio.Lock] = {}

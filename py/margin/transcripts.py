@@ -99,7 +99,9 @@ def parse_webvtt(text: str) -> list[Cue]:
     _check_size(text)
     lines = _LINES.split(text.lstrip("\ufeff"))
     if not _starts_block(lines[0], "WEBVTT"):
-        raise TranscriptError("not_webvtt", "This caption file is not WebVTT (it does not start with WEBVTT).")
+        raise TranscriptError(
+            "not_webvtt", "This caption file is not WebVTT (it does not start with WEBVTT)."
+        )
     cues: list[Cue] = []
     timing: tuple[float, float] | None = None
     payload: list[str] = []
@@ -214,7 +216,9 @@ def parse_json3(text: str) -> list[Cue]:
         if start is None:
             continue
         duration = _number(event.get("dDurationMs", 0)) or 0.0
-        body = "".join(s["utf8"] for s in event["segs"] if isinstance(s, dict) and isinstance(s.get("utf8"), str))
+        body = "".join(
+            s["utf8"] for s in event["segs"] if isinstance(s, dict) and isinstance(s.get("utf8"), str)
+        )
         body = " ".join(body.split())
         if body:
             cues.append(Cue(start / 1000, (start + max(duration, 0.0)) / 1000, body))
@@ -279,7 +283,7 @@ def clean_cues(cues: list[Cue]) -> list[Cue]:
     overlaps = [0] + [_overlap(words[i - 1], words[i]) for i in range(1, len(words))]
     rolling = len(words) >= 3 and sum(1 for n in overlaps if n >= 2) >= _ROLLING_SHARE * (len(words) - 1)
     cleaned: list[Cue] = []
-    for index, (cue, cue_words, overlap) in enumerate(zip(ordered, words, overlaps)):
+    for index, (cue, cue_words, overlap) in enumerate(zip(ordered, words, overlaps, strict=True)):
         repeat = overlap == len(cue_words) if rolling else (index > 0 and cue_words == words[index - 1])
         if repeat and cleaned:
             previous = cleaned[-1]
@@ -296,13 +300,15 @@ def format_timestamp(seconds: float) -> str:
     """`0:05`, `12:34`, `1:02:03` (floored; anything negative or not a number is `0:00`)."""
     if not isinstance(seconds, (int, float)) or not math.isfinite(seconds) or seconds < 0:
         seconds = 0
-    total = int(math.floor(seconds))
+    total = math.floor(seconds)
     hours, rest = divmod(total, 3600)
     minutes, secs = divmod(rest, 60)
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
-def format_transcript(cues: list[Cue], *, paragraph_seconds: float = 30.0, max_chars: int | None = None) -> str:
+def format_transcript(
+    cues: list[Cue], *, paragraph_seconds: float = 30.0, max_chars: int | None = None
+) -> str:
     """Lines `[m:ss] text` (rule 5), "" for no cues. With `max_chars`, only the whole lines that
     fit are kept (a first line longer than that is cut at a space)."""
     lines: list[str] = []

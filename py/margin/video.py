@@ -21,7 +21,20 @@ from .ports import Platform, ScriptError
 from .site_caches import same_page
 from .storage import HISTORY
 
-MEDIA_EXTENSIONS = (".mp4", ".m4v", ".webm", ".ogv", ".ogg", ".mov", ".mkv", ".mp3", ".m4a", ".wav", ".flac", ".opus")
+MEDIA_EXTENSIONS = (
+    ".mp4",
+    ".m4v",
+    ".webm",
+    ".ogv",
+    ".ogg",
+    ".mov",
+    ".mkv",
+    ".mp3",
+    ".m4a",
+    ".wav",
+    ".flac",
+    ".opus",
+)
 YOUTUBE_HOSTS = ("youtube.com", "www.youtube.com", "m.youtube.com", "music.youtube.com")
 
 
@@ -35,7 +48,7 @@ def youtube_id(url: str) -> str | None:
             return dict(parse_qsl(parts.query)).get("v") or None
         for prefix in ("/embed/", "/shorts/", "/live/"):
             if parts.path.startswith(prefix):
-                return parts.path[len(prefix):].split("/")[0] or None
+                return parts.path[len(prefix) :].split("/")[0] or None
     return None
 
 
@@ -63,7 +76,12 @@ def reopen_url(video: dict[str, Any], seconds: float) -> str | None:
 
 def _video_record(raw_history: Any, index: Any) -> Record:
     gone = MarginError("video_gone", "The video this time belongs to is no longer in the conversation.")
-    if not isinstance(raw_history, list) or not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(raw_history):
+    if (
+        not isinstance(raw_history, list)
+        or not isinstance(index, int)
+        or isinstance(index, bool)
+        or not 0 <= index < len(raw_history)
+    ):
         raise gone
     try:
         record = Record.from_json(raw_history[index])
@@ -77,15 +95,24 @@ def _video_record(raw_history: Any, index: Any) -> Record:
 async def handle_seek(platform: Platform, payload: dict) -> dict[str, Any]:
     """`video.seek {index, seconds}`: rule 2, else rule 3."""
     seconds = payload.get("seconds")
-    if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or not math.isfinite(seconds) or seconds < 0:
+    if (
+        not isinstance(seconds, (int, float))
+        or isinstance(seconds, bool)
+        or not math.isfinite(seconds)
+        or seconds < 0
+    ):
         raise MarginError("bad_payload", "Margin could not tell which time to seek to.")
     stored = await platform.local.get([HISTORY])
     video = _video_record(stored.get(HISTORY), payload.get("index")).fields["video"]
     tab_id = video.get("tabId")
-    tab = await platform.tabs.get(tab_id) if isinstance(tab_id, int) and not isinstance(tab_id, bool) else None
+    tab = (
+        await platform.tabs.get(tab_id) if isinstance(tab_id, int) and not isinstance(tab_id, bool) else None
+    )
     if tab is not None and same_video_page(tab.url, str(video.get("pageUrl") or "")):
         try:
-            result = await platform.tabs.run(tab.id, "__marginSeek", video.get("src"), video.get("index", 0), seconds)
+            result = await platform.tabs.run(
+                tab.id, "__marginSeek", video.get("src"), video.get("index", 0), seconds
+            )
         except ScriptError:
             result = None
         if isinstance(result, dict) and result.get("ok"):
@@ -93,8 +120,11 @@ async def handle_seek(platform: Platform, payload: dict) -> dict[str, Any]:
             return {"how": "seeked", "tabId": tab.id, "currentTime": result.get("currentTime")}
     url = reopen_url(video, seconds)
     if url is None:
-        raise MarginError("video_gone", "The tab with this video was closed or shows another page, and this page has "
-                          "no address that opens the video at a time. Open the page again and press Attach page; "
-                          "the times in new answers will then work.")
+        raise MarginError(
+            "video_gone",
+            "The tab with this video was closed or shows another page, and this page has "
+            "no address that opens the video at a time. Open the page again and press Attach page; "
+            "the times in new answers will then work.",
+        )
     opened = await platform.tabs.open(url)
     return {"how": "reopened", "tabId": opened.id, "url": url}

@@ -52,14 +52,17 @@ class Worker:
     async def _handle_ping(self, platform: Platform, payload: dict) -> dict[str, Any]:
         return {**await api.handle_ping(platform, payload), **self.boot}
 
-    async def dispatch_json(self, name: str, payload_json: str, tier: str,
-                            handler: api.Handler | None = None) -> str:
+    async def dispatch_json(
+        self, name: str, payload_json: str, tier: str, handler: api.Handler | None = None
+    ) -> str:
         """The shell's onMessage handler calls this: JSON string in, JSON envelope string out."""
         try:
             payload = json.loads(payload_json)
         except ValueError:
             return json.dumps(api.failure(MarginError("bad_payload", "The request was not valid JSON.")))
-        reply = await api.dispatch(self.platform, name, payload, tier, handler or self._own_handlers.get(name))
+        reply = await api.dispatch(
+            self.platform, name, payload, tier, handler or self._own_handlers.get(name)
+        )
         return json.dumps(reply, ensure_ascii=False)
 
     async def explain_queue_json(self, info_json: str) -> str:
@@ -88,7 +91,7 @@ class Worker:
             await chat.run_turn(self.platform, start, emit, stop)
         except MarginError as error:
             emit({"event": "error", "error": error.to_json()})
-        except Exception as exc:  # noqa: BLE001 - rule 4: the panel waits for a terminal event
+        except Exception as exc:
             emit({"event": "error", "error": api.internal_error(exc).to_json()})
         finally:
             self._turn_stops.pop(turn_id, None)
@@ -110,7 +113,7 @@ class Worker:
 
         try:
             await site_caches.on_tab_event(self.platform, kind, int(tab_id), url)
-        except Exception as exc:  # noqa: BLE001 - rule 4: a listener has nobody to answer; log it
+        except Exception as exc:
             api.internal_error(exc)
 
     async def site_cache_restore(self) -> None:
@@ -119,7 +122,7 @@ class Worker:
 
         try:
             await site_caches.restore(self.platform)
-        except Exception as exc:  # noqa: BLE001 - rule 4: nobody to answer; log it
+        except Exception as exc:
             api.internal_error(exc)
 
 

@@ -3,15 +3,25 @@
 import json
 
 import pytest
+from helpers import run
 
 from margin import api
 from margin.platform_memory import memory_platform
 from margin.worker import Worker
 
-from helpers import run
-
-SETTINGS = {"providers": [{"id": "p", "type": "openai", "name": "Local", "baseUrl": "http://localhost:11434/v1",
-                           "apiKey": "", "model": "llama3.2"}], "activeProviderId": "p"}
+SETTINGS = {
+    "providers": [
+        {
+            "id": "p",
+            "type": "openai",
+            "name": "Local",
+            "baseUrl": "http://localhost:11434/v1",
+            "apiKey": "",
+            "model": "llama3.2",
+        }
+    ],
+    "activeProviderId": "p",
+}
 
 
 @pytest.mark.parametrize("name", sorted(api.ROUTES))
@@ -24,8 +34,10 @@ def test_every_route_resolves_to_an_async_handler(name):
 
 def test_unknown_request_gets_a_clear_error_envelope():
     reply = run(api.dispatch(memory_platform(), "nope.nothing", {}))
-    assert reply == {"ok": False, "error": {"code": "unknown_message",
-                                            "message": "Margin does not know the request 'nope.nothing'."}}
+    assert reply == {
+        "ok": False,
+        "error": {"code": "unknown_message", "message": "Margin does not know the request 'nope.nothing'."},
+    }
 
 
 def test_content_scripts_may_not_call_privileged_requests():
@@ -62,7 +74,9 @@ def test_ping_reports_the_boot_and_state_masks_keys():
 
 
 def test_a_request_that_is_not_json_is_bad_payload():
-    reply = json.loads(run(Worker(memory_platform(), Sink()).dispatch_json("app.state", "{nope", "extension")))
+    reply = json.loads(
+        run(Worker(memory_platform(), Sink()).dispatch_json("app.state", "{nope", "extension"))
+    )
     assert reply["ok"] is False and reply["error"]["code"] == "bad_payload"
 
 

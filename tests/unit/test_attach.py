@@ -5,17 +5,18 @@ import asyncio
 import json
 
 import pytest
+from test_chat import SETTINGS, answer
 
 from margin import attach, chat, explain, site_caches, video
 from margin.errors import MarginError
 from margin.platform_memory import MemoryTabs, ScriptedResponse, ScriptedTransport, memory_platform
 from margin.ports import ScriptError, WebTab
 
-from test_chat import PROVIDER, SETTINGS, answer
-
 ARTICLE_URL = "https://news.example.com/2026/rivers"
-ARTICLE_HTML = ("<h1>How rivers carve canyons</h1><p>Water finds the weakest rock.</p>"
-                "<h2>Time</h2><ul><li>Millions of years</li><li>Floods</li></ul>")
+ARTICLE_HTML = (
+    "<h1>How rivers carve canyons</h1><p>Water finds the weakest rock.</p>"
+    "<h2>Time</h2><ul><li>Millions of years</li><li>Floods</li></ul>"
+)
 VTT = "WEBVTT\n\n00:00:01.000 --> 00:00:04.000\nWelcome to the canyon.\n\n01:02:03.000 --> 01:02:06.000\nThe end.\n"
 
 
@@ -29,21 +30,47 @@ def fresh_worker():
 class Page:
     """What the page script answers in one tab."""
 
-    def __init__(self, url=ARTICLE_URL, title="How rivers carve canyons", html=ARTICLE_HTML, videos=(), youtube=None,
-                 content_type="text/html", method="readability"):
+    def __init__(
+        self,
+        url=ARTICLE_URL,
+        title="How rivers carve canyons",
+        html=ARTICLE_HTML,
+        videos=(),
+        youtube=None,
+        content_type="text/html",
+        method="readability",
+    ):
         self.url, self.title, self.html = url, title, html
-        self.videos, self.youtube, self.content_type, self.method = list(videos), youtube, content_type, method
+        self.videos, self.youtube, self.content_type, self.method = (
+            list(videos),
+            youtube,
+            content_type,
+            method,
+        )
         self.seeks = []
 
     def __call__(self, tab, function, args):
         if function == "__marginProbe":
-            return {"url": self.url, "title": self.title, "textLength": len(self.html),
-                    "videoCount": len(self.videos), "contentType": self.content_type}
+            return {
+                "url": self.url,
+                "title": self.title,
+                "textLength": len(self.html),
+                "videoCount": len(self.videos),
+                "contentType": self.content_type,
+            }
         if function == "__marginExtract":
             if not self.html and not self.videos:
                 return {"ok": False, "reason": "no_text"}
-            return {"ok": True, "url": self.url, "title": self.title, "lang": "en", "method": self.method,
-                    "html": self.html, "videos": self.videos, "youtube": self.youtube}
+            return {
+                "ok": True,
+                "url": self.url,
+                "title": self.title,
+                "lang": "en",
+                "method": self.method,
+                "html": self.html,
+                "videos": self.videos,
+                "youtube": self.youtube,
+            }
         if function == "__marginSeek":
             self.seeks.append(args)
             return {"ok": True, "currentTime": args[2]}
@@ -78,8 +105,14 @@ def turn(platform, start):
 def test_attach_page_stores_a_card_record_with_the_article_as_markdown():
     platform = setup()
     result = attach_now(platform)
-    assert result["attachment"] == {"kind": "page", "title": "How rivers carve canyons", "url": ARTICLE_URL,
-                                    "site": "news.example.com", "chars": result["attachment"]["chars"], "truncated": False}
+    assert result["attachment"] == {
+        "kind": "page",
+        "title": "How rivers carve canyons",
+        "url": ARTICLE_URL,
+        "site": "news.example.com",
+        "chars": result["attachment"]["chars"],
+        "truncated": False,
+    }
     assert result["fromCache"] is False and result["duplicate"] is False
     [record] = history(platform)
     assert record["role"] == "user" and record["attachment"]["kind"] == "page"
@@ -129,14 +162,21 @@ def test_a_page_that_changed_in_place_is_read_again():
     assert "Breaking: an update." in history(platform)[-1]["content"]
 
 
-@pytest.mark.parametrize("url, error, code, words", [
-    ("https://chromewebstore.google.com/detail/x", None, "page_not_readable", "Chrome Web Store"),
-    ("file:///home/me/notes.html", "Cannot access contents of url \"file:///home/me/notes.html\".", "file_access_off",
-     "Allow access to file URLs"),
-    ("https://example.com/report.pdf", "Cannot access contents of the page.", "page_is_pdf", "PDF"),
-    ("https://example.com/x", "Frame with ID 0 is showing error page", "page_not_readable", "error page"),
-    ("https://example.com/x", "No tab with id: 7.", "tab_gone", "closed"),
-])
+@pytest.mark.parametrize(
+    "url, error, code, words",
+    [
+        ("https://chromewebstore.google.com/detail/x", None, "page_not_readable", "Chrome Web Store"),
+        (
+            "file:///home/me/notes.html",
+            'Cannot access contents of url "file:///home/me/notes.html".',
+            "file_access_off",
+            "Allow access to file URLs",
+        ),
+        ("https://example.com/report.pdf", "Cannot access contents of the page.", "page_is_pdf", "PDF"),
+        ("https://example.com/x", "Frame with ID 0 is showing error page", "page_not_readable", "error page"),
+        ("https://example.com/x", "No tab with id: 7.", "tab_gone", "closed"),
+    ],
+)
 def test_pages_chrome_does_not_let_margin_read_get_a_sentence_and_store_nothing(url, error, code, words):
     def refuse(tab, function, args):
         raise ScriptError(error)
@@ -173,7 +213,9 @@ def test_a_runaway_page_is_cut_at_the_hard_cap_and_says_so(monkeypatch):
     from margin import page_text
 
     # The 2,000,000-character cap, scaled down so the test stays fast.
-    monkeypatch.setattr(page_text.page_text, "__kwdefaults__", {**page_text.page_text.__kwdefaults__, "limit": 5000})
+    monkeypatch.setattr(
+        page_text.page_text, "__kwdefaults__", {**page_text.page_text.__kwdefaults__, "limit": 5000}
+    )
     html = "".join(f"<p>Paragraph {i} " + "word " * 40 + "</p>" for i in range(200))
     platform = setup(Page(html=html))
     result = attach_now(platform)
@@ -184,15 +226,35 @@ def test_a_runaway_page_is_cut_at_the_hard_cap_and_says_so(monkeypatch):
 
 
 def video_page():
-    return Page(url="https://videos.example.com/watch/canyon", title="Canyon documentary", html="<p>A film about rivers.</p>",
-                videos=[{"index": 0, "src": "https://videos.example.com/media/canyon.webm", "duration": 3730.0,
-                         "tracks": [{"kind": "captions", "label": "English", "srclang": "en",
-                                     "src": "https://videos.example.com/media/canyon.en.vtt", "isDefault": True, "cues": None}]}])
+    return Page(
+        url="https://videos.example.com/watch/canyon",
+        title="Canyon documentary",
+        html="<p>A film about rivers.</p>",
+        videos=[
+            {
+                "index": 0,
+                "src": "https://videos.example.com/media/canyon.webm",
+                "duration": 3730.0,
+                "tracks": [
+                    {
+                        "kind": "captions",
+                        "label": "English",
+                        "srclang": "en",
+                        "src": "https://videos.example.com/media/canyon.en.vtt",
+                        "isDefault": True,
+                        "cues": None,
+                    }
+                ],
+            }
+        ],
+    )
 
 
 def test_a_video_with_captions_attaches_its_transcript_and_is_stamped_for_seeking():
     page = video_page()
-    platform = setup(page, responses=[ScriptedResponse(chunks=[VTT], headers={"content-type": "text/vtt"})], url=page.url)
+    platform = setup(
+        page, responses=[ScriptedResponse(chunks=[VTT], headers={"content-type": "text/vtt"})], url=page.url
+    )
     result = attach_now(platform)
     assert result["attachment"]["kind"] == "video"
     assert platform.transport.requests[0].url == "https://videos.example.com/media/canyon.en.vtt"
@@ -207,7 +269,9 @@ def test_a_video_with_captions_attaches_its_transcript_and_is_stamped_for_seekin
 
 def test_cues_the_page_already_loaded_are_used_without_a_fetch():
     page = video_page()
-    page.videos[0]["tracks"][0].update(src=None, cues=[{"start": 5, "end": 8, "text": "<v Guide>Look up.</v>"}])
+    page.videos[0]["tracks"][0].update(
+        src=None, cues=[{"start": 5, "end": 8, "text": "<v Guide>Look up.</v>"}]
+    )
     platform = setup(page, url=page.url)
     attach_now(platform)
     assert platform.transport.requests == []
@@ -226,16 +290,35 @@ def test_a_video_without_readable_captions_attaches_the_page_and_says_so():
 
 def test_youtube_caption_tracks_are_fetched_as_webvtt_preferring_captions_people_wrote():
     url = "https://www.youtube.com/watch?v=abc123XYZ"
-    page = Page(url=url, title="Rivers - YouTube", html="<p>Description</p>",
-                videos=[{"index": 0, "src": "blob:https://www.youtube.com/1234", "duration": 600.0, "tracks": []}],
-                youtube={"videoId": "abc123XYZ", "captionTracks": [
-                    {"baseUrl": "https://www.youtube.com/api/timedtext?v=abc123XYZ&lang=en&kind=asr", "languageCode": "en",
-                     "name": "English (auto-generated)", "kind": "asr"},
-                    {"baseUrl": "https://www.youtube.com/api/timedtext?v=abc123XYZ&lang=en", "languageCode": "en",
-                     "name": "English", "kind": ""}]})
+    page = Page(
+        url=url,
+        title="Rivers - YouTube",
+        html="<p>Description</p>",
+        videos=[{"index": 0, "src": "blob:https://www.youtube.com/1234", "duration": 600.0, "tracks": []}],
+        youtube={
+            "videoId": "abc123XYZ",
+            "captionTracks": [
+                {
+                    "baseUrl": "https://www.youtube.com/api/timedtext?v=abc123XYZ&lang=en&kind=asr",
+                    "languageCode": "en",
+                    "name": "English (auto-generated)",
+                    "kind": "asr",
+                },
+                {
+                    "baseUrl": "https://www.youtube.com/api/timedtext?v=abc123XYZ&lang=en",
+                    "languageCode": "en",
+                    "name": "English",
+                    "kind": "",
+                },
+            ],
+        },
+    )
     platform = setup(page, responses=[ScriptedResponse(chunks=[VTT])], url=url)
     attach_now(platform)
-    assert platform.transport.requests[0].url == "https://www.youtube.com/api/timedtext?v=abc123XYZ&lang=en&fmt=vtt"
+    assert (
+        platform.transport.requests[0].url
+        == "https://www.youtube.com/api/timedtext?v=abc123XYZ&lang=en&fmt=vtt"
+    )
     record = history(platform)[0]
     # A MediaSource blob: URL means nothing later: the page's URL is what finds the video again.
     assert record["videoSrc"] == url
@@ -246,12 +329,15 @@ def test_youtube_caption_tracks_are_fetched_as_webvtt_preferring_captions_people
 
 def test_a_page_attached_while_the_answer_streams_waits_after_the_answer():
     platform = setup()
-    platform.local = type(platform.local)({**SETTINGS, "history": [{"role": "user", "content": "Hello", "createdAt": 1}]})
+    platform.local = type(platform.local)(
+        {**SETTINGS, "history": [{"role": "user", "content": "Hello", "createdAt": 1}]}
+    )
 
     def answer_after_an_attach(request):
         async def respond():
             await attach.handle_attach(platform, {})  # the user pressed Attach page meanwhile
             return answer("Hi!")
+
         return respond()
 
     platform.transport.queue = [answer_after_an_attach]
@@ -292,14 +378,24 @@ def test_remove_takes_back_a_waiting_attachment_only():
 
 def test_explain_sends_the_selection_and_its_page_once():
     platform = setup(responses=[answer("It means ...")])
-    request = run(explain.queue(platform, {"selectionText": "  isostatic   rebound ", "pageUrl": ARTICLE_URL,
-                                           "title": "How rivers carve canyons"}))
+    request = run(
+        explain.queue(
+            platform,
+            {
+                "selectionText": "  isostatic   rebound ",
+                "pageUrl": ARTICLE_URL,
+                "title": "How rivers carve canyons",
+            },
+        )
+    )
     events = turn(platform, {"action": "explain", "requestId": request["id"]})
     assert events[-1]["event"] == "done"
     stored = history(platform)
     assert [r["role"] for r in stored] == ["user", "user", "assistant"]
     assert stored[0]["attachment"]["kind"] == "selection"
-    assert stored[0]["content"].startswith("[Page context] Selection from: How rivers carve canyons\nURL: " + ARTICLE_URL)
+    assert stored[0]["content"].startswith(
+        "[Page context] Selection from: How rivers carve canyons\nURL: " + ARTICLE_URL
+    )
     assert stored[0]["content"].endswith("\n\nisostatic rebound")
     assert stored[1]["content"] == explain.EXPLAIN_QUESTION
     # The click is answered once: a second panel asking for it gets a quiet "gone".
@@ -340,16 +436,34 @@ def test_seek_with_the_tab_gone_reopens_a_video_file_at_that_time():
     attached_video(platform)
     platform.tabs.close(7)
     result = run(video.handle_seek(platform, {"index": 0, "seconds": 754.6}))
-    assert result == {"how": "reopened", "tabId": result["tabId"], "url": "https://videos.example.com/media/canyon.webm#t=754"}
+    assert result == {
+        "how": "reopened",
+        "tabId": result["tabId"],
+        "url": "https://videos.example.com/media/canyon.webm#t=754",
+    }
 
 
 def test_seek_reopens_youtube_with_t_and_refuses_a_page_without_a_time_address():
-    assert video.reopen_url({"pageUrl": "https://www.youtube.com/watch?v=abc&list=x", "src": "blob:x"}, 65) == \
-        "https://www.youtube.com/watch?v=abc&t=65s"
-    assert video.reopen_url({"pageUrl": "https://youtu.be/abc", "src": ""}, 3) == "https://www.youtube.com/watch?v=abc&t=3s"
-    assert video.reopen_url({"pageUrl": "https://example.com/lesson", "src": "https://cdn.example.com/stream"}, 3) is None
-    assert video.same_video_page("https://www.youtube.com/watch?v=abc&t=30s", "https://www.youtube.com/watch?v=abc")
-    assert not video.same_video_page("https://www.youtube.com/watch?v=def", "https://www.youtube.com/watch?v=abc")
+    assert (
+        video.reopen_url({"pageUrl": "https://www.youtube.com/watch?v=abc&list=x", "src": "blob:x"}, 65)
+        == "https://www.youtube.com/watch?v=abc&t=65s"
+    )
+    assert (
+        video.reopen_url({"pageUrl": "https://youtu.be/abc", "src": ""}, 3)
+        == "https://www.youtube.com/watch?v=abc&t=3s"
+    )
+    assert (
+        video.reopen_url(
+            {"pageUrl": "https://example.com/lesson", "src": "https://cdn.example.com/stream"}, 3
+        )
+        is None
+    )
+    assert video.same_video_page(
+        "https://www.youtube.com/watch?v=abc&t=30s", "https://www.youtube.com/watch?v=abc"
+    )
+    assert not video.same_video_page(
+        "https://www.youtube.com/watch?v=def", "https://www.youtube.com/watch?v=abc"
+    )
 
     page = video_page()
     page.videos[0]["src"] = "https://cdn.example.com/stream"

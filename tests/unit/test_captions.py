@@ -5,9 +5,20 @@ import json
 import pytest
 
 from margin.errors import MarginError
-from margin.transcripts import (MAX_CAPTION_CHARS, Cue, TranscriptError, clean_cues, cues_from_json,
-                                format_timestamp, format_transcript, parse_captions, parse_json3,
-                                parse_timedtext_xml, parse_webvtt, transcript_duration)
+from margin.transcripts import (
+    MAX_CAPTION_CHARS,
+    Cue,
+    TranscriptError,
+    clean_cues,
+    cues_from_json,
+    format_timestamp,
+    format_transcript,
+    parse_captions,
+    parse_json3,
+    parse_timedtext_xml,
+    parse_webvtt,
+    transcript_duration,
+)
 
 
 def texts(cues):
@@ -15,16 +26,21 @@ def texts(cues):
 
 
 def test_webvtt_blocks_ids_settings_and_line_endings():
-    vtt = ("WEBVTT\rX-TIMESTAMP-MAP=MPEGTS:0,LOCAL:00:00:00.000\r\r"
-           "REGION\rid:fred width:40%\r\r"
-           "STYLE\r::cue(b) { color: peachpuff; }\r\r"
-           "NOTE\rThis is a comment --> with an arrow\r\r"
-           "cue-1\r00:00:01.000 --> 00:00:02.000 line:0 position:20% size:60% align:start\rFirst line\rsecond line\r\r"
-           "00:00:02.500 --> 00:00:03.000\nLF cue\n\n"
-           "3\r\n00:03.000 --> 00:04.000\r\nCRLF cue\r\n")
+    vtt = (
+        "WEBVTT\rX-TIMESTAMP-MAP=MPEGTS:0,LOCAL:00:00:00.000\r\r"
+        "REGION\rid:fred width:40%\r\r"
+        "STYLE\r::cue(b) { color: peachpuff; }\r\r"
+        "NOTE\rThis is a comment --> with an arrow\r\r"
+        "cue-1\r00:00:01.000 --> 00:00:02.000 line:0 position:20% size:60% align:start\rFirst line\rsecond line\r\r"
+        "00:00:02.500 --> 00:00:03.000\nLF cue\n\n"
+        "3\r\n00:03.000 --> 00:04.000\r\nCRLF cue\r\n"
+    )
     cues = parse_webvtt(vtt)
     assert [(c.start, c.end, c.text) for c in cues] == [
-        (1.0, 2.0, "First line second line"), (2.5, 3.0, "LF cue"), (3.0, 4.0, "CRLF cue")]
+        (1.0, 2.0, "First line second line"),
+        (2.5, 3.0, "LF cue"),
+        (3.0, 4.0, "CRLF cue"),
+    ]
 
 
 def test_webvtt_times_over_an_hour():
@@ -33,26 +49,35 @@ def test_webvtt_times_over_an_hour():
 
 
 def test_webvtt_markup_is_stripped_and_entities_decoded():
-    vtt = ("WEBVTT\n\n00:01.000 --> 00:02.000\n"
-           "<v.loud Esme Smith>Never drink</v> <c.yellow.bg_blue>liquid</c> <b>nitrogen</b><00:01.500> <i>ever</i>"
-           " <u>again</u> <lang en-GB>mate</lang>\n\n"
-           "00:02.000 --> 00:03.000\n<ruby>漢<rt>kan</rt>字<rt>ji</rt></ruby> &lt;tag&gt; &amp; &#233;t&#xE9; a&nbsp;b &lrm;x\n")
-    assert texts(parse_webvtt(vtt)) == ["Never drink liquid nitrogen ever again mate", "漢字 <tag> & été a b \u200ex"]
+    vtt = (
+        "WEBVTT\n\n00:01.000 --> 00:02.000\n"
+        "<v.loud Esme Smith>Never drink</v> <c.yellow.bg_blue>liquid</c> <b>nitrogen</b><00:01.500> <i>ever</i>"
+        " <u>again</u> <lang en-GB>mate</lang>\n\n"
+        "00:02.000 --> 00:03.000\n<ruby>漢<rt>kan</rt>字<rt>ji</rt></ruby> &lt;tag&gt; &amp; &#233;t&#xE9; a&nbsp;b &lrm;x\n"
+    )
+    assert texts(parse_webvtt(vtt)) == [
+        "Never drink liquid nitrogen ever again mate",
+        "漢字 <tag> & été a b \u200ex",
+    ]
 
 
 def test_webvtt_malformed_blocks_are_skipped_and_order_is_by_start():
-    vtt = ("WEBVTT\n\n00:00:09.000 --> 00:00:10.000\nlater\n\n"
-           "00:00:xx.000 --> 00:00:05.000\nbad timing\n\n"
-           "just text without timing\n\n"
-           "00:00:01.000 --> 00:00:08.000\noverlapping, earlier\n\n"
-           "00:00:02.000 --> 00:00:03.000\ninside the first\n\n"
-           "00:00:04.000 --> 00:00:05.000\n\n")
+    vtt = (
+        "WEBVTT\n\n00:00:09.000 --> 00:00:10.000\nlater\n\n"
+        "00:00:xx.000 --> 00:00:05.000\nbad timing\n\n"
+        "just text without timing\n\n"
+        "00:00:01.000 --> 00:00:08.000\noverlapping, earlier\n\n"
+        "00:00:02.000 --> 00:00:03.000\ninside the first\n\n"
+        "00:00:04.000 --> 00:00:05.000\n\n"
+    )
     cues = parse_webvtt(vtt)
     assert texts(cues) == ["overlapping, earlier", "inside the first", "", "later"]
     assert texts(clean_cues(cues)) == ["overlapping, earlier", "inside the first", "later"]
 
 
-@pytest.mark.parametrize("text", ["", "1\n00:00:01,000 --> 00:00:02,000\nSRT\n", "WEBVTTX\n", "<transcript/>"])
+@pytest.mark.parametrize(
+    "text", ["", "1\n00:00:01,000 --> 00:00:02,000\nSRT\n", "WEBVTTX\n", "<transcript/>"]
+)
 def test_webvtt_without_its_header_is_refused(text):
     with pytest.raises(TranscriptError) as info:
         parse_webvtt(text)
@@ -73,27 +98,39 @@ def test_a_bom_and_a_header_title_are_fine():
     assert texts(parse_webvtt("\ufeffWEBVTT\tMy film\n\n00:01.000 --> 00:02.000\nhi\n")) == ["hi"]
 
 
-LEGACY = ('<?xml version="1.0" encoding="utf-8" ?><transcript>'
-          '<text start="0.5" dur="1.5">We&amp;#39;re &amp;quot;here&amp;quot;</text>'
-          '<text start="2" dur="2">&amp;lt;font color=&amp;quot;#E5E5E5&amp;quot;&amp;gt;grey&amp;lt;/font&amp;gt; words</text>'
-          '<text start="bad" dur="1">skipped</text><text start="5">no duration</text></transcript>')
-SRV3 = ('<?xml version="1.0" encoding="utf-8" ?><timedtext format="3"><head><ws id="0"/></head><body>'
-        '<p t="1200" d="3400" w="1"><s ac="0">the</s><s t="400" ac="0"> river</s></p>'
-        '<p t="4600" d="10" w="1" a="1">\n</p><p t="5000" d="2000">it&amp;#39;s &amp;amp; deep</p></body></timedtext>')
+LEGACY = (
+    '<?xml version="1.0" encoding="utf-8" ?><transcript>'
+    '<text start="0.5" dur="1.5">We&amp;#39;re &amp;quot;here&amp;quot;</text>'
+    '<text start="2" dur="2">&amp;lt;font color=&amp;quot;#E5E5E5&amp;quot;&amp;gt;grey&amp;lt;/font&amp;gt; words</text>'
+    '<text start="bad" dur="1">skipped</text><text start="5">no duration</text></transcript>'
+)
+SRV3 = (
+    '<?xml version="1.0" encoding="utf-8" ?><timedtext format="3"><head><ws id="0"/></head><body>'
+    '<p t="1200" d="3400" w="1"><s ac="0">the</s><s t="400" ac="0"> river</s></p>'
+    '<p t="4600" d="10" w="1" a="1">\n</p><p t="5000" d="2000">it&amp;#39;s &amp;amp; deep</p></body></timedtext>'
+)
 
 
 def test_youtube_timedtext_xml():
     assert [(c.start, c.end, c.text) for c in parse_timedtext_xml(LEGACY)] == [
-        (0.5, 2.0, "We're \"here\""), (2.0, 4.0, "grey words"), (5.0, 5.0, "no duration")]
+        (0.5, 2.0, 'We\'re "here"'),
+        (2.0, 4.0, "grey words"),
+        (5.0, 5.0, "no duration"),
+    ]
     assert [(c.start, c.end, c.text) for c in parse_captions(SRV3)] == [
-        (1.2, pytest.approx(4.6), "the river"), (5.0, 7.0, "it's & deep")]
+        (1.2, pytest.approx(4.6), "the river"),
+        (5.0, 7.0, "it's & deep"),
+    ]
 
 
-@pytest.mark.parametrize("text, code", [
-    ("<transcript><text", "bad_xml"),
-    ('<!DOCTYPE t [<!ENTITY a "aaaa">]><transcript><text start="0">&a;</text></transcript>', "bad_xml"),
-    ("<" + "x" * (MAX_CAPTION_CHARS + 1), "too_large"),
-])
+@pytest.mark.parametrize(
+    "text, code",
+    [
+        ("<transcript><text", "bad_xml"),
+        ('<!DOCTYPE t [<!ENTITY a "aaaa">]><transcript><text start="0">&a;</text></transcript>', "bad_xml"),
+        ("<" + "x" * (MAX_CAPTION_CHARS + 1), "too_large"),
+    ],
+)
 def test_xml_that_is_broken_unsafe_or_huge_is_refused(text, code):
     with pytest.raises(TranscriptError) as info:
         parse_timedtext_xml(text)
@@ -101,14 +138,27 @@ def test_xml_that_is_broken_unsafe_or_huge_is_refused(text, code):
 
 
 def test_youtube_json3():
-    data = {"wireMagic": "pb3", "events": [
-        {"tStartMs": 0, "dDurationMs": 5000, "id": 1, "wpWinPosId": 1},
-        {"tStartMs": 160, "dDurationMs": 4000, "wWinId": 1, "segs": [{"utf8": "so"}, {"utf8": " the", "tOffsetMs": 240}]},
-        {"tStartMs": 2000, "wWinId": 1, "aAppend": 1, "segs": [{"utf8": "\n"}]},
-        {"tStartMs": "3000", "dDurationMs": "1000", "segs": [{"utf8": "river &amp; rock"}]},
-        {"tStartMs": None, "segs": [{"utf8": "no start"}]}, "garbage"]}
+    data = {
+        "wireMagic": "pb3",
+        "events": [
+            {"tStartMs": 0, "dDurationMs": 5000, "id": 1, "wpWinPosId": 1},
+            {
+                "tStartMs": 160,
+                "dDurationMs": 4000,
+                "wWinId": 1,
+                "segs": [{"utf8": "so"}, {"utf8": " the", "tOffsetMs": 240}],
+            },
+            {"tStartMs": 2000, "wWinId": 1, "aAppend": 1, "segs": [{"utf8": "\n"}]},
+            {"tStartMs": "3000", "dDurationMs": "1000", "segs": [{"utf8": "river &amp; rock"}]},
+            {"tStartMs": None, "segs": [{"utf8": "no start"}]},
+            "garbage",
+        ],
+    }
     cues = parse_captions(json.dumps(data))
-    assert [(c.start, c.end, c.text) for c in cues] == [(0.16, 4.16, "so the"), (3.0, 4.0, "river &amp; rock")]
+    assert [(c.start, c.end, c.text) for c in cues] == [
+        (0.16, 4.16, "so the"),
+        (3.0, 4.0, "river &amp; rock"),
+    ]
     for bad in ("{not json", "[1, 2]", '{"events": 3}'):
         with pytest.raises(TranscriptError) as info:
             parse_json3(bad)
@@ -168,18 +218,35 @@ def test_rolling_automatic_captions_become_each_word_once():
         (5.28, 8.12, "[Music]"),
         (8.12, 11.0, "today we hike down"),
     ]
-    assert format_transcript(cleaned) == "[0:00] hello everyone and welcome to the grand canyon [Music] today we hike down"
+    assert (
+        format_transcript(cleaned)
+        == "[0:00] hello everyone and welcome to the grand canyon [Music] today we hike down"
+    )
 
 
 def test_captions_that_do_not_roll_keep_a_repeated_word():
-    cues = [Cue(0, 2, "I said no"), Cue(2, 4, "no way, he said"), Cue(4, 6, "said it twice"), Cue(6, 8, "I know")]
+    cues = [
+        Cue(0, 2, "I said no"),
+        Cue(2, 4, "no way, he said"),
+        Cue(4, 6, "said it twice"),
+        Cue(6, 8, "I know"),
+    ]
     assert texts(clean_cues(cues)) == ["I said no", "no way, he said", "said it twice", "I know"]
 
 
 def test_clean_cues_merges_exact_repeats_collapses_space_and_drops_empty_cues():
-    cues = [Cue(3, 4, "later"), Cue(0, 1, "  a \n  b "), Cue(1, 2, "a b"), Cue(2, 2.5, "   "), Cue(2.5, 3, "[Applause]")]
+    cues = [
+        Cue(3, 4, "later"),
+        Cue(0, 1, "  a \n  b "),
+        Cue(1, 2, "a b"),
+        Cue(2, 2.5, "   "),
+        Cue(2.5, 3, "[Applause]"),
+    ]
     assert [(c.start, c.end, c.text) for c in clean_cues(cues)] == [
-        (0, 2, "a b"), (2.5, 3, "[Applause]"), (3, 4, "later")]
+        (0, 2, "a b"),
+        (2.5, 3, "[Applause]"),
+        (3, 4, "later"),
+    ]
 
 
 def test_overlapping_cues_are_kept_in_start_order():
@@ -188,27 +255,54 @@ def test_overlapping_cues_are_kept_in_start_order():
 
 
 def test_cues_from_the_page_script():
-    value = [{"start": 2, "end": "3.5", "text": "<c.red>two</c> &amp; more"}, {"start": "x", "text": "bad start"},
-             {"start": 1, "text": "no end"}, {"start": 0, "end": 1}, {"start": True, "text": "bool"},
-             {"start": float("nan"), "text": "nan"}, None, 7]
-    assert [(c.start, c.end, c.text) for c in cues_from_json(value)] == [(1.0, 1.0, "no end"), (2.0, 3.5, "two & more")]
+    value = [
+        {"start": 2, "end": "3.5", "text": "<c.red>two</c> &amp; more"},
+        {"start": "x", "text": "bad start"},
+        {"start": 1, "text": "no end"},
+        {"start": 0, "end": 1},
+        {"start": True, "text": "bool"},
+        {"start": float("nan"), "text": "nan"},
+        None,
+        7,
+    ]
+    assert [(c.start, c.end, c.text) for c in cues_from_json(value)] == [
+        (1.0, 1.0, "no end"),
+        (2.0, 3.5, "two & more"),
+    ]
     assert cues_from_json({"start": 1}) == [] and cues_from_json(None) == []
 
 
-@pytest.mark.parametrize("seconds, label", [
-    (0, "0:00"), (0.999, "0:00"), (5, "0:05"), (59.999, "0:59"), (60, "1:00"), (754.9, "12:34"),
-    (3599.999, "59:59"), (3600, "1:00:00"), (3723, "1:02:03"), (363600, "101:00:00"),
-    (-1, "0:00"), (float("nan"), "0:00"), (float("inf"), "0:00"),
-])
+@pytest.mark.parametrize(
+    "seconds, label",
+    [
+        (0, "0:00"),
+        (0.999, "0:00"),
+        (5, "0:05"),
+        (59.999, "0:59"),
+        (60, "1:00"),
+        (754.9, "12:34"),
+        (3599.999, "59:59"),
+        (3600, "1:00:00"),
+        (3723, "1:02:03"),
+        (363600, "101:00:00"),
+        (-1, "0:00"),
+        (float("nan"), "0:00"),
+        (float("inf"), "0:00"),
+    ],
+)
 def test_format_timestamp(seconds, label):
     assert format_timestamp(seconds) == label
 
 
 def test_transcript_lines_merge_cues_by_time_and_sentence():
-    cues = [Cue(5, 7, "The trail starts here."),  # a sentence, but only 2 s into the line: go on
-            Cue(8, 16, "It climbs to the rim."),  # a sentence 11 s in: the line ends
-            Cue(17, 30, "Then it"), Cue(31, 45, "keeps going"), Cue(47, 50, "for a while"),  # 30 s after 0:17: new line
-            Cue(3725, 3727, "An hour later")]
+    cues = [
+        Cue(5, 7, "The trail starts here."),  # a sentence, but only 2 s into the line: go on
+        Cue(8, 16, "It climbs to the rim."),  # a sentence 11 s in: the line ends
+        Cue(17, 30, "Then it"),
+        Cue(31, 45, "keeps going"),
+        Cue(47, 50, "for a while"),  # 30 s after 0:17: new line
+        Cue(3725, 3727, "An hour later"),
+    ]
     assert format_transcript(cues).split("\n") == [
         "[0:05] The trail starts here. It climbs to the rim.",
         "[0:17] Then it keeps going",
@@ -216,7 +310,10 @@ def test_transcript_lines_merge_cues_by_time_and_sentence():
         "[1:02:05] An hour later",
     ]
     assert format_transcript(cues, paragraph_seconds=5).split("\n")[:3] == [
-        "[0:05] The trail starts here. It climbs to the rim.", "[0:17] Then it", "[0:31] keeps going"]
+        "[0:05] The trail starts here. It climbs to the rim.",
+        "[0:17] Then it",
+        "[0:31] keeps going",
+    ]
 
 
 def test_transcript_max_chars_keeps_whole_lines():
@@ -238,11 +335,13 @@ def test_transcript_duration_is_the_last_end():
 
 
 def test_webvtt_with_hours_settings_styling_voices_and_notes():
-    vtt = ("\ufeffWEBVTT - a title\r\nKind: captions\r\n\r\nNOTE a comment\r\nspanning lines\r\n\r\n"
-           "STYLE\r\n::cue { color: red }\r\n\r\n"
-           "intro\r\n00:01.000 --> 00:04.500 align:start position:10%\r\n<v Ana>Hello <b>there</b></v>,\r\n<i>friend</i> &amp; co\r\n\r\n"
-           "1:02:03.500 --> 1:02:05.000\r\n<c.yellow>Late</c> <00:01:02.900>words\r\n\r\n"
-           "101:00:00.000 --> 101:00:01.000\r\nVery late\r\n")
+    vtt = (
+        "\ufeffWEBVTT - a title\r\nKind: captions\r\n\r\nNOTE a comment\r\nspanning lines\r\n\r\n"
+        "STYLE\r\n::cue { color: red }\r\n\r\n"
+        "intro\r\n00:01.000 --> 00:04.500 align:start position:10%\r\n<v Ana>Hello <b>there</b></v>,\r\n<i>friend</i> &amp; co\r\n\r\n"
+        "1:02:03.500 --> 1:02:05.000\r\n<c.yellow>Late</c> <00:01:02.900>words\r\n\r\n"
+        "101:00:00.000 --> 101:00:01.000\r\nVery late\r\n"
+    )
     cues = parse_webvtt(vtt)
     assert texts(cues) == ["Hello there, friend & co", "Late words", "Very late"]
     assert cues[0].start == 1.0 and cues[0].end == 4.5
@@ -251,11 +350,13 @@ def test_webvtt_with_hours_settings_styling_voices_and_notes():
 
 
 def test_webvtt_overlapping_empty_and_malformed_cues():
-    vtt = ("WEBVTT\n\n00:00:05.000 --> 00:00:09.000\nsecond\n\n"
-           "00:00:01.000 --> 00:00:08.000\nfirst, overlapping\n\n"
-           "00:00:10.000 --> 00:00:11.000\n\n\n"
-           "not a timing line\nat all\n\n"
-           "00:00:12.000 --> 00:00:13.000\nlast\n")
+    vtt = (
+        "WEBVTT\n\n00:00:05.000 --> 00:00:09.000\nsecond\n\n"
+        "00:00:01.000 --> 00:00:08.000\nfirst, overlapping\n\n"
+        "00:00:10.000 --> 00:00:11.000\n\n\n"
+        "not a timing line\nat all\n\n"
+        "00:00:12.000 --> 00:00:13.000\nlast\n"
+    )
     cues = parse_webvtt(vtt)
     assert texts(cues) == ["first, overlapping", "second", "", "last"]
     assert texts(clean_cues(cues)) == ["first, overlapping", "second", "last"]
@@ -271,9 +372,14 @@ def test_a_file_that_is_not_webvtt_is_refused_with_a_code():
 
 
 def test_youtube_timedtext_xml_both_shapes_with_double_escaped_entities():
-    legacy = ('<?xml version="1.0" encoding="utf-8" ?><transcript>'
-              '<text start="1.2" dur="2.3">it&amp;#39;s a canyon</text><text start="4" dur="1">&amp;amp; more</text></transcript>')
-    assert [(c.start, c.text) for c in parse_timedtext_xml(legacy)] == [(1.2, "it's a canyon"), (4.0, "& more")]
+    legacy = (
+        '<?xml version="1.0" encoding="utf-8" ?><transcript>'
+        '<text start="1.2" dur="2.3">it&amp;#39;s a canyon</text><text start="4" dur="1">&amp;amp; more</text></transcript>'
+    )
+    assert [(c.start, c.text) for c in parse_timedtext_xml(legacy)] == [
+        (1.2, "it's a canyon"),
+        (4.0, "& more"),
+    ]
     srv3 = '<timedtext format="3"><body><p t="1500" d="2000"><s>rock</s><s> layers</s></p><p t="4000" d="10">x</p></body></timedtext>'
     cues = parse_captions(srv3)
     assert [(c.start, c.end, c.text) for c in cues] == [(1.5, 3.5, "rock layers"), (4.0, 4.01, "x")]
@@ -283,37 +389,70 @@ def test_youtube_timedtext_xml_both_shapes_with_double_escaped_entities():
 
 
 def test_youtube_json3_skips_events_without_words():
-    data = {"events": [{"tStartMs": 0, "dDurationMs": 1000},
-                       {"tStartMs": 1000, "dDurationMs": 2000, "segs": [{"utf8": "Hello"}, {"utf8": " world"}]},
-                       {"tStartMs": 3000, "segs": [{"utf8": "\n"}]}]}
+    data = {
+        "events": [
+            {"tStartMs": 0, "dDurationMs": 1000},
+            {"tStartMs": 1000, "dDurationMs": 2000, "segs": [{"utf8": "Hello"}, {"utf8": " world"}]},
+            {"tStartMs": 3000, "segs": [{"utf8": "\n"}]},
+        ]
+    }
     assert [(c.start, c.text) for c in parse_json3(json.dumps(data))] == [(1.0, "Hello world")]
 
 
 def test_rolling_automatic_captions_keep_only_the_new_words():
-    rolling = [Cue(0, 2, "so the river"), Cue(2, 4, "so the river cuts down"), Cue(4, 6, "cuts down into the rock"),
-               Cue(6, 7, "cuts down into the rock"), Cue(7, 9, "[Music]"), Cue(9, 11, "and the walls rise")]
+    rolling = [
+        Cue(0, 2, "so the river"),
+        Cue(2, 4, "so the river cuts down"),
+        Cue(4, 6, "cuts down into the rock"),
+        Cue(6, 7, "cuts down into the rock"),
+        Cue(7, 9, "[Music]"),
+        Cue(9, 11, "and the walls rise"),
+    ]
     cleaned = clean_cues(rolling)
     assert texts(cleaned) == ["so the river", "cuts down", "into the rock", "[Music]", "and the walls rise"]
     assert cleaned[2].end == 7  # the exact repeat extended the cue instead of repeating it
 
 
 def test_cues_the_page_loaded_are_read_leniently():
-    cues = cues_from_json([{"start": "1.5", "end": 3, "text": "<v Guide>Look</v>"}, {"start": None, "text": "x"},
-                           "garbage", {"start": 0, "text": "first"}])
+    cues = cues_from_json(
+        [
+            {"start": "1.5", "end": 3, "text": "<v Guide>Look</v>"},
+            {"start": None, "text": "x"},
+            "garbage",
+            {"start": 0, "text": "first"},
+        ]
+    )
     assert [(c.start, c.text) for c in cues] == [(0.0, "first"), (1.5, "Look")]
 
 
-@pytest.mark.parametrize("seconds, expected", [
-    (0, "0:00"), (-3, "0:00"), (5.9, "0:05"), (59.999, "0:59"), (60, "1:00"), (754, "12:34"),
-    (3599.5, "59:59"), (3600, "1:00:00"), (3723, "1:02:03"), (36000, "10:00:00"),
-])
+@pytest.mark.parametrize(
+    "seconds, expected",
+    [
+        (0, "0:00"),
+        (-3, "0:00"),
+        (5.9, "0:05"),
+        (59.999, "0:59"),
+        (60, "1:00"),
+        (754, "12:34"),
+        (3599.5, "59:59"),
+        (3600, "1:00:00"),
+        (3723, "1:02:03"),
+        (36000, "10:00:00"),
+    ],
+)
 def test_format_timestamp_floors_and_shows_hours_only_when_needed(seconds, expected):
     assert format_timestamp(seconds) == expected
 
 
 def test_transcript_lines_start_with_the_time_of_their_first_cue():
-    cues = [Cue(1, 3, "Welcome."), Cue(4, 8, "Here the trail starts"), Cue(9, 12, "and climbs."),
-            Cue(13, 20, "Now look left"), Cue(21, 40, "at the red layer"), Cue(125, 129, "At two minutes, the turn.")]
+    cues = [
+        Cue(1, 3, "Welcome."),
+        Cue(4, 8, "Here the trail starts"),
+        Cue(9, 12, "and climbs."),
+        Cue(13, 20, "Now look left"),
+        Cue(21, 40, "at the red layer"),
+        Cue(125, 129, "At two minutes, the turn."),
+    ]
     assert format_transcript(cues).split("\n") == [
         "[0:01] Welcome. Here the trail starts and climbs.",
         "[0:13] Now look left at the red layer",

@@ -8,11 +8,19 @@ import pytest
 from margin import chat
 from margin.platform_memory import ScriptedResponse, ScriptedTransport, memory_platform
 
-PROVIDER = {"id": "p", "type": "openai", "name": "Local", "baseUrl": "http://localhost:11434/v1",
-            "apiKey": "", "model": "llama3.2"}
+PROVIDER = {
+    "id": "p",
+    "type": "openai",
+    "name": "Local",
+    "baseUrl": "http://localhost:11434/v1",
+    "apiKey": "",
+    "model": "llama3.2",
+}
 SETTINGS = {"providers": [PROVIDER], "activeProviderId": "p"}
-PNG = ("data:image/png;base64,"
-       "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=")
+PNG = (
+    "data:image/png;base64,"
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII="
+)
 
 
 def sse(*items):
@@ -34,9 +42,9 @@ class HangingResponse:
     """Sends its chunks, then never sends anything again (a pending read), until aborted."""
 
     status = 200
-    headers = {"content-type": "text/event-stream"}
 
     def __init__(self, *chunks):
+        self.headers = {"content-type": "text/event-stream"}
         self.chunks = list(chunks)
         self.closed = False
         self._forever = asyncio.Event()
@@ -76,8 +84,10 @@ class Turn:
 
     @property
     def texts(self):
-        return [(r["role"], r["content"] if isinstance(r["content"], str) else r["content"][0].get("text"))
-                for r in self.history]
+        return [
+            (r["role"], r["content"] if isinstance(r["content"], str) else r["content"][0].get("text"))
+            for r in self.history
+        ]
 
     def request(self, index=-1):
         return self.transport.json_bodies()[index]
@@ -88,6 +98,7 @@ def send(text, images=()):
 
 
 # -- send ---------------------------------------------------------------------------------------
+
 
 def test_the_question_is_stored_before_the_request_goes_out():
     seen_at_request_time = []
@@ -106,8 +117,12 @@ def test_a_successful_turn_streams_pieces_and_stores_the_answer_once():
     turn = Turn(responses=[answer("Hel", "lo", usage={"prompt_tokens": 4, "completion_tokens": 2})])
     writes_before = len(turn.platform.local.writes)
     asyncio.run(turn.run(send("Hi")))
-    assert turn.events == [{"event": "started"}, {"event": "delta", "text": "Hel"},
-                           {"event": "delta", "text": "lo"}, {"event": "done"}]
+    assert turn.events == [
+        {"event": "started"},
+        {"event": "delta", "text": "Hel"},
+        {"event": "delta", "text": "lo"},
+        {"event": "done"},
+    ]
     user, assistant = turn.history
     assert user["role"] == "user" and user["content"] == "Hi"
     assert assistant["role"] == "assistant" and assistant["content"] == "Hello"
@@ -122,16 +137,22 @@ def test_the_request_carries_the_whole_conversation_in_order():
     turn = Turn({"history": history}, [answer("four")])
     asyncio.run(turn.run(send("three")))
     assert turn.request()["messages"] == [
-        {"role": "user", "content": "one"}, {"role": "assistant", "content": "two"},
-        {"role": "user", "content": "three"}]
+        {"role": "user", "content": "one"},
+        {"role": "assistant", "content": "two"},
+        {"role": "user", "content": "three"},
+    ]
     assert turn.request()["model"] == "llama3.2"
 
 
 def test_an_empty_message_stores_nothing_and_sends_nothing():
     turn = Turn()
     asyncio.run(turn.run(send("   ")))
-    assert turn.events == [{"event": "error", "error": {"code": "empty_message",
-                                                        "message": "Type a message or attach an image first."}}]
+    assert turn.events == [
+        {
+            "event": "error",
+            "error": {"code": "empty_message", "message": "Type a message or attach an image first."},
+        }
+    ]
     assert turn.history == [] and turn.transport.requests == []
 
 
@@ -150,6 +171,7 @@ def test_a_picture_that_is_not_an_image_is_refused_before_anything_is_stored():
 
 # -- stop ------------------------------------------------------------------------------------------
 
+
 def test_stop_mid_stream_is_prompt_and_keeps_what_arrived_marked_stopped():
     hanging = HangingResponse(sse(delta("Once upon")), sse(delta(" a time")))
     turn = Turn(responses=[hanging])
@@ -161,15 +183,21 @@ def test_stop_mid_stream_is_prompt_and_keeps_what_arrived_marked_stopped():
             asyncio.get_running_loop().call_soon(turn.stop.set)
 
     async def go():
-        await asyncio.wait_for(chat.run_turn(turn.platform, send("Tell a story", [{"dataUrl": PNG}]), emit,
-                                             turn.stop), 2)
+        await asyncio.wait_for(
+            chat.run_turn(turn.platform, send("Tell a story", [{"dataUrl": PNG}]), emit, turn.stop), 2
+        )
 
     asyncio.run(go())
     assert turn.kinds == ["started", "delta", "delta", "stopped"]
     assert hanging.closed
     user, assistant = turn.history
-    assert assistant == {"role": "assistant", "content": "Once upon a time", "stopped": True,
-                         "model": "llama3.2", "createdAt": assistant["createdAt"]}
+    assert assistant == {
+        "role": "assistant",
+        "content": "Once upon a time",
+        "stopped": True,
+        "model": "llama3.2",
+        "createdAt": assistant["createdAt"],
+    }
     assert "imagesSeen" not in user  # a stopped turn stamps nothing
 
 
@@ -204,9 +232,11 @@ def test_a_closed_panel_stops_the_turn_and_keeps_the_partial():
 
 # -- errors ----------------------------------------------------------------------------------------
 
+
 def test_a_provider_error_keeps_the_question_and_adds_no_answer():
-    failure = ScriptedResponse(status=500, chunks=['{"error":"out of memory"}'],
-                               headers={"content-type": "application/json"})
+    failure = ScriptedResponse(
+        status=500, chunks=['{"error":"out of memory"}'], headers={"content-type": "application/json"}
+    )
     turn = Turn(responses=[failure])
     asyncio.run(turn.run(send("look", [{"dataUrl": PNG, "name": "dot.png"}])))
     assert turn.kinds == ["started", "error"]
@@ -298,8 +328,12 @@ def test_regenerate_replaces_the_last_answer_with_one_new_one():
     turn = Turn({"history": HISTORY}, [answer("answer two, again")])
     asyncio.run(turn.run({"action": "regenerate"}))
     assert turn.kinds[-1] == "done"
-    assert turn.texts == [("user", "first"), ("assistant", "answer one"), ("user", "second"),
-                          ("assistant", "answer two, again")]
+    assert turn.texts == [
+        ("user", "first"),
+        ("assistant", "answer one"),
+        ("user", "second"),
+        ("assistant", "answer two, again"),
+    ]
     assert [m["content"] for m in turn.request()["messages"]] == ["first", "answer one", "second"]
 
 
@@ -321,8 +355,12 @@ def test_editing_the_last_unanswered_message_stores_and_answers_the_new_text():
     turn = Turn({"history": HISTORY[:3]}, [answer("answer to the fix")])
     asyncio.run(turn.run({"action": "edit", "index": 2, "text": "second, fixed", "images": []}))
     assert turn.kinds[-1] == "done"
-    assert turn.texts == [("user", "first"), ("assistant", "answer one"), ("user", "second, fixed"),
-                          ("assistant", "answer to the fix")]
+    assert turn.texts == [
+        ("user", "first"),
+        ("assistant", "answer one"),
+        ("user", "second, fixed"),
+        ("assistant", "answer to the fix"),
+    ]
     assert [m["content"] for m in turn.request()["messages"]][-1] == "second, fixed"
 
 
@@ -335,16 +373,26 @@ def test_edit_of_a_message_that_is_gone_changes_nothing():
 
 # -- images ------------------------------------------------------------------------------------------
 
+
 def test_images_are_sent_with_pixels_then_stamped_and_later_sent_as_a_placeholder():
     turn = Turn(responses=[answer("A dot."), answer("Still a dot.")])
-    attachment = {"dataUrl": PNG, "name": "dot.png", "source": "paste", "capturedAt": 1764547200000,
-                  "alt": "", "extra": "dropped"}
+    attachment = {
+        "dataUrl": PNG,
+        "name": "dot.png",
+        "source": "paste",
+        "capturedAt": 1764547200000,
+        "alt": "",
+        "extra": "dropped",
+    }
     asyncio.run(turn.run(send("What is this?", [attachment])))
     assert turn.kinds[-1] == "done"
     user = turn.history[0]
     assert user["imagesSeen"] is True
-    assert user["content"][1] == {"type": "image_url", "image_url": {"url": PNG},
-                                  "meta": {"name": "dot.png", "source": "paste", "capturedAt": 1764547200000}}
+    assert user["content"][1] == {
+        "type": "image_url",
+        "image_url": {"url": PNG},
+        "meta": {"name": "dot.png", "source": "paste", "capturedAt": 1764547200000},
+    }
     first_request = json.dumps(turn.request(0))
     assert PNG in first_request and "meta" not in first_request
 
@@ -354,11 +402,14 @@ def test_images_are_sent_with_pixels_then_stamped_and_later_sent_as_a_placeholde
     assert turn.history[0]["content"][1]["image_url"]["url"] == PNG  # pixels never destroyed
 
 
-@pytest.mark.parametrize("ui_language, browser_language, label", [
-    ("auto", "zh-CN", "[图1："),      # "auto" follows the browser's UI language
-    ("auto", "en-US", "[Figure 1:"),
-    ("zh", "en-US", "[图1："),        # a chosen language wins over the browser's
-])
+@pytest.mark.parametrize(
+    "ui_language, browser_language, label",
+    [
+        ("auto", "zh-CN", "[图1："),  # "auto" follows the browser's UI language
+        ("auto", "en-US", "[Figure 1:"),
+        ("zh", "en-US", "[图1："),  # a chosen language wins over the browser's
+    ],
+)
 def test_placeholders_speak_the_ui_language(ui_language, browser_language, label):
     turn = Turn({"uiLanguage": ui_language}, [answer("A dot."), answer("Still a dot.")])
     turn.platform.browser_language = browser_language
@@ -369,8 +420,11 @@ def test_placeholders_speak_the_ui_language(ui_language, browser_language, label
 
 
 def test_usage_refusal_is_remembered_on_the_provider():
-    refusal = ScriptedResponse(status=400, chunks=['{"error":{"message":"unknown field stream_options"}}'],
-                               headers={"content-type": "application/json"})
+    refusal = ScriptedResponse(
+        status=400,
+        chunks=['{"error":{"message":"unknown field stream_options"}}'],
+        headers={"content-type": "application/json"},
+    )
     turn = Turn(responses=[refusal, answer("ok")])
     asyncio.run(turn.run(send("Hi")))
     assert turn.kinds[-1] == "done"

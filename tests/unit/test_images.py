@@ -373,7 +373,9 @@ def test_the_bound_keeps_a_record_a_turn_stored_while_pillow_was_loading():
 
 
 # The memory twin refuses like chrome.storage does: a quota is storage_full, anything else storage_failed.
-@pytest.mark.parametrize("storage, code", [({"quota_bytes": 1000}, "storage_full"), ({"fail_after_writes": 0}, "storage_failed")])
+@pytest.mark.parametrize(
+    "storage, code", [({"quota_bytes": 1000}, "storage_full"), ({"fail_after_writes": 0}, "storage_failed")]
+)
 def test_a_refused_write_is_reported_and_nothing_is_lost(storage, code):
     history = history_json([Record("user", [part(data_url(noise(700, 500, s), "PNG"))]) for s in range(3)])
     platform = memory_platform({HISTORY: history}, **storage)

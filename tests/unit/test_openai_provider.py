@@ -3,20 +3,30 @@
 import json
 
 import pytest
+from helpers import run
 
 from margin.errors import MarginError, ProviderError
 from margin.history import Record
 from margin.platform_memory import ScriptedResponse, ScriptedTransport, memory_platform
 from margin.ports import TransportError
-from margin.providers import extract_error_message, normalize_provider, provider_module
-from margin.providers import openai
+from margin.providers import extract_error_message, normalize_provider, openai, provider_module
 
-from helpers import run
-
-PROVIDER = {"id": "p1", "type": "openai", "name": "OpenAI", "baseUrl": "https://api.openai.com/v1/",
-            "apiKey": "sk-test", "model": "gpt-4o-mini"}
-LOCAL = {"id": "p2", "type": "openai", "name": "Ollama", "baseUrl": "http://localhost:11434/v1",
-         "apiKey": "", "model": "llama3.2"}
+PROVIDER = {
+    "id": "p1",
+    "type": "openai",
+    "name": "OpenAI",
+    "baseUrl": "https://api.openai.com/v1/",
+    "apiKey": "sk-test",
+    "model": "gpt-4o-mini",
+}
+LOCAL = {
+    "id": "p2",
+    "type": "openai",
+    "name": "Ollama",
+    "baseUrl": "http://localhost:11434/v1",
+    "apiKey": "",
+    "model": "llama3.2",
+}
 
 
 def sse(*chunks):
@@ -32,8 +42,9 @@ def stream_response(*items, **kwargs):
 
 
 def error_response(status, body, headers=None):
-    return ScriptedResponse(status=status, chunks=[body] if body else [],
-                            headers=headers or {"content-type": "application/json"})
+    return ScriptedResponse(
+        status=status, chunks=[body] if body else [], headers=headers or {"content-type": "application/json"}
+    )
 
 
 async def collect(transport, provider=PROVIDER, records=None):
@@ -48,19 +59,32 @@ async def collect(transport, provider=PROVIDER, records=None):
 
 # -- requests ---------------------------------------------------------------------------------
 
+
 def test_streaming_request_is_exact_compact_json_with_bearer_and_accept():
     records = [
         Record("system", "Be brief."),
-        Record("user", [{"type": "text", "text": "What is this? ✓"},
-                        {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAA"},
-                         "meta": {"name": "cat.png"}}], {"createdAt": 1, "imagesSeen": False}),
+        Record(
+            "user",
+            [
+                {"type": "text", "text": "What is this? ✓"},
+                {
+                    "type": "image_url",
+                    "image_url": {"url": "data:image/png;base64,AAA"},
+                    "meta": {"name": "cat.png"},
+                },
+            ],
+            {"createdAt": 1, "imagesSeen": False},
+        ),
         Record("assistant", "A cat.", {"model": "m", "stopped": True}),
     ]
     request = openai.build_chat_request(PROVIDER, records, stream=True, include_usage=True)
     assert request.method == "POST"
     assert request.url == "https://api.openai.com/v1/chat/completions"
-    assert request.headers == {"Content-Type": "application/json", "Accept": "text/event-stream",
-                               "Authorization": "Bearer sk-test"}
+    assert request.headers == {
+        "Content-Type": "application/json",
+        "Accept": "text/event-stream",
+        "Authorization": "Bearer sk-test",
+    }
     assert request.body == (
         '{"model":"gpt-4o-mini","messages":['
         '{"role":"system","content":"Be brief."},'
@@ -75,8 +99,11 @@ def test_no_authorization_header_without_a_key_and_no_stream_options_when_not_as
     request = openai.build_chat_request(LOCAL, [Record("user", "Hi")], stream=True, include_usage=False)
     assert "Authorization" not in request.headers
     assert request.url == "http://localhost:11434/v1/chat/completions"
-    assert json.loads(request.body) == {"model": "llama3.2", "messages": [{"role": "user", "content": "Hi"}],
-                                        "stream": True}
+    assert json.loads(request.body) == {
+        "model": "llama3.2",
+        "messages": [{"role": "user", "content": "Hi"}],
+        "stream": True,
+    }
     plain = openai.build_chat_request(LOCAL, [Record("user", "Hi")], stream=False, include_usage=True)
     assert "stream_options" not in json.loads(plain.body)
     assert "Accept" not in plain.headers
@@ -89,20 +116,30 @@ def test_text_only_parts_go_as_one_string_for_old_local_servers():
 
 def test_request_prefix_stays_byte_identical_turn_to_turn():
     turn1 = [Record("user", "One"), Record("assistant", "Two")]
-    turn2 = turn1 + [Record("user", "Three")]
+    turn2 = [*turn1, Record("user", "Three")]
     body1 = openai.build_chat_request(PROVIDER, turn1, stream=True).body
     body2 = openai.build_chat_request(PROVIDER, turn2, stream=True).body
-    prefix = body1[: body1.index('{"role":"assistant","content":"Two"}') + len('{"role":"assistant","content":"Two"}')]
+    prefix = body1[
+        : body1.index('{"role":"assistant","content":"Two"}') + len('{"role":"assistant","content":"Two"}')
+    ]
     assert body2.startswith(prefix)
 
 
 # -- the stream -------------------------------------------------------------------------------
 
+
 def test_stream_yields_pieces_in_order_and_captures_usage_and_finish_reason():
-    transport = ScriptedTransport([stream_response(
-        delta("Hel"), delta("lo"), delta("", "stop"),
-        {"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}},
-        "[DONE]")])
+    transport = ScriptedTransport(
+        [
+            stream_response(
+                delta("Hel"),
+                delta("lo"),
+                delta("", "stop"),
+                {"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}},
+                "[DONE]",
+            )
+        ]
+    )
     stream, pieces = run(collect(transport))
     assert pieces == ["Hel", "lo"]
     assert stream.finish_reason == "stop"
@@ -147,8 +184,14 @@ def test_an_error_object_in_the_stream_is_a_provider_error_with_its_message():
 
 
 def test_a_200_that_is_not_an_event_stream_is_a_bad_stream():
-    transport = ScriptedTransport([ScriptedResponse(chunks=['{"choices":[{"message":{"content":"hi"}}]}'],
-                                                    headers={"content-type": "application/json"})])
+    transport = ScriptedTransport(
+        [
+            ScriptedResponse(
+                chunks=['{"choices":[{"message":{"content":"hi"}}]}'],
+                headers={"content-type": "application/json"},
+            )
+        ]
+    )
     with pytest.raises(ProviderError) as caught:
         run(collect(transport))
     assert caught.value.code == "bad_stream"
@@ -156,14 +199,18 @@ def test_a_200_that_is_not_an_event_stream_is_a_bad_stream():
 
 
 def test_a_timeout_mid_body_is_a_timeout_error():
-    transport = ScriptedTransport([ScriptedResponse(chunks=[sse(delta("a"))], fail_at=1, fail_kind="timeout")])
+    transport = ScriptedTransport(
+        [ScriptedResponse(chunks=[sse(delta("a"))], fail_at=1, fail_kind="timeout")]
+    )
     with pytest.raises(ProviderError) as caught:
         run(collect(transport))
     assert caught.value.code == "timeout"
 
 
 def test_a_connection_dying_mid_body_is_a_cut_stream_not_unreachable():
-    transport = ScriptedTransport([ScriptedResponse(chunks=[sse(delta("The answer"))], fail_at=1, fail_kind="broken")])
+    transport = ScriptedTransport(
+        [ScriptedResponse(chunks=[sse(delta("The answer"))], fail_at=1, fail_kind="broken")]
+    )
     with pytest.raises(ProviderError) as caught:
         run(collect(transport))
     assert caught.value.code == "stream_cut"
@@ -172,6 +219,7 @@ def test_a_connection_dying_mid_body_is_a_cut_stream_not_unreachable():
 
 
 # -- errors ------------------------------------------------------------------------------------
+
 
 def open_error(response_or_error, provider=PROVIDER):
     transport = ScriptedTransport([response_or_error])
@@ -184,12 +232,16 @@ def open_error(response_or_error, provider=PROVIDER):
 def test_rejected_key(status):
     error = open_error(error_response(status, '{"error":{"message":"Incorrect API key provided"}}'))
     assert error.code == "bad_key"
-    assert error.message.startswith(f"The provider rejected the API key ({status}). Check the key in Margin's options.")
+    assert error.message.startswith(
+        f"The provider rejected the API key ({status}). Check the key in Margin's options."
+    )
 
 
 def test_not_found_names_the_model_and_the_url():
-    error = open_error(error_response(404, '{"error":"model \\"llama9\\" not found, try pulling it first"}'),
-                       {**LOCAL, "model": "llama9"})
+    error = open_error(
+        error_response(404, '{"error":"model \\"llama9\\" not found, try pulling it first"}'),
+        {**LOCAL, "model": "llama9"},
+    )
     assert error.code == "not_found"
     assert "“llama9”" in error.message and "http://localhost:11434/v1" in error.message
     assert "try pulling it first" in error.message  # Ollama's own words
@@ -204,10 +256,12 @@ def test_rate_limited_mentions_retry_after():
 
 
 def test_bad_request_quotes_the_provider_and_truncates_long_text():
-    error = open_error(error_response(400, json.dumps({"error": {"message": "context too long " + "x" * 500}})))
+    error = open_error(
+        error_response(400, json.dumps({"error": {"message": "context too long " + "x" * 500}}))
+    )
     assert error.code == "bad_request"
     assert "context too long" in error.message
-    quoted = error.message[error.message.index("“"): error.message.index("”") + 1]
+    quoted = error.message[error.message.index("“") : error.message.index("”") + 1]
     assert len(quoted) <= 202
 
 
@@ -232,27 +286,38 @@ def test_aborted_is_reported_as_aborted_not_a_failure_code():
     assert open_error(TransportError("aborted")).code == "aborted"
 
 
-@pytest.mark.parametrize("body, message", [
-    ('{"error":{"message":"OpenAI says no","type":"invalid_request_error"}}', "OpenAI says no"),
-    ('{"error":"Ollama says no"}', "Ollama says no"),
-    ('{"error":{"code":400,"message":"llama.cpp says no","type":"invalid_request_error"}}', "llama.cpp says no"),
-    ('{"object":"error","message":"vLLM says no","code":400}', "vLLM says no"),
-    ('[{"error":{"code":400,"message":"Gemini says no"}}]', "Gemini says no"),
-    ("plain words", "plain words"),
-    ("<html><body>nginx</body></html>", None),
-    ("", None),
-])
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ('{"error":{"message":"OpenAI says no","type":"invalid_request_error"}}', "OpenAI says no"),
+        ('{"error":"Ollama says no"}', "Ollama says no"),
+        (
+            '{"error":{"code":400,"message":"llama.cpp says no","type":"invalid_request_error"}}',
+            "llama.cpp says no",
+        ),
+        ('{"object":"error","message":"vLLM says no","code":400}', "vLLM says no"),
+        ('[{"error":{"code":400,"message":"Gemini says no"}}]', "Gemini says no"),
+        ("plain words", "plain words"),
+        ("<html><body>nginx</body></html>", None),
+        ("", None),
+    ],
+)
 def test_error_messages_are_extracted_from_every_usual_shape(body, message):
     assert extract_error_message(body) == message
 
 
 # -- include_usage fallback ----------------------------------------------------------------------
 
+
 def test_a_400_about_stream_options_is_retried_once_without_it_and_reported():
-    transport = ScriptedTransport([
-        error_response(400, '{"error":{"message":"Unrecognized request argument supplied: stream_options"}}'),
-        stream_response(delta("ok", "stop"), "[DONE]"),
-    ])
+    transport = ScriptedTransport(
+        [
+            error_response(
+                400, '{"error":{"message":"Unrecognized request argument supplied: stream_options"}}'
+            ),
+            stream_response(delta("ok", "stop"), "[DONE]"),
+        ]
+    )
     stream, pieces = run(collect(transport))
     assert pieces == ["ok"]
     assert stream.usage_unsupported is True
@@ -289,13 +354,21 @@ def connection(*responses, provider=PROVIDER):
 def test_connection_success_sentence_and_minimal_non_streaming_request():
     result, transport = connection(error_response(200, OK_ANSWER))
     assert result == {"ok": True, "message": "Connected to api.openai.com: model gpt-4o-mini answered."}
-    assert transport.json_bodies() == [{"model": "gpt-4o-mini", "stream": False, "max_tokens": 1,
-                                        "messages": [{"role": "user", "content": "Reply with OK."}]}]
+    assert transport.json_bodies() == [
+        {
+            "model": "gpt-4o-mini",
+            "stream": False,
+            "max_tokens": 1,
+            "messages": [{"role": "user", "content": "Reply with OK."}],
+        }
+    ]
 
 
 def test_connection_retries_once_without_max_tokens_when_the_model_refuses_it():
-    refusal = ('{"error":{"message":"Unsupported parameter: \'max_tokens\' is not supported with this model. '
-               'Use \'max_completion_tokens\' instead."}}')
+    refusal = (
+        '{"error":{"message":"Unsupported parameter: \'max_tokens\' is not supported with this model. '
+        "Use 'max_completion_tokens' instead.\"}}"
+    )
     result, transport = connection(error_response(400, refusal), error_response(200, OK_ANSWER))
     assert result["ok"] is True
     assert "max_tokens" not in transport.json_bodies()[1]
@@ -310,29 +383,42 @@ def test_connection_failures_are_the_mapped_sentences():
 
 
 def test_connection_to_something_that_is_not_an_openai_api():
-    result, _ = connection(ScriptedResponse(chunks=["<html>welcome</html>"], headers={"content-type": "text/html"}))
+    result, _ = connection(
+        ScriptedResponse(chunks=["<html>welcome</html>"], headers={"content-type": "text/html"})
+    )
     assert result["ok"] is False and "/v1" in result["message"]
 
 
 # -- provider configs ----------------------------------------------------------------------------
 
+
 def test_normalize_provider_cleans_and_fills():
-    clean = normalize_provider({"type": "openai", "baseUrl": " http://localhost:1234/v1/chat/completions ",
-                                "model": " qwen ", "apiKey": " sk-x\n", "junk": 1})
+    clean = normalize_provider(
+        {
+            "type": "openai",
+            "baseUrl": " http://localhost:1234/v1/chat/completions ",
+            "model": " qwen ",
+            "apiKey": " sk-x\n",
+            "junk": 1,
+        }
+    )
     assert clean["baseUrl"] == "http://localhost:1234/v1"
     assert clean["model"] == "qwen" and clean["apiKey"] == "sk-x"
     assert clean["name"] == "qwen at localhost" and clean["id"]
     assert "junk" not in clean
 
 
-@pytest.mark.parametrize("change, field", [
-    ({"baseUrl": "ftp://x"}, "Base URL"),
-    ({"baseUrl": "localhost:11434"}, "Base URL"),
-    ({"baseUrl": ""}, "Base URL"),
-    ({"model": "  "}, "Model"),
-    ({"type": "carrier-pigeon"}, "type"),
-    ({"apiKey": 42}, "API key"),
-])
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        ({"baseUrl": "ftp://x"}, "Base URL"),
+        ({"baseUrl": "localhost:11434"}, "Base URL"),
+        ({"baseUrl": ""}, "Base URL"),
+        ({"model": "  "}, "Model"),
+        ({"type": "carrier-pigeon"}, "type"),
+        ({"apiKey": 42}, "API key"),
+    ],
+)
 def test_normalize_provider_names_the_bad_field(change, field):
     with pytest.raises(MarginError) as caught:
         normalize_provider({**PROVIDER, **change})

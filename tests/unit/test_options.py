@@ -1,28 +1,45 @@
 """The options page's settings: validate everything before writing anything; the active provider."""
 
 import pytest
+from helpers import run
 
 from margin import options
 from margin.errors import MarginError
 from margin.platform_memory import ScriptedResponse, ScriptedTransport, memory_platform
 
-from helpers import run
-
-OPENAI = {"id": "a", "type": "openai", "name": "OpenAI", "baseUrl": "https://api.openai.com/v1",
-          "apiKey": "sk-abcdefghijklmnop", "model": "gpt-4o-mini"}
-OLLAMA = {"id": "b", "type": "openai", "name": "Ollama", "baseUrl": "http://localhost:11434/v1",
-          "apiKey": "", "model": "llama3.2"}
+OPENAI = {
+    "id": "a",
+    "type": "openai",
+    "name": "OpenAI",
+    "baseUrl": "https://api.openai.com/v1",
+    "apiKey": "sk-abcdefghijklmnop",
+    "model": "gpt-4o-mini",
+}
+OLLAMA = {
+    "id": "b",
+    "type": "openai",
+    "name": "Ollama",
+    "baseUrl": "http://localhost:11434/v1",
+    "apiKey": "",
+    "model": "llama3.2",
+}
 
 
 def test_get_on_a_fresh_install_gives_the_defaults():
     assert run(options.handle_get(memory_platform(), {})) == {
-        "providers": [], "activeProviderId": None, "uiLanguage": "auto"}
+        "providers": [],
+        "activeProviderId": None,
+        "uiLanguage": "auto",
+    }
 
 
 def test_save_then_get_round_trips_keys_included():
     platform = memory_platform()
-    saved = run(options.handle_save(platform, {"providers": [OPENAI, OLLAMA], "activeProviderId": "b",
-                                               "uiLanguage": "zh-CN"}))
+    saved = run(
+        options.handle_save(
+            platform, {"providers": [OPENAI, OLLAMA], "activeProviderId": "b", "uiLanguage": "zh-CN"}
+        )
+    )
     assert saved == {"providers": [OPENAI, OLLAMA], "activeProviderId": "b", "uiLanguage": "zh-CN"}
     assert run(options.handle_get(platform, {})) == saved
     assert platform.local.snapshot()["providers"][0]["apiKey"] == "sk-abcdefghijklmnop"
@@ -41,14 +58,20 @@ def test_active_provider_defaults_to_the_first():
     assert run(options.active_provider(platform))["id"] == "b"
 
 
-@pytest.mark.parametrize("payload, words", [
-    ({"providers": [OPENAI, {**OLLAMA, "baseUrl": "localhost:11434"}], "activeProviderId": "a"}, "Provider 2"),
-    ({"providers": [OPENAI, {**OLLAMA, "model": ""}]}, "Model"),
-    ({"providers": [OPENAI], "activeProviderId": "zzz"}, "active provider"),
-    ({"providers": [OPENAI, {**OLLAMA, "id": "a"}]}, "share the id"),
-    ({"providers": [OPENAI], "uiLanguage": "Klingon!"}, "language"),
-    ({"providers": "nope"}, "providers"),
-])
+@pytest.mark.parametrize(
+    "payload, words",
+    [
+        (
+            {"providers": [OPENAI, {**OLLAMA, "baseUrl": "localhost:11434"}], "activeProviderId": "a"},
+            "Provider 2",
+        ),
+        ({"providers": [OPENAI, {**OLLAMA, "model": ""}]}, "Model"),
+        ({"providers": [OPENAI], "activeProviderId": "zzz"}, "active provider"),
+        ({"providers": [OPENAI, {**OLLAMA, "id": "a"}]}, "share the id"),
+        ({"providers": [OPENAI], "uiLanguage": "Klingon!"}, "language"),
+        ({"providers": "nope"}, "providers"),
+    ],
+)
 def test_invalid_input_writes_nothing_and_names_the_problem(payload, words):
     platform = memory_platform({"providers": [OLLAMA], "activeProviderId": "b"})
     with pytest.raises(MarginError) as caught:
@@ -85,7 +108,9 @@ def test_learned_usage_support_survives_a_save_of_the_same_provider():
     saved = run(options.handle_save(platform, {"providers": [{**OLLAMA, "name": "Renamed"}]}))
     assert saved["providers"][0]["supportsUsage"] is False
     # A new address is a new server: ask again.
-    saved = run(options.handle_save(platform, {"providers": [{**OLLAMA, "baseUrl": "http://gpu-box:11434/v1"}]}))
+    saved = run(
+        options.handle_save(platform, {"providers": [{**OLLAMA, "baseUrl": "http://gpu-box:11434/v1"}]})
+    )
     assert "supportsUsage" not in saved["providers"][0]
 
 
@@ -99,7 +124,13 @@ def test_mask_key():
 def test_handle_test_reports_a_sentence_for_an_incomplete_form_and_for_a_live_server():
     result = run(options.handle_test(memory_platform(), {"provider": {**OLLAMA, "model": ""}}))
     assert result["ok"] is False and "Model" in result["message"]
-    transport = ScriptedTransport([ScriptedResponse(
-        chunks=['{"choices":[{"message":{"content":"OK"}}]}'], headers={"content-type": "application/json"})])
+    transport = ScriptedTransport(
+        [
+            ScriptedResponse(
+                chunks=['{"choices":[{"message":{"content":"OK"}}]}'],
+                headers={"content-type": "application/json"},
+            )
+        ]
+    )
     result = run(options.handle_test(memory_platform(transport=transport), {"provider": OLLAMA}))
     assert result == {"ok": True, "message": "Connected to localhost:11434: model llama3.2 answered."}

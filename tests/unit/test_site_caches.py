@@ -133,8 +133,12 @@ def test_a_damaged_index_or_body_is_a_miss_not_a_failure():
     platform.session = type(platform.session)({SITE_CACHE_INDEX: "garbage", site_cache_body_key(9): {"x": 1}})
     assert run(get(platform, 5, "https://example.com/a")) is None
     site_caches.forget_instance()
-    platform.session = type(platform.session)({SITE_CACHE_INDEX: {"5": {"url": "https://example.com/a", "fingerprint": ["f"]}},
-                                               site_cache_body_key(5): "not a body"})
+    platform.session = type(platform.session)(
+        {
+            SITE_CACHE_INDEX: {"5": {"url": "https://example.com/a", "fingerprint": ["f"]}},
+            site_cache_body_key(5): "not a body",
+        }
+    )
     assert run(get(platform, 5, "https://example.com/a")) is None
     assert platform.session.snapshot()[SITE_CACHE_INDEX] == {}
 

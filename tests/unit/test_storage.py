@@ -1,17 +1,21 @@
 """The GET_ALL_KEYS contract and the history invariant, against chrome.storage's semantics."""
 
+import contextlib
+
+from helpers import run
+
 from margin import history, storage
 from margin.history import Record, for_edit, for_regenerate, user_record
 from margin.platform_memory import MemoryStorageArea
-
-from helpers import run
 
 
 def test_get_all_keys_is_defaults_minus_history_plus_the_three_option_settings():
     assert storage.HISTORY in storage.DEFAULTS
     assert storage.HISTORY not in storage.GET_ALL_KEYS
     expected = [k for k in storage.DEFAULTS if k != storage.HISTORY] + [
-        storage.PROVIDERS, storage.ACTIVE_PROVIDER_ID, storage.UI_LANGUAGE,
+        storage.PROVIDERS,
+        storage.ACTIVE_PROVIDER_ID,
+        storage.UI_LANGUAGE,
     ]
     assert list(storage.GET_ALL_KEYS) == expected
     assert not any(k.startswith(storage.SESSION_BODY_PREFIX) for k in storage.GET_ALL_KEYS)
@@ -19,12 +23,16 @@ def test_get_all_keys_is_defaults_minus_history_plus_the_three_option_settings()
 
 def test_get_all_reads_exactly_the_fixed_list_never_history_nor_bodies():
     big_image = "data:image/png;base64," + "A" * 200_000
-    area = MemoryStorageArea({
-        "history": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": big_image}}]}],
-        "session_abc": {"history": []},
-        "savedSessions": [{"id": "abc", "name": "x", "createdAt": 1, "pinned": False, "textDigest": ""}],
-        "providers": [{"id": "p1"}],
-    })
+    area = MemoryStorageArea(
+        {
+            "history": [
+                {"role": "user", "content": [{"type": "image_url", "image_url": {"url": big_image}}]}
+            ],
+            "session_abc": {"history": []},
+            "savedSessions": [{"id": "abc", "name": "x", "createdAt": 1, "pinned": False, "textDigest": ""}],
+            "providers": [{"id": "p1"}],
+        }
+    )
     value = run(storage.get_all(area))
     assert area.reads == list(storage.GET_ALL_KEYS)
     assert "history" not in value and "session_abc" not in value
@@ -44,10 +52,8 @@ def test_memory_store_round_trips_json_and_is_all_or_nothing():
     area = MemoryStorageArea()
     run(area.set({"a": (1, 2)}))
     assert run(area.get(["a", "missing"])) == {"a": [1, 2]}
-    try:
-        run(area.set({"b": 1, "c": {1, 2}}))  # a set is not JSON: nothing is written
-    except TypeError:
-        pass
+    with contextlib.suppress(TypeError):  # a set is not JSON: nothing is written
+        run(area.set({"b": 1, "c": {1, 2}}))
     assert run(area.get(["b", "c"])) == {}
 
 
@@ -88,8 +94,10 @@ def test_history_that_is_not_a_list_is_kept_aside():
 
 def _conversation():
     return [
-        user_record("q1"), Record("assistant", "a1"),
-        user_record("q2"), Record("assistant", "a2"),
+        user_record("q1"),
+        Record("assistant", "a1"),
+        user_record("q2"),
+        Record("assistant", "a2"),
     ]
 
 
@@ -105,7 +113,7 @@ def _attachment(title):
 
 
 def test_regenerate_keeps_pages_attached_after_the_answer_for_the_next_question():
-    records = _conversation() + [_attachment("later page")]
+    records = [*_conversation(), _attachment("later page")]
     kept, answered = for_regenerate(records)
     assert [r.text.split("\n")[0] for r in kept] == ["q1", "a1", "q2", "[Page context] later page"]
     # The new answer answers q2 only: the page waits for the next question.

@@ -53,11 +53,14 @@ def provider_module(provider_type: str) -> ModuleType:
 
 # -- validation -----------------------------------------------------------------------------
 
+
 def normalize_provider(value: Any, position: int | None = None) -> dict[str, Any]:
     """A clean provider config, or MarginError("invalid_options") naming the bad field."""
     where = "The provider" if position is None else f"Provider {position + 1}"
     if not isinstance(value, dict):
-        raise MarginError("invalid_options", f"{where} is not a set of settings. Fill in the provider form again.")
+        raise MarginError(
+            "invalid_options", f"{where} is not a set of settings. Fill in the provider form again."
+        )
     name = value.get("name")
     if isinstance(name, str) and name.strip():
         where = f"{where} (“{_cut(name.strip(), 60)}”)"
@@ -71,7 +74,9 @@ def normalize_provider(value: Any, position: int | None = None) -> dict[str, Any
 
     base_url = value.get("baseUrl")
     if not isinstance(base_url, str) or not base_url.strip():
-        raise bad("the Base URL is empty. Enter one, for example https://api.openai.com/v1 or http://localhost:11434/v1.")
+        raise bad(
+            "the Base URL is empty. Enter one, for example https://api.openai.com/v1 or http://localhost:11434/v1."
+        )
     base_url = normalize_base_url(base_url)
     parts = urlsplit(base_url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -128,6 +133,7 @@ def host_of(url: str) -> str:
 
 
 # -- errors shared by every provider --------------------------------------------------------
+
 
 def _cut(text: str, limit: int = QUOTE_LIMIT) -> str:
     text = " ".join(text.split())
@@ -196,8 +202,8 @@ def http_error(status: int, body: str, headers: dict[str, str], provider: dict[s
     if status == 404:
         return ProviderError(
             "not_found",
-            f"The provider at {provider.get('baseUrl', '')} does not know the model “{model}” or that address "
-            f"(404). Check the model name and the Base URL in Margin's options.{tail}",
+            f"The provider at {provider.get('baseUrl', '')} does not know the model “{model}” "
+            f"or that address (404). Check the model name and the Base URL in Margin's options.{tail}",
         )
     if status == 429:
         retry_after = (header(headers, "retry-after") or "").strip()

@@ -19,6 +19,7 @@ Rules:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from typing import Any
 
@@ -26,8 +27,16 @@ from ..errors import ProviderError
 from ..history import Record
 from ..ports import HttpRequest, Platform, Transport, TransportError
 from ..sse import SSEDecoder, SSEEvent
-from . import (extract_error_message, header, host_of, http_error, normalize_base_url, quote, stream_cut,
-                transport_error)
+from . import (
+    extract_error_message,
+    header,
+    host_of,
+    http_error,
+    normalize_base_url,
+    quote,
+    stream_cut,
+    transport_error,
+)
 
 # Seconds to wait for the status line and headers (a local server may load the model first).
 HEADERS_TIMEOUT = 120.0
@@ -76,8 +85,9 @@ def headers_for(provider: dict[str, Any], *, stream: bool) -> dict[str, str]:
     return headers
 
 
-def build_chat_request(provider: dict[str, Any], messages: list[Record], *, stream: bool,
-                       include_usage: bool = True) -> HttpRequest:
+def build_chat_request(
+    provider: dict[str, Any], messages: list[Record], *, stream: bool, include_usage: bool = True
+) -> HttpRequest:
     body: dict[str, Any] = {
         "model": provider["model"],
         "messages": [wire_message(r) for r in messages],
@@ -89,6 +99,7 @@ def build_chat_request(provider: dict[str, Any], messages: list[Record], *, stre
 
 
 # -- the stream, sans-IO --------------------------------------------------------------------
+
 
 class StreamParser:
     """SSE events of a Chat Completions stream in, text pieces out."""
@@ -219,10 +230,9 @@ class ChatStream:
 
     async def aclose(self) -> None:
         self._finished = True
-        try:
+        # Aborting a fetch that already finished may complain; there is nothing left to do.
+        with contextlib.suppress(Exception):
             await self._response.aclose()
-        except Exception:  # noqa: BLE001 - aborting a finished fetch may complain; nothing to do
-            pass
 
 
 async def read_body(response: Any, limit: int = BODY_LIMIT, timeout: float = BODY_TIMEOUT) -> str:
@@ -241,13 +251,11 @@ async def read_body(response: Any, limit: int = BODY_LIMIT, timeout: float = BOD
 
     try:
         await asyncio.wait_for(collect(), timeout)
-    except (TransportError, asyncio.TimeoutError):
+    except (TimeoutError, TransportError):
         pass
     finally:
-        try:
+        with contextlib.suppress(Exception):  # as in aclose above
             await response.aclose()
-        except Exception:  # noqa: BLE001
-            pass
     return "".join(pieces)[:limit]
 
 
@@ -281,7 +289,8 @@ async def open_stream(transport: Transport, provider: dict[str, Any], records: l
         if said and "choices" not in body:
             raise ProviderError(
                 "provider_error",
-                f"The provider answered with an error: {quote(said)}. Check the provider in Margin's options.",
+                f"The provider answered with an error: {quote(said)}. "
+                "Check the provider in Margin's options.",
             )
         raise ProviderError(
             "bad_stream",
@@ -292,6 +301,7 @@ async def open_stream(transport: Transport, provider: dict[str, Any], records: l
 
 
 # -- "Test connection" ----------------------------------------------------------------------
+
 
 def _test_request(provider: dict[str, Any], *, max_tokens: bool) -> HttpRequest:
     body: dict[str, Any] = {
