@@ -97,7 +97,7 @@ export async function httpOpen(handle, specJson) {
 // The next piece of the body as text, or null at its end.
 export async function httpRead(handle) {
   const entry = responses.get(handle);
-  if (!entry || !entry.reader) {
+  if (!entry?.reader) {
     responses.delete(handle);
     return reply(null);
   }

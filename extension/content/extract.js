@@ -17,7 +17,7 @@
 // page?"), __marginSeek(videoSrc, videoIndex, seconds), and the pure helpers __marginJsonAt(text,
 // startIndex) and __marginYouTubeFromScripts(scriptTexts, pageUrl).
 
-(function () {
+(() => {
   "use strict";
 
   const MAX_VIDEOS = 20;
@@ -32,7 +32,7 @@
 
   const errorText = (error) => {
     try {
-      return String((error && error.message) || error);
+      return String(error?.message || error);
     } catch (_) {
       return "unknown error";
     }
@@ -132,7 +132,7 @@
   function trackName(name) {
     if (!name || typeof name !== "object") return "";
     if (typeof name.simpleText === "string") return name.simpleText;
-    if (Array.isArray(name.runs)) return name.runs.map((run) => (run && run.text) || "").join("");
+    if (Array.isArray(name.runs)) return name.runs.map((run) => run?.text || "").join("");
     return "";
   }
 
@@ -153,12 +153,12 @@
         break;
       }
     }
-    const details = (response && response.videoDetails) || {};
+    const details = response?.videoDetails || {};
     const videoId = typeof details.videoId === "string" ? details.videoId : null;
     if (!response || videoId !== urlId) {
       return { videoId: urlId, captionTracks: [], title: null, lengthSeconds: null, stale: true };
     }
-    const renderer = (response.captions && response.captions.playerCaptionsTracklistRenderer) || {};
+    const renderer = response.captions?.playerCaptionsTracklistRenderer || {};
     const tracks = Array.isArray(renderer.captionTracks) ? renderer.captionTracks : [];
     const length = Number(details.lengthSeconds);
     return {
@@ -314,7 +314,7 @@
   function isPdf() {
     if (document.contentType === "application/pdf") return true;
     const body = document.body;
-    if (!body || body.children.length !== 1) return false;
+    if (body?.children.length !== 1) return false;
     const only = body.children[0];
     return only.localName === "embed" && (only.getAttribute("type") || "").toLowerCase() === "application/pdf";
   }
@@ -407,7 +407,7 @@
       return {
         url,
         title: document.title,
-        textLength: ((body && body.textContent) || "").length,
+        textLength: (body?.textContent || "").length,
         videoCount: document.getElementsByTagName("video").length,
         contentType: document.contentType || "",
       };
