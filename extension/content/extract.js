@@ -12,6 +12,8 @@
 // 3. Nothing is fetched from here: the worker fetches track and caption files itself.
 // 4. Injecting it twice is harmless: everything lives in one function scope and the globals are
 //    simply assigned again. Loading it touches no DOM (node loads it to test the pure parts).
+// 5. It is one file on purpose (a little over 400 lines): executeScript injects files, not
+//    modules, so a split would be one more injection per attach for nothing.
 //
 // Globals: __marginExtract() (async, the page), __marginProbe() (cheap, "is it still the same
 // page?"), __marginSeek(videoSrc, videoIndex, seconds), and the pure helpers __marginJsonAt(text,

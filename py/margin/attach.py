@@ -8,8 +8,7 @@ Rules:
 2. The page script (extension/content/extract.js, injected on demand: no content script runs on
    every page) returns the article's HTML (Mozilla Readability) or the body's HTML, and each
    video's caption tracks; Python makes the text (`margin.page_text`) and the transcript
-   (`margin.transcripts`). Caption files are fetched by the worker, which the page's CORS rules
-   do not bind.
+   (`margin.transcripts`, from the caption track `margin.captions` picks and fetches).
 3. What was read is cached per tab (`margin.site_caches`); the cheap probe tells whether the page
    is still the one cached, so attaching it again skips the extraction.
 4. The record is appended under the history lock. The same page already waiting in the trailing
@@ -22,18 +21,13 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
-from . import clock, page_context, page_text, transcripts
+from . import captions, clock, page_context, page_text, transcripts
 from .errors import MarginError
 from .history import read_history, write_history
 from .page_context import trailing_attachments
-from .ports import HttpRequest, Platform, ScriptError, TransportError, WebTab
+from .ports import Platform, ScriptError, WebTab
 from .site_caches import site_cache_ctx
 from .storage import lock_for
-
-CAPTION_TIMEOUT = 20.0
-CAPTION_MAX_BYTES = 20 * 1024 * 1024
-TRACK_KINDS = ("captions", "subtitles", "")
-
 
 NO_WEB_TAB = (
     "Margin can only read web pages (http, https or file). Switch to the tab you want to "
@@ -119,124 +113,6 @@ def fingerprint_of(probe: Any) -> list[Any]:
     return [probe.get("url"), probe.get("title"), probe.get("textLength"), probe.get("videoCount")]
 
 
-# -- captions ------------------------------------------------------------------------------------
-
-
-async def fetch_text(platform: Platform, url: str) -> str | None:
-    """GET a caption file; None when it cannot be had (the page text is attached anyway)."""
-    if urlsplit(url).scheme not in ("http", "https"):
-        return None
-    try:
-        response = await platform.transport.open(HttpRequest("GET", url, {}, None, timeout=CAPTION_TIMEOUT))
-    except TransportError:
-        return None
-    chunks: list[str] = []
-    size = 0
-    try:
-        if response.status != 200:
-            return None
-        while (chunk := await response.read_chunk()) is not None:
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > CAPTION_MAX_BYTES:
-                return None
-    except TransportError:
-        return None
-    finally:
-        await response.aclose()
-    return "".join(chunks)
-
-
-def _language_rank(lang: str, preferred: list[str]) -> int:
-    lang = (lang or "").lower()
-    for rank, want in enumerate(preferred):
-        if want and (lang == want or lang.split("-")[0] == want.split("-")[0]):
-            return rank
-    return len(preferred)
-
-
-def _track_candidates(video: dict[str, Any], preferred: list[str]) -> list[dict[str, Any]]:
-    tracks = [
-        t for t in video.get("tracks") or [] if isinstance(t, dict) and (t.get("kind") or "") in TRACK_KINDS
-    ]
-    return sorted(
-        tracks, key=lambda t: (_language_rank(t.get("srclang", ""), preferred), not t.get("isDefault"))
-    )
-
-
-def _youtube_candidates(youtube: dict[str, Any], preferred: list[str]) -> list[dict[str, Any]]:
-    tracks = [
-        t
-        for t in youtube.get("captionTracks") or []
-        if isinstance(t, dict) and isinstance(t.get("baseUrl"), str)
-    ]
-    # Captions people wrote before automatic ones, then by language.
-    return sorted(
-        tracks, key=lambda t: (t.get("kind") == "asr", _language_rank(t.get("languageCode", ""), preferred))
-    )
-
-
-def _youtube_caption_url(base_url: str) -> str:
-    return base_url if "fmt=" in base_url else base_url + ("&" if "?" in base_url else "?") + "fmt=vtt"
-
-
-async def _cues_of_track(platform: Platform, track: dict[str, Any]) -> list[transcripts.Cue]:
-    cues = transcripts.clean_cues(transcripts.cues_from_json(track.get("cues"))) if track.get("cues") else []
-    if cues:
-        return cues
-    src = track.get("src")
-    if not isinstance(src, str):
-        return []
-    text = await fetch_text(platform, src)
-    if not text:
-        return []
-    try:
-        return transcripts.clean_cues(transcripts.parse_captions(text))
-    except transcripts.TranscriptError:
-        return []
-
-
-async def find_transcript(
-    platform: Platform, extraction: dict[str, Any], preferred: list[str]
-) -> dict[str, Any] | None:
-    """The first video's best caption track that yields cues: {video, cues, source, label, lang}."""
-    videos = [v for v in extraction.get("videos") or [] if isinstance(v, dict)]
-    youtube = extraction.get("youtube")
-    if isinstance(youtube, dict):
-        for track in _youtube_candidates(youtube, preferred):
-            text = await fetch_text(platform, _youtube_caption_url(track["baseUrl"]))
-            try:
-                cues = transcripts.clean_cues(transcripts.parse_captions(text)) if text else []
-            except transcripts.TranscriptError:
-                cues = []
-            if cues:
-                video = videos[0] if videos else {"index": 0}
-                label = str(track.get("name") or track.get("languageCode") or "captions")
-                if track.get("kind") == "asr":
-                    label += " (automatic)"
-                return {
-                    "video": video,
-                    "cues": cues,
-                    "source": "youtube",
-                    "label": label,
-                    "lang": track.get("languageCode") or "",
-                }
-    for video in videos:
-        for track in _track_candidates(video, preferred):
-            cues = await _cues_of_track(platform, track)
-            if cues:
-                return {
-                    "video": video,
-                    "cues": cues,
-                    "source": "track",
-                    "label": str(
-                        track.get("label") or track.get("srclang") or track.get("kind") or "captions"
-                    ),
-                    "lang": track.get("srclang") or "",
-                }
-    return None
-
-
 def _video_src(video: dict[str, Any], page_url: str) -> str:
     src = video.get("src")
     # MediaSource players (YouTube) show a blob: URL that means nothing after a reload.
@@ -268,7 +144,7 @@ async def page_payload(
     title = str(extraction.get("title") or "").strip()
     method = "readability" if extraction.get("method") == "readability" else "fallback"
     text = page_text.page_text(str(extraction.get("html") or ""), method=method, title=title)
-    found = await find_transcript(platform, extraction, preferred_languages)
+    found = await captions.find_transcript(platform, extraction, preferred_languages)
     notes: list[str] = []
     if found is None:
         if extraction.get("videos") or extraction.get("youtube"):

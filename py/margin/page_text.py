@@ -6,7 +6,9 @@ all). This module turns either into text; it reads no tab and no storage (sans-I
 Three steps, one module each: `margin.html_tokens` reads the markup in one linear pass,
 `margin.page_tree` builds the repaired element tree (never-text elements left out; on the
 fallback path, boilerplate dropped), and this module renders the tree through `margin.text_flow`
-(whitespace, indentation).
+(whitespace, indentation). The renderer stays whole (a little over 400 lines): each element's
+rendering reads the same flow state, and splitting it by element kind would only pass that state
+around.
 
 Rules:
 1. Structure survives, compactly: headings become `#`..`######`, paragraphs are separated by one
