@@ -1,5 +1,6 @@
-// The side panel's entry point: paints the conversation from storage, then follows storage and
-// wakes the worker. The features live in panel/ (one file each); importing them wires their controls.
+// The side panel's entry point: wires the panel's parts, paints the conversation from storage, then
+// follows storage and wakes the worker. The features live in panel/ (one file each); importing one
+// wires nothing: its `init()` does, called here in order.
 //
 // Rules:
 // 1. The conversation on screen is `history` from chrome.storage.local, read directly on load
@@ -9,10 +10,15 @@
 //    the first paint needs is imported statically (sessions_panel.js is a dynamic import).
 // 3. Accessible names are the contract of docs/interface.md ("Message", "Send"/"Stop", "Copy", "Edit",
 //    "Regenerate", "Attach image", "Screenshot", "New session", "Sessions", role=alert for errors).
-// 4. `window.__marginFirstPaint`, `window.__marginPaintBreakdown` and `body[data-ready]` are read by
+// 4. `window.__marginFirstPaint`, `window.__marginPaintBreakdown`, `body[data-ready]` and
+//    `body[data-turn-state]` (idle | starting | streaming | stopping, panel/state.js) are read by
 //    the benchmark and the end-to-end tests.
+// 5. The panel's modules import one way (tests/unit/test_js_imports.py fails on a cycle): header
+//    uses conversation, composer and turn; conversation uses composer and turn; composer and
+//    explain use turn; everything uses state. What goes back up is an event on `events`
+//    (state.js) or a function handed to an `init()`.
 //
-// panel/state.js         shared state, element refs, record accessors, alerts, scrolling
+// panel/state.js         shared state, the event bus, the turn state, element refs, records, alerts
 // panel/conversation.js  bubbles painted from history, their actions, the image viewer
 // panel/composer.js      message box, Send/Stop, attachments, edit mode
 // panel/turn.js          a turn: the port, streaming, Stop, keepalive
@@ -22,36 +28,46 @@
 // panel/explain.js       runs the turn the context menu's "Explain with Margin" queued
 
 import { call, idle } from "./ui_common.js";
-import { KEYS, moduleStartedAt, ui, state, showAlert } from "./panel/state.js";
-import { applyHistory } from "./panel/conversation.js";
-import { setSendMode, autosize } from "./panel/composer.js";
-import "./panel/turn.js";
-import { paintModel } from "./panel/header.js";
-import "./panel/attachments.js";
-import { followExplainRequests } from "./panel/explain.js";
+import { init as initState, KEYS, moduleStartedAt, ui, state, showAlert } from "./panel/state.js";
+import * as turn from "./panel/turn.js";
+import * as composer from "./panel/composer.js";
+import * as attachments from "./panel/attachments.js";
+import * as conversation from "./panel/conversation.js";
+import * as header from "./panel/header.js";
+import * as explain from "./panel/explain.js";
 
 const PING_GRACE_MS = 250;
 
+function wirePanel() {
+  initState();
+  turn.init({ refreshFromStorage: conversation.refreshFromStorage });
+  composer.init();
+  attachments.init();
+  conversation.init();
+  header.init();
+}
+
 // --- Storage: paint first, then follow ------------------------------------------------------------
 
-chrome.storage.onChanged.addListener((changes, area) => {
-  if (area !== "local") return;
-  if (KEYS.history in changes) {
-    state.historyChanges++;
-    applyHistory(changes[KEYS.history].newValue);
-  }
-  if (KEYS.providers in changes || KEYS.activeProviderId in changes) {
-    if (KEYS.providers in changes) state.providers = providerList(changes[KEYS.providers].newValue);
-    if (KEYS.activeProviderId in changes) state.activeProviderId = changes[KEYS.activeProviderId].newValue ?? null;
-    paintModel();
-  }
-});
+function followStorage() {
+  chrome.storage.onChanged.addListener((changes, area) => {
+    if (area !== "local") return;
+    if (KEYS.history in changes) {
+      state.historyChanges++;
+      conversation.applyHistory(changes[KEYS.history].newValue);
+    }
+    if (KEYS.providers in changes || KEYS.activeProviderId in changes) {
+      if (KEYS.providers in changes) state.providers = providerList(changes[KEYS.providers].newValue);
+      if (KEYS.activeProviderId in changes) state.activeProviderId = changes[KEYS.activeProviderId].newValue ?? null;
+      header.paintModel();
+    }
+  });
+}
 
 // A damaged value must not break the header: anything but a list counts as no providers.
 const providerList = (value) => (Array.isArray(value) ? value : []);
 
 async function firstPaint() {
-  setSendMode(false);
   const changesBefore = state.historyChanges;
   let stored = {};
   let storageReadAt = null;
@@ -63,9 +79,9 @@ async function firstPaint() {
   }
   state.providers = providerList(stored[KEYS.providers]);
   state.activeProviderId = stored[KEYS.activeProviderId] ?? null;
-  paintModel();
+  header.paintModel();
   // A change that arrived while we read is newer than what we read.
-  if (state.historyChanges === changesBefore) applyHistory(stored[KEYS.history], { initial: true });
+  if (state.historyChanges === changesBefore) conversation.applyHistory(stored[KEYS.history], { initial: true });
   const domReadyAt = performance.now();
   document.body.dataset.ready = "1";
   // First paint = the frame holding the conversation is drawn: a message posted from a
@@ -78,7 +94,7 @@ async function firstPaint() {
     };
     channel.port2.postMessage(null);
   });
-  autosize();
+  composer.autosize();
   ui.message.focus();
 }
 
@@ -108,9 +124,12 @@ function preloadSessionsIndex() {
     .catch((error) => console.warn("sessions preload failed:", error)));
 }
 
+wirePanel();
+// Follow storage before reading it: a change that lands while we read must not be missed.
+followStorage();
 // Paint first, then wake the worker: booting Python competes for the CPU the first paint needs.
 firstPaint().finally(() => {
   wakePython();
-  followExplainRequests();
+  explain.init();
   preloadSessionsIndex();
 });

@@ -8,6 +8,7 @@
 // 2. Attaching never writes here: the worker appends the record and storage.onChanged paints it.
 //    A refusal (a chrome:// page, a PDF, a page with no text) is the worker's sentence, in the alert.
 // 3. Only cards that no question has used yet ("waiting") can be removed.
+// 4. `init()` wires the button, the keyboard command and the text viewer.
 
 import { CONTRACT } from "../generated/contract.js";
 import { call, el, svg } from "../ui_common.js";
@@ -16,6 +17,29 @@ import { $, ui, recordText, showAlert, clearAlert, announce } from "./state.js";
 const PREFIX = CONTRACT.pageContextPrefix;
 const KIND_NAMES = { page: "Attached page", video: "Attached video", selection: "Selected text" };
 const numberFormat = new Intl.NumberFormat();
+
+const attachButton = $("attach-page");
+const viewer = $("text-viewer");
+const viewerTitle = $("text-viewer-title");
+const viewerBody = $("text-viewer-body");
+
+export function init() {
+  $("text-viewer-close").append(svg("close"));
+  $("text-viewer-close").addEventListener("click", () => viewer.close());
+  viewer.addEventListener("close", () => (viewerBody.textContent = ""));
+
+  attachButton.append(svg("attachPage"));
+  attachButton.addEventListener("click", attachPage);
+  // The manifest's "attach-page" command reaches every open extension page; the panel is the one
+  // that acts on it (the worker keeps no listener for it: only the context menu's click wakes it).
+  chrome.commands?.onCommand.addListener((command) => {
+    if (command === "attach-page") attachPage();
+  });
+  chrome.commands?.getAll?.().then((commands) => {
+    const shortcut = commands.find((c) => c.name === "attach-page")?.shortcut;
+    attachButton.title = shortcut ? `Attach page (${shortcut})` : "Attach page: the text of the page you are looking at";
+  }, () => {});
+}
 
 export function isAttachment(record) {
   return record?.role === "user" && record.attachment && typeof record.attachment === "object"
@@ -89,13 +113,6 @@ async function removeAttachment(index, url, button) {
 
 // --- "View text": the exact text the model gets -----------------------------------------------
 
-const viewer = $("text-viewer");
-const viewerTitle = $("text-viewer-title");
-const viewerBody = $("text-viewer-body");
-$("text-viewer-close").append(svg("close"));
-$("text-viewer-close").addEventListener("click", () => viewer.close());
-viewer.addEventListener("close", () => (viewerBody.textContent = ""));
-
 function openTextViewer(record, title) {
   viewerTitle.textContent = title;
   viewerBody.textContent = recordText(record);
@@ -105,10 +122,7 @@ function openTextViewer(record, title) {
 
 // --- "Attach page": the button and the keyboard command ----------------------------------------
 
-const attachButton = $("attach-page");
-attachButton.append(svg("attachPage"));
-
-export async function attachPage() {
+async function attachPage() {
   if (attachButton.disabled) return;
   clearAlert();
   attachButton.disabled = true;
@@ -129,18 +143,6 @@ export async function attachPage() {
     ui.message.focus();
   }
 }
-
-attachButton.addEventListener("click", attachPage);
-
-// The manifest's "attach-page" command reaches every open extension page; the panel is the one
-// that acts on it (the worker keeps no listener for it: only the context menu's click wakes it).
-chrome.commands?.onCommand.addListener((command) => {
-  if (command === "attach-page") attachPage();
-});
-chrome.commands?.getAll?.().then((commands) => {
-  const shortcut = commands.find((c) => c.name === "attach-page")?.shortcut;
-  attachButton.title = shortcut ? `Attach page (${shortcut})` : "Attach page: the text of the page you are looking at";
-}, () => {});
 
 // While pages wait for a question, the box says so.
 export function updateComposerHint(records) {

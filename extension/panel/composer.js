@@ -5,15 +5,46 @@
 // 1. What will be sent is `ui.message` + `state.attachments`; `submit` hands both to a turn and
 //    clears the box (the turn gives them back if nothing was stored).
 // 2. An attachment keeps the exact bytes the user gave (a data URL, never re-encoded here); files
-//    that are not images or are over 20 MB are refused with a sentence saying what to do.
+//    that are not images or are over `CONTRACT.limits.attachmentMaxBytes` (the limit Python
+//    enforces) are refused with a sentence saying what to do.
 // 3. Edit mode keeps the draft that was in the box and restores it on Cancel / Esc. It remembers the
 //    edited record's signature: when that record changes under it, edit mode ends (conversation.js).
+// 4. The Send button follows `state.turnState` ("turn-state"): "Send" while idle, "Stop" while a
+//    turn runs, disabled while it is stopping. A new turn starts only while idle.
 
+import { CONTRACT } from "../generated/contract.js";
 import { call, el, svg } from "../ui_common.js";
-import { $, ui, state, recordText, recordImages, recordSignature, showAlert } from "./state.js";
+import { $, ui, state, events, recordText, recordImages, recordSignature, showAlert } from "./state.js";
 import { startTurn, stopTurn } from "./turn.js";
 
-const MAX_IMAGE_BYTES = 20 * 1024 * 1024;
+const MAX_IMAGE_BYTES = CONTRACT.limits.attachmentMaxBytes;
+const MAX_IMAGE_MB = Math.floor(MAX_IMAGE_BYTES / (1024 * 1024));
+
+export function init() {
+  ui.message.addEventListener("input", autosize);
+  ui.message.addEventListener("keydown", onMessageKeydown);
+  ui.message.addEventListener("paste", onPaste);
+  ui.composer.addEventListener("submit", (event) => {
+    event.preventDefault();
+    if (state.turnState === "idle") submit();
+    else stopTurn();
+  });
+  paintSendButton();
+  events.addEventListener("turn-state", paintSendButton);
+  events.addEventListener("turn-unsent", (event) => giveBack(event.detail.restore));
+
+  $("attach-image").append(svg("image"));
+  $("attach-image").addEventListener("click", () => ui.fileInput.click());
+  ui.fileInput.addEventListener("change", async () => {
+    await addFiles([...ui.fileInput.files], "file");
+    ui.fileInput.value = "";
+    ui.message.focus();
+  });
+  $("screenshot").append(svg("screenshot"));
+  $("screenshot").addEventListener("click", takeScreenshot);
+  followDrops();
+  $("edit-cancel").addEventListener("click", cancelEdit);
+}
 
 // --- Composer ---------------------------------------------------------------------------------------
 
@@ -22,29 +53,24 @@ export function autosize() {
   box.style.height = "auto";
   box.style.height = `${Math.min(box.scrollHeight, Math.round(window.innerHeight * 0.4))}px`;
 }
-ui.message.addEventListener("input", autosize);
 
-ui.message.addEventListener("keydown", (event) => {
+function onMessageKeydown(event) {
   if (event.key === "Enter" && !event.shiftKey && !event.isComposing && event.keyCode !== 229) {
     event.preventDefault();
-    if (!state.turn) submit();
+    if (state.turnState === "idle") submit();
   } else if (event.key === "Escape" && state.editing) {
     event.preventDefault();
     cancelEdit();
   }
-});
+}
 
-ui.composer.addEventListener("submit", (event) => {
-  event.preventDefault();
-  if (state.turn) stopTurn();
-  else submit();
-});
-
-export function setSendMode(streaming) {
-  ui.send.replaceChildren(svg(streaming ? "stop" : "send"));
-  ui.send.setAttribute("aria-label", streaming ? "Stop" : "Send");
-  ui.send.title = streaming ? "Stop" : "Send (Enter)";
-  ui.send.classList.toggle("stopping", streaming);
+function paintSendButton() {
+  const running = state.turnState !== "idle";
+  ui.send.replaceChildren(svg(running ? "stop" : "send"));
+  ui.send.setAttribute("aria-label", running ? "Stop" : "Send");
+  ui.send.title = running ? "Stop" : "Send (Enter)";
+  ui.send.classList.toggle("stopping", running);
+  ui.send.disabled = state.turnState === "stopping";
 }
 
 function renderChips() {
@@ -97,7 +123,7 @@ async function addFiles(files, source) {
       continue;
     }
     if (file.size > MAX_IMAGE_BYTES) {
-      showAlert(`“${name}” is larger than 20 MB. Attach a smaller image or a screenshot of it.`);
+      showAlert(`“${name}” is larger than ${MAX_IMAGE_MB} MB. Attach a smaller image or a screenshot of it.`);
       continue;
     }
     try {
@@ -110,16 +136,7 @@ async function addFiles(files, source) {
   renderChips();
 }
 
-$("attach-image").append(svg("image"));
-$("attach-image").addEventListener("click", () => ui.fileInput.click());
-ui.fileInput.addEventListener("change", async () => {
-  await addFiles([...ui.fileInput.files], "file");
-  ui.fileInput.value = "";
-  ui.message.focus();
-});
-
-$("screenshot").append(svg("screenshot"));
-$("screenshot").addEventListener("click", async (event) => {
+async function takeScreenshot(event) {
   const button = event.currentTarget;
   button.disabled = true;
   try {
@@ -138,39 +155,41 @@ $("screenshot").addEventListener("click", async (event) => {
     button.disabled = false;
     ui.message.focus();
   }
-});
+}
 
-ui.message.addEventListener("paste", (event) => {
+function onPaste(event) {
   const files = [...(event.clipboardData?.files || [])].filter((f) => f.type.startsWith("image/"));
   if (!files.length) return;
   if (!event.clipboardData.types.includes("text/plain")) event.preventDefault();
   addFiles(files, "paste");
-});
+}
 
 // Drag and drop anywhere on the panel, with a visible target.
-let dragDepth = 0;
-const hasFiles = (event) => [...(event.dataTransfer?.types || [])].includes("Files");
-document.addEventListener("dragenter", (event) => {
-  if (!hasFiles(event)) return;
-  dragDepth++;
-  ui.dropOverlay.hidden = false;
-});
-document.addEventListener("dragover", (event) => {
-  if (!hasFiles(event)) return;
-  event.preventDefault();
-  event.dataTransfer.dropEffect = "copy";
-});
-document.addEventListener("dragleave", () => {
-  dragDepth = Math.max(0, dragDepth - 1);
-  if (!dragDepth) ui.dropOverlay.hidden = true;
-});
-document.addEventListener("drop", (event) => {
-  if (!hasFiles(event)) return;
-  event.preventDefault();
-  dragDepth = 0;
-  ui.dropOverlay.hidden = true;
-  addFiles([...event.dataTransfer.files], "drop");
-});
+function followDrops() {
+  let dragDepth = 0;
+  const hasFiles = (event) => [...(event.dataTransfer?.types || [])].includes("Files");
+  document.addEventListener("dragenter", (event) => {
+    if (!hasFiles(event)) return;
+    dragDepth++;
+    ui.dropOverlay.hidden = false;
+  });
+  document.addEventListener("dragover", (event) => {
+    if (!hasFiles(event)) return;
+    event.preventDefault();
+    event.dataTransfer.dropEffect = "copy";
+  });
+  document.addEventListener("dragleave", () => {
+    dragDepth = Math.max(0, dragDepth - 1);
+    if (!dragDepth) ui.dropOverlay.hidden = true;
+  });
+  document.addEventListener("drop", (event) => {
+    if (!hasFiles(event)) return;
+    event.preventDefault();
+    dragDepth = 0;
+    ui.dropOverlay.hidden = true;
+    addFiles([...event.dataTransfer.files], "drop");
+  });
+}
 
 // --- Edit mode --------------------------------------------------------------------------------------
 
@@ -184,7 +203,7 @@ function attachmentsOf(record) {
 }
 
 export function startEdit(index, record) {
-  if (state.turn) return;
+  if (state.turnState !== "idle") return;
   state.editing ??= { draftText: ui.message.value, draftAttachments: state.attachments };
   state.editing.index = index;
   state.editing.sig = recordSignature(record);
@@ -206,7 +225,7 @@ function showEditMode() {
 
 // A turn that stored nothing gives back what `submit` took: the words, the images, and edit mode
 // while the edited message is still there. What the user typed or attached meanwhile wins.
-export function giveBack(restore) {
+function giveBack(restore) {
   if (!restore || ui.message.value || state.attachments.length || state.editing) return;
   ui.message.value = restore.text;
   state.attachments = restore.attachments;
@@ -236,8 +255,6 @@ function leaveEditMode() {
   for (const node of ui.history.querySelectorAll("article.is-editing")) node.classList.remove("is-editing");
   autosize();
 }
-
-$("edit-cancel").addEventListener("click", cancelEdit);
 
 // --- A turn -----------------------------------------------------------------------------------------
 

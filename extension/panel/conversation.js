@@ -11,10 +11,12 @@
 // 4. The one place "Regenerate" is offered is decided here (`regenerateIndex`).
 // 5. Page-context records are cards (attachments.js), not bubbles; an answer that follows a video
 //    record gets "Seek to" capsules for that video (capsules.js).
+// 6. `init()` wires scrolling, the bubble actions and the viewer, and follows "live-changed" (the
+//    streaming bubble came or went) for the empty state.
 
 import { call, el, svg, copyText, idle } from "../ui_common.js";
 import { renderMarkdown } from "../markdown.js";
-import { KEYS, $, ui, state, recordText, recordImages, recordSignature, scrollToBottom, announce, showAlert } from "./state.js";
+import { KEYS, $, ui, state, events, recordText, recordImages, recordSignature, scrollToBottom, announce, showAlert } from "./state.js";
 import { startEdit, cancelEdit } from "./composer.js";
 import { startTurn, reconcileStreamingWithHistory } from "./turn.js";
 import { isAttachment, isVideoRecord, waitingFrom, attachmentSignature, buildAttachmentCard, updateComposerHint } from "./attachments.js";
@@ -23,21 +25,32 @@ import { addCapsules } from "./capsules.js";
 const EAGER_BUBBLES = 12;
 const EAGER_IMAGE_BUBBLES = 12;
 
+export function init() {
+  // "Pinned" = the user is at the bottom: growing content (a streaming answer, bubbles sized late
+  // by content-visibility, images decoding) keeps the bottom in view. Scrolling up unpins.
+  ui.conversation.addEventListener("scroll", () => (state.pinned = isAtBottom()), { passive: true });
+  const keepPinned = new ResizeObserver(() => {
+    if (state.pinned) scrollToBottom();
+  });
+  keepPinned.observe(ui.history);
+  keepPinned.observe(ui.live);
+  ui.conversation.addEventListener("click", onAction);
+  events.addEventListener("live-changed", updateEmptyState);
+
+  $("viewer-close").append(svg("close"));
+  $("viewer-close").addEventListener("click", () => ui.viewer.close());
+  ui.viewer.addEventListener("click", (event) => {
+    if (event.target === ui.viewer) ui.viewer.close();
+  });
+  ui.viewer.addEventListener("close", () => ui.viewerImg.removeAttribute("src"));
+}
+
 // --- Scroll pinning --------------------------------------------------------------------------------
 
 function isAtBottom() {
   const c = ui.conversation;
   return c.scrollHeight - c.scrollTop - c.clientHeight < 48;
 }
-
-// "Pinned" = the user is at the bottom: growing content (a streaming answer, bubbles sized late by
-// content-visibility, images decoding) keeps the bottom in view. Scrolling up unpins.
-ui.conversation.addEventListener("scroll", () => (state.pinned = isAtBottom()), { passive: true });
-const keepPinned = new ResizeObserver(() => {
-  if (state.pinned) scrollToBottom();
-});
-keepPinned.observe(ui.history);
-keepPinned.observe(ui.live);
 
 // --- Bubbles ----------------------------------------------------------------------------------------
 
@@ -280,7 +293,7 @@ export async function refreshFromStorage() {
 
 // --- Bubble actions (one delegated listener) -----------------------------------------------------
 
-ui.conversation.addEventListener("click", async (event) => {
+async function onAction(event) {
   const button = event.target.closest("button[data-action]");
   if (!button || !ui.conversation.contains(button)) return;
   const article = button.closest("article");
@@ -305,13 +318,13 @@ ui.conversation.addEventListener("click", async (event) => {
       seek(button);
       break;
     case "regenerate":
-      if (!state.turn) startTurn({ action: "regenerate" });
+      if (state.turnState === "idle") startTurn({ action: "regenerate" });
       break;
     case "view-image":
       openViewer(button.querySelector("img"));
       break;
   }
-});
+}
 
 async function seek(button) {
   button.disabled = true;
@@ -340,9 +353,3 @@ function openViewer(img) {
   ui.viewerImg.alt = img.alt;
   ui.viewer.showModal();
 }
-$("viewer-close").append(svg("close"));
-$("viewer-close").addEventListener("click", () => ui.viewer.close());
-ui.viewer.addEventListener("click", (event) => {
-  if (event.target === ui.viewer) ui.viewer.close();
-});
-ui.viewer.addEventListener("close", () => ui.viewerImg.removeAttribute("src"));

@@ -5,6 +5,7 @@
 // 1. A request is started at most once per panel, and only while it is fresh; the worker takes
 //    it once, so a second open panel gets "explain_gone" and stays quiet.
 // 2. A running turn is not interrupted: the explain turn starts when it has ended.
+// 3. `init()` follows the requests; sidepanel.js calls it after the first paint.
 
 import { CONTRACT } from "../generated/contract.js";
 import { state } from "./state.js";
@@ -22,7 +23,7 @@ async function explain(request) {
   startTurn({ action: "explain", requestId: request.id }, null, { quietErrors: ["explain_gone"] });
 }
 
-export function followExplainRequests() {
+export function init() {
   chrome.storage.onChanged.addListener((changes, area) => {
     if (area === "session" && KEY in changes) explain(changes[KEY].newValue);
   });

@@ -8,6 +8,7 @@
 // 3. A request that switches the conversation (New session, Open) first stops the running turn and
 //    waits for it to end, so its answer is stored in the conversation it belongs to (chat.py drops an
 //    answer whose conversation changed meanwhile).
+// 4. `init()` wires the buttons and Esc.
 
 import { call, svg, openOptions } from "../ui_common.js";
 import { $, ui, state, scrollToBottom, announce, showAlert } from "./state.js";
@@ -29,13 +30,22 @@ export function paintModel() {
   updateEmptyState();
 }
 
-ui.model.addEventListener("click", openOptions);
-$("open-options").append(svg("settings"));
-$("open-options").addEventListener("click", openOptions);
-$("setup-provider").addEventListener("click", openOptions);
+export function init() {
+  ui.model.addEventListener("click", openOptions);
+  $("open-options").append(svg("settings"));
+  $("open-options").addEventListener("click", openOptions);
+  $("setup-provider").addEventListener("click", openOptions);
+  $("new-session").append(svg("plus"));
+  $("new-session").addEventListener("click", startNewSession);
+  ui.sessionsButton.append(svg("sessions"));
+  ui.sessionsButton.addEventListener("click", () => {
+    if (ui.sessionsRoot.hidden) openSessions();
+    else closeSessions();
+  });
+  document.addEventListener("keydown", onEscape);
+}
 
-$("new-session").append(svg("plus"));
-$("new-session").addEventListener("click", async (event) => {
+async function startNewSession(event) {
   const button = event.currentTarget;
   button.disabled = true;
   try {
@@ -50,13 +60,7 @@ $("new-session").addEventListener("click", async (event) => {
   } finally {
     button.disabled = false;
   }
-});
-
-ui.sessionsButton.append(svg("sessions"));
-ui.sessionsButton.addEventListener("click", () => {
-  if (ui.sessionsRoot.hidden) openSessions();
-  else closeSessions();
-});
+}
 
 // One mount, even when "Sessions" is pressed again while the module loads; a failed load is retried.
 let sessionsPanel = null;
@@ -105,7 +109,7 @@ function closeSessions() {
   ui.sessionsRoot.hidden = true;
 }
 
-document.addEventListener("keydown", (event) => {
+function onEscape(event) {
   if (event.key !== "Escape" || event.defaultPrevented || ui.viewer.open) return;
   if (state.editing) {
     event.preventDefault();
@@ -114,4 +118,4 @@ document.addEventListener("keydown", (event) => {
     closeSessions();
     ui.sessionsButton.focus();
   }
-});
+}

@@ -1,10 +1,22 @@
-// What every part of the side panel shares: the panel's state, its element refs, and the small
-// things each feature uses (reading a record, alerts, the announcer, scrolling).
+// What every part of the side panel shares: the panel's state, its element refs, its event bus,
+// the turn's lifecycle, and the small things each feature uses (reading a record, alerts, the
+// announcer, scrolling).
 //
 // Rules:
 // 1. `state` is the one mutable object of the panel; the features read and change it, nothing keeps
 //    a copy. `ui` holds the elements of sidepanel.html, looked up once.
-// 2. This module imports no other part of the panel, so every part can import it.
+// 2. This module imports no other part of the panel, so every part can import it. The panel's
+//    modules import one way (sidepanel.js rule 5); what has to go back up is an event on `events`.
+// 3. A turn's lifecycle is ONE value, `state.turnState`: "idle" (no turn), "starting" (the port is
+//    open, the question not stored yet), "streaming" (stored, the answer arriving), "stopping"
+//    (Stop pressed, waiting for the end). Only `setTurnState` changes it: it mirrors the value in
+//    `body[data-turn-state]` (tests wait for it) and dispatches "turn-state".
+// 4. Nothing here registers a listener at import time; `init()` does (sidepanel.js calls it).
+//
+// Events on `events` (CustomEvent, `detail` as listed):
+//   "turn-state"   {state, previous}  the lifecycle changed (composer paints Send/Stop)
+//   "turn-unsent"  {restore}          a turn ended before anything was stored: give the words back
+//   "live-changed" {}                 the streaming bubble came or went (the empty state follows)
 
 import { CONTRACT } from "../generated/contract.js";
 import { svg } from "../ui_common.js";
@@ -47,10 +59,28 @@ export const state = {
   activeProviderId: null,
   attachments: [], // [{dataUrl, name, alt?, source, capturedAt?}]
   editing: null, // {index, draftText, draftAttachments}
-  turn: null,
+  turn: null, // the running turn (turn.js), while turnState is not "idle"
+  turnState: "idle",
   lastTurn: null, // the turn that ended, until its stored answer is on screen
   pinned: true, // the user is at the bottom of the conversation (see conversation.js)
 };
+
+export const events = new EventTarget();
+
+export const TURN_STATES = ["idle", "starting", "streaming", "stopping"];
+
+export function emit(name, detail = {}) {
+  events.dispatchEvent(new CustomEvent(name, { detail }));
+}
+
+export function setTurnState(next) {
+  if (!TURN_STATES.includes(next)) throw new Error(`unknown turn state: ${next}`);
+  const previous = state.turnState;
+  if (next === previous) return;
+  state.turnState = next;
+  document.body.dataset.turnState = next;
+  emit("turn-state", { state: next, previous });
+}
 
 // --- Records --------------------------------------------------------------------------------------
 
@@ -103,8 +133,11 @@ export function clearAlert() {
   ui.alertText.textContent = "";
 }
 
-$("alert-dismiss").append(svg("close"));
-$("alert-dismiss").addEventListener("click", () => {
-  clearAlert();
-  ui.message.focus();
-});
+export function init() {
+  document.body.dataset.turnState = state.turnState;
+  $("alert-dismiss").append(svg("close"));
+  $("alert-dismiss").addEventListener("click", () => {
+    clearAlert();
+    ui.message.focus();
+  });
+}

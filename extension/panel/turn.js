@@ -4,20 +4,34 @@
 // 1. A turn's deltas paint only the answer that is streaming, in a bubble of its own in `ui.live`.
 // 2. The streaming bubble leaves as soon as the stored answer is on screen, so one answer is never
 //    shown twice (`reconcileStreamingWithHistory`, called after every history paint).
-// 3. A turn that fails before anything was stored gives the user their words and images back.
-// 4. Every turn ends exactly once (`endTurn`): the keepalive stops and `turn.settled` resolves.
+// 3. A turn that fails before anything was stored gives the user their words and images back
+//    (the "turn-unsent" event; the composer puts them in the box).
+// 4. One turn at a time: a turn is started only while `state.turnState` is "idle". It is the
+//    running turn (`state.turn`) from "starting" until it ends; a turn that is not `state.turn`
+//    has ended.
+// 5. Every turn ends exactly once (`endTurn`): the keepalive stops, `turn.settled` resolves and
+//    the state goes back to "idle".
+// 6. This module imports only state.js (and the shared helpers): what the rest of the panel does
+//    about a turn, it does by listening to `events` or through what `init` is given.
 
 import { CONTRACT } from "../generated/contract.js";
 import { el } from "../ui_common.js";
 import { renderMarkdown } from "../markdown.js";
-import { ui, state, scrollToBottom, showAlert, clearAlert } from "./state.js";
-import { updateEmptyState, refreshFromStorage } from "./conversation.js";
-import { setSendMode, giveBack } from "./composer.js";
+import { ui, state, emit, setTurnState, scrollToBottom, showAlert, clearAlert } from "./state.js";
 
 const LOST_CONNECTION =
   "The connection to Margin's background worker was lost. Your message is saved; press Regenerate to try again.";
 
 const KEEPALIVE_MS = 20_000;
+const STOP_GRACE_MS = 4000;
+const GHOST_MS = 1500;
+
+// Reads `history` again and paints it (conversation.js); given by sidepanel.js.
+let refreshHistory = async () => {};
+
+export function init({ refreshFromStorage }) {
+  refreshHistory = refreshFromStorage;
+}
 
 export function startTurn(start, restore = null, { quietErrors = [] } = {}) {
   clearAlert();
@@ -27,7 +41,7 @@ export function startTurn(start, restore = null, { quietErrors = [] } = {}) {
   } catch (error) {
     // Nothing was sent, so nothing was stored: the words go back into the box.
     showAlert("Margin's background worker could not be reached. Your message is back in the box; try again, or reload the extension if it keeps happening.");
-    giveBack(restore);
+    emit("turn-unsent", { restore });
     return;
   }
   const body = el("div", { class: "md" }, el("span", { class: "typing", "aria-label": "Margin is writing" }, el("i"), el("i"), el("i")));
@@ -37,21 +51,21 @@ export function startTurn(start, restore = null, { quietErrors = [] } = {}) {
     node,
     body,
     text: "",
-    started: false,
-    ended: false,
+    questionStored: false, // the worker said "started": from here on, nothing is given back
     sawQuestionLast: false,
     frame: 0,
     stopTimer: 0,
     keepAlive: 0,
+    ghostTimer: 0,
     restore,
     quietErrors,
     settle: null,
   };
   turn.settled = new Promise((resolve) => (turn.settle = resolve));
   state.turn = turn;
-  setSendMode(true);
+  setTurnState("starting");
   ui.live.replaceChildren(node);
-  updateEmptyState();
+  emit("live-changed");
   state.pinned = true;
   scrollToBottom();
 
@@ -66,19 +80,20 @@ export function startTurn(start, restore = null, { quietErrors = [] } = {}) {
   port.onMessage.addListener((message) => onTurnEvent(turn, message));
   port.onDisconnect.addListener(() => {
     void chrome.runtime.lastError;
-    if (!turn.ended) {
-      endTurn(turn, { removeNow: true });
-      if (!turn.stopRequested) showAlert(LOST_CONNECTION);
-    }
+    if (state.turn !== turn) return;
+    const stopping = state.turnState === "stopping";
+    endTurn(turn, { removeNow: true });
+    if (!stopping) showAlert(LOST_CONNECTION);
   });
   port.postMessage(start);
 }
 
 function onTurnEvent(turn, message) {
-  if (turn !== state.turn && turn.ended) return;
+  if (turn !== state.turn) return;
   switch (message?.event) {
     case "started":
-      turn.started = true;
+      turn.questionStored = true;
+      if (state.turnState === "starting") setTurnState("streaming");
       break;
     case "delta":
       turn.text += message.text ?? "";
@@ -95,7 +110,7 @@ function onTurnEvent(turn, message) {
         showAlert(message.error?.message || "The model did not answer. Please try again.");
       }
       // Nothing was stored: give the user their words back.
-      if (!turn.started) giveBack(turn.restore);
+      if (!turn.questionStored) emit("turn-unsent", { restore: turn.restore });
       break;
     }
   }
@@ -119,38 +134,34 @@ function paintStream(turn) {
 // Stops the running turn; resolves once it has ended (at most ~4 s: the port is closed then).
 export function stopTurn() {
   const turn = state.turn;
-  if (!turn || turn.ended) return Promise.resolve();
-  turn.stopRequested = true;
+  if (!turn) return Promise.resolve();
+  if (state.turnState === "stopping") return turn.settled;
+  setTurnState("stopping");
   try {
     turn.port.postMessage({ action: "stop" });
   } catch {
     /* the port is gone; onDisconnect ends the turn */
   }
-  ui.send.disabled = true;
   // Closing the port also stops the turn, should the worker not confirm.
   turn.stopTimer = setTimeout(() => {
-    if (turn.ended) return;
+    if (state.turn !== turn) return;
     try {
       turn.port.disconnect();
     } catch {}
     endTurn(turn, { removeNow: false });
-  }, 4000);
+  }, STOP_GRACE_MS);
   return turn.settled;
 }
 
 function endTurn(turn, { removeNow }) {
-  if (turn.ended) return;
-  turn.ended = true;
+  if (state.turn !== turn) return;
+  state.turn = null;
+  setTurnState("idle");
   cancelAnimationFrame(turn.frame);
   clearTimeout(turn.stopTimer);
   clearInterval(turn.keepAlive);
   turn.settle();
   turn.node.removeAttribute("aria-busy");
-  if (state.turn === turn) {
-    state.turn = null;
-    setSendMode(false);
-    ui.send.disabled = false;
-  }
   try {
     turn.port.disconnect();
   } catch {}
@@ -160,10 +171,10 @@ function endTurn(turn, { removeNow }) {
     if (historyHoldsAnswer(turn)) removeStreamingBubble(turn);
     // The stored answer normally arrives with the next storage change; never leave a ghost behind.
     else turn.ghostTimer = setTimeout(() => {
-      refreshFromStorage()
+      refreshHistory()
         .catch((error) => console.warn("Margin: could not read the conversation again", error))
         .finally(() => removeStreamingBubble(turn));
-    }, 1500);
+    }, GHOST_MS);
   }
 }
 
@@ -177,7 +188,7 @@ function removeStreamingBubble(turn) {
   if (turn.node.isConnected) {
     const stick = state.pinned;
     turn.node.remove();
-    updateEmptyState();
+    emit("live-changed");
     if (stick) scrollToBottom();
   }
   if (state.lastTurn === turn) state.lastTurn = null;
@@ -187,9 +198,10 @@ function removeStreamingBubble(turn) {
 export function reconcileStreamingWithHistory() {
   const turn = state.turn || state.lastTurn;
   if (!turn) return;
+  const ended = turn !== state.turn;
   const last = state.history[state.history.length - 1];
   if (last?.role === "user") turn.sawQuestionLast = true;
-  if (last?.role === "assistant" && (turn.sawQuestionLast || turn.ended)) {
+  if (last?.role === "assistant" && (turn.sawQuestionLast || ended)) {
     // Stored (before or after "done" arrived): the stored bubble takes over, shown once.
     removeStreamingBubble(turn);
   }

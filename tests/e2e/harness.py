@@ -172,6 +172,17 @@ def poll(check: Callable[[], Any], *, timeout: float, interval: float = 0.05, me
         time.sleep(interval)
 
 
+# Records every value body[data-turn-state] takes from now on (panel/state.js: idle | starting |
+# streaming | stopping), so a test can say which turn states a step went through.
+WATCH_TURN_STATES_JS = """() => {
+    window.__marginTurnStates = [];
+    window.__marginTurnStatesWatch?.disconnect();
+    window.__marginTurnStatesWatch = new MutationObserver((records) => {
+        for (const record of records) window.__marginTurnStates.push(record.target.dataset.turnState);
+    });
+    window.__marginTurnStatesWatch.observe(document.body, { attributes: true, attributeFilter: ["data-turn-state"] });
+}"""
+
 BUBBLE_TEXT_JS = """(node) => {
     const copy = node.cloneNode(true);
     copy.querySelectorAll('button, [role=button], [aria-hidden=true], [hidden]').forEach((n) => n.remove());
@@ -396,9 +407,36 @@ class Margin:
         box.press("Enter")
 
     def wait_idle(self, page: Page, timeout_ms: int = COLD_TIMEOUT_MS) -> None:
-        """Until no turn is streaming: "Stop" is gone and "Send" is back."""
+        """Until no turn is streaming: "Stop" is gone, "Send" is back, the turn state is idle."""
         page.get_by_role("button", name="Stop").wait_for(state="hidden", timeout=timeout_ms)
         page.get_by_role("button", name="Send").wait_for(state="visible", timeout=timeout_ms)
+        self.wait_turn_state(page, "idle", timeout_ms=timeout_ms)
+
+    @staticmethod
+    def turn_state(page: Page) -> str | None:
+        return page.evaluate("() => document.body.dataset.turnState ?? null")
+
+    @staticmethod
+    def wait_turn_state(page: Page, state: str, timeout_ms: int = COLD_TIMEOUT_MS) -> None:
+        """Until body[data-turn-state] is `state` (idle | starting | streaming | stopping)."""
+        page.wait_for_function("(state) => document.body.dataset.turnState === state", arg=state, timeout=timeout_ms)
+
+    @staticmethod
+    def watch_turn_states(page: Page) -> None:
+        """Start recording the turn states the panel goes through (read them with `turn_states`)."""
+        page.evaluate(WATCH_TURN_STATES_JS)
+
+    @staticmethod
+    def turn_states(page: Page) -> list[str]:
+        """Every turn state the panel took since `watch_turn_states`, in order."""
+        return page.evaluate("() => window.__marginTurnStates.slice()")
+
+    def round_trip(self, page: Page) -> None:
+        """One request from the panel to the worker and its answer (`app.ping`): what the panel
+        sent before it has reached the worker, and the worker is answering."""
+        reply = page.evaluate("() => chrome.runtime.sendMessage({ type: 'app.ping', payload: {} })")
+        if not (isinstance(reply, dict) and reply.get("ok")):
+            raise AssertionError(f"app.ping failed: {reply!r}")
 
     def wait_answer(self, page: Page, timeout_ms: int = COLD_TIMEOUT_MS, *, before: int | None = None) -> str:
         """Until a new answer is complete (more assistant bubbles than `before`, the answer stored,

@@ -250,6 +250,7 @@ def test_a_full_storage_is_told_plainly_sends_nothing_loses_nothing_and_recovers
     assert worker.evaluate(BREAK_SET_JS), "could not replace chrome.storage.local.set in the worker"
 
     draft = "Second question, which must not be lost"
+    margin.watch_turn_states(page)
     margin.send(page, draft)
     sentence = margin.wait_alert(page, timeout_ms=20_000)
     assert worker.evaluate(STILL_BROKEN_JS), "the worker restarted during the test: the failure was not injected"
@@ -259,7 +260,10 @@ def test_a_full_storage_is_told_plainly_sends_nothing_loses_nothing_and_recovers
     margin.wait_idle(page)
     poll(lambda: margin.message_box(page).input_value() == draft, timeout=5,
          message=lambda: f"the typed text is gone: Message box holds {margin.message_box(page).input_value()!r}")
-    page.wait_for_timeout(500)
+    # The turn ended without the worker's "started" (nothing stored, so nothing requested): it went
+    # from "starting" straight back to "idle", its error being its one terminal event.
+    assert margin.turn_states(page) == ["starting", "idle"]
+    margin.round_trip(page)
     assert len(fake_provider.chat_requests) == 1, "a request went to the provider although nothing was stored"
     assert margin.history() == before, "stored history changed after a refused write"
     assert margin.bubble_texts(page, "user") == ["First question"]

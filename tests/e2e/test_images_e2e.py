@@ -324,15 +324,36 @@ def test_a_file_that_is_not_an_image_gets_a_plain_sentence_and_nothing_is_sent(
     path = tmp_path / "notes.txt"
     path.write_text("These are notes, not a picture.\n")
     page = margin.open_panel()
+    margin.watch_turn_states(page)
     attach_with_chooser(page, path)
     sentence = margin.wait_alert(page, timeout_ms=10_000)
     assert "notes.txt" in sentence or "image" in sentence.lower(), sentence
     assert "image" in sentence.lower() or "picture" in sentence.lower(), sentence
     assert sentence.endswith(".") and "Error" not in sentence and "{" not in sentence, sentence
     assert chips(page).count() == 0
-    page.wait_for_timeout(500)
+    # Every request goes out in a turn, and the panel started none: it never left "idle".
+    margin.round_trip(page)
+    assert margin.turn_states(page) == [] and margin.turn_state(page) == "idle"
     assert fake_provider.chat_requests == []
     assert margin.history() == []
+
+
+def test_a_file_over_the_attachment_limit_is_refused_with_the_limit_python_enforces(
+    configured_margin: Margin, fake_provider: FakeProvider, tmp_path: Path
+):
+    margin = configured_margin
+    page = margin.open_panel()
+    limit = page.evaluate("async () => (await import(chrome.runtime.getURL('generated/contract.js'))).CONTRACT.limits.attachmentMaxBytes")
+    path = tmp_path / "huge.png"
+    with path.open("wb") as handle:  # sparse: the size is what the composer checks
+        handle.truncate(limit + 1)
+    attach_with_chooser(page, path)
+    sentence = margin.wait_alert(page, timeout_ms=10_000)
+    assert sentence == (f"“huge.png” is larger than {limit // (1024 * 1024)} MB. "
+                        "Attach a smaller image or a screenshot of it."), sentence
+    assert chips(page).count() == 0
+    assert margin.turn_state(page) == "idle"
+    assert fake_provider.chat_requests == []
 
 
 # --- Screenshot -------------------------------------------------------------------------------------------

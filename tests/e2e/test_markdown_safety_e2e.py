@@ -27,8 +27,35 @@ DANGEROUS = (
 )
 
 
+# Resolves once every event the hostile markup could have set off has had its turn: each image in
+# the conversation has finished loading or failing (`complete`: its load/error event has fired), a
+# probe image with the hostile `src=x` has failed the same way, and a probe <details open> has had
+# its toggle event, queued like the hostile one would be. Then one more task, for what they queued.
+EVENTS_SETTLED_JS = """async () => {
+    const log = document.querySelector("[role=log]");
+    const finished = (img) => img.complete ? Promise.resolve() : new Promise((resolve) => {
+        img.addEventListener("load", resolve, { once: true });
+        img.addEventListener("error", resolve, { once: true });
+    });
+    const probeImage = new Image();
+    const probeFailed = new Promise((resolve) => {
+        probeImage.addEventListener("error", resolve, { once: true });
+        probeImage.addEventListener("load", resolve, { once: true });
+    });
+    probeImage.src = "x";
+    const probeDetails = document.createElement("details");
+    const probeToggled = new Promise((resolve) => probeDetails.addEventListener("toggle", resolve, { once: true }));
+    probeDetails.open = true;
+    document.body.append(probeDetails);
+    await Promise.all([probeFailed, probeToggled, ...[...log.querySelectorAll("img")].map(finished)]);
+    probeDetails.remove();
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    return true;
+}"""
+
+
 def assert_harmless(page) -> None:
-    page.wait_for_timeout(300)  # give an onerror/onload/ontoggle the chance to fire
+    assert page.evaluate(EVENTS_SETTLED_JS)
     assert page.evaluate("window.__pwned") is None
     log = page.get_by_role("log", name="Conversation")
     assert log.locator(DANGEROUS).count() == 0, log.inner_html()
