@@ -163,7 +163,7 @@ def _stamp(item: dict[str, Any]) -> float:
 def _entry_from_backup(item: dict[str, Any], raw: list[Any], sid: str) -> s.IndexEntry:
     records = parse_history(raw).records
     name = item.get("name")
-    created = item.get("createdAt") if s.is_number(item.get("createdAt")) else 0
+    created = item["createdAt"] if s.is_number(item.get("createdAt")) else 0
     return s.IndexEntry(
         id=sid,
         name=name.strip()[: s.NAME_MAX]
@@ -172,7 +172,7 @@ def _entry_from_backup(item: dict[str, Any], raw: list[Any], sid: str) -> s.Inde
         created_at=created,
         pinned=item.get("pinned") is True,
         text_digest=s.text_digest(records),
-        saved_at=item.get("savedAt") if s.is_number(item.get("savedAt")) else created,
+        saved_at=item["savedAt"] if s.is_number(item.get("savedAt")) else created,
         body_hash=s.body_hash(raw),
         named=item.get("named") is True,
     )
@@ -211,7 +211,8 @@ async def import_backup(platform: Platform, backup: dict[str, Any]) -> dict[str,
         await take(item, raw, sid)
 
     extra: dict[str, Any] = {}
-    current = backup.get("current") if isinstance(backup.get("current"), dict) else {}
+    given_current = backup.get("current")
+    current: dict[str, Any] = given_current if isinstance(given_current, dict) else {}
     current_raw = current.get("history")
     if isinstance(current_raw, list) and parse_history(current_raw).records:
         ours = await area.get([HISTORY, HISTORY_SESSION_ID])
@@ -226,7 +227,8 @@ async def import_backup(platform: Platform, backup: dict[str, Any]) -> dict[str,
             item = {"createdAt": backup.get("exportedAt"), "savedAt": backup.get("exportedAt")}
             await take(item, current_raw, "imp" + s.body_hash(current_raw)[:12])
 
-    settings = backup.get("settings") if isinstance(backup.get("settings"), dict) else {}
+    given_settings = backup.get("settings")
+    settings: dict[str, Any] = given_settings if isinstance(given_settings, dict) else {}
     light = await get_all(area)
     local_providers = light[PROVIDERS] if isinstance(light[PROVIDERS], list) else []
     local_ids = {p.get("id") for p in local_providers if isinstance(p, dict)}

@@ -28,7 +28,7 @@ def _clean_label(value: Any) -> str:
     if not isinstance(value, str):
         return ""
     text = " ".join(value.split())
-    text = text.translate(str.maketrans({"[": "(", "]": ")", '"': "'", "「": "(", "」": ")"}))
+    text = text.translate(str.maketrans('[]"「」', "()'()"))
     if len(text) > _LABEL_MAX_CHARS:
         text = text[: _LABEL_MAX_CHARS - 1].rstrip() + "…"
     return text
@@ -110,7 +110,7 @@ def prepare_history_for_model(records: list[Record], *, language: str = "en") ->
             continue
         seen = is_seen(record)
         parts: list[dict[str, Any]] = []
-        for part in record.content:  # type: ignore[union-attr]
+        for part in record.parts:  # has_images: the content is this list of parts
             if not is_image_part(part):
                 parts.append(dict(part))
                 continue

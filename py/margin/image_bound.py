@@ -41,9 +41,9 @@ def _candidates(records: list[Record]) -> list[tuple[int, int]]:
         (ri, pi)
         for ri, r in enumerate(records)
         if ri != protected and not is_seen(r) and has_images(r)
-        for pi, p in enumerate(r.content)
+        for pi, p in enumerate(r.parts)  # has_images: the content is this list of parts
         if is_image_part(p)
-    ]  # type: ignore[union-attr]
+    ]
 
 
 async def bound_unseen_image_bytes(
@@ -65,7 +65,7 @@ async def bound_unseen_image_bytes(
     await platform.load_package("pillow")
     from . import image_codec
 
-    current = {(ri, pi): records[ri].content[pi] for ri, pi in candidates}  # type: ignore[index]
+    current = {(ri, pi): records[ri].parts[pi] for ri, pi in candidates}
     replaced: dict[str, dict[str, Any]] = {}  # original url -> new part
     total = before
     for side in THUMBNAIL_SIDES:
@@ -90,7 +90,7 @@ async def bound_unseen_image_bytes(
             )
             image_url = dict(part["image_url"]) if isinstance(part.get("image_url"), dict) else {}
             new_part = {**part, "image_url": {**image_url, "url": new_url}, "meta": meta}
-            original_url = image_url_of(records[position[0]].content[position[1]])  # type: ignore[index]
+            original_url = image_url_of(records[position[0]].parts[position[1]])
             replaced[original_url] = new_part
             current[position] = new_part
             total -= len(url) - len(new_url)
@@ -119,7 +119,7 @@ def _apply_replacements(
             out.append(record)
             continue
         parts = []
-        for pi, part in enumerate(record.content):  # type: ignore[arg-type]
+        for pi, part in enumerate(record.parts):  # has_images: the content is this list of parts
             new_part = (
                 replaced.get(image_url_of(part)) if is_image_part(part) and (ri, pi) in allowed else None
             )

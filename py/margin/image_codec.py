@@ -122,7 +122,7 @@ def _prepared(data: bytes, target_longest: int | None) -> tuple[Image.Image, int
         raw_w, raw_h = image.size
         image.draft("RGB", _fitted(raw_w, raw_h, target_longest))
     _load(image)
-    with contextlib.suppress(_BAD_METADATA):  # a broken EXIF block: keep the pixels as stored
+    with contextlib.suppress(*_BAD_METADATA):  # a broken EXIF block: keep the pixels as stored
         image = ImageOps.exif_transpose(image)
     return _normalized(image), width, height
 
@@ -150,10 +150,11 @@ def downscale(data: bytes, longest_side: int) -> Thumbnail | None:
 
 
 def _few_colours(image: Image.Image) -> bool:
+    width, height = image.size
     probe = (
         image
-        if max(image.size) <= 1024
-        else image.resize(_fitted(*image.size, 1024), Image.Resampling.NEAREST)
+        if max(width, height) <= 1024
+        else image.resize(_fitted(width, height, 1024), Image.Resampling.NEAREST)
     )
     return probe.getcolors(maxcolors=_FEW_COLOURS) is not None
 

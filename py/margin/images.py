@@ -62,6 +62,6 @@ def unseen_image_urls(records: list[Record]) -> list[str]:
         image_url_of(p)
         for r in records
         if not is_seen(r) and has_images(r)
-        for p in r.content
+        for p in r.parts  # has_images: the content is this list of parts
         if is_image_part(p)
-    ]  # type: ignore[union-attr]
+    ]

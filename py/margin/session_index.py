@@ -256,10 +256,13 @@ async def _repair_entry(
     if duplicate:
         sid = f"{sid}-{fingerprint[:6]}"
 
-    created_at = item.get("createdAt")
-    if not is_number(created_at):
-        created_at = item.get("savedAt") if is_number(item.get("savedAt")) else 0
-    saved_at = item.get("savedAt") if is_number(item.get("savedAt")) else created_at
+    # Indexed only once is_number has checked the key holds a number (as from_clean_json trusts).
+    has_saved_at = is_number(item.get("savedAt"))
+    if is_number(item.get("createdAt")):
+        created_at = item["createdAt"]
+    else:
+        created_at = item["savedAt"] if has_saved_at else 0
+    saved_at = item["savedAt"] if has_saved_at else created_at
     damaged: str | None = item.get("damaged") if item.get("damaged") in ("missing", "unreadable") else None
 
     raw_history: Any = None
@@ -301,6 +304,7 @@ async def _repair_entry(
     digest = item.get("textDigest")
     if known_history or not isinstance(digest, str):
         digest = text_digest(records)
+    stored_hash = item.get("bodyHash")
     return IndexEntry(
         id=sid,
         name=name.strip()[:NAME_MAX],
@@ -310,7 +314,7 @@ async def _repair_entry(
         saved_at=saved_at,
         body_hash=body_hash(raw_history)
         if known_history and isinstance(raw_history, list)
-        else (item.get("bodyHash") if isinstance(item.get("bodyHash"), str) else ""),
+        else (stored_hash if isinstance(stored_hash, str) else ""),
         named=item.get("named") is True,
         damaged=damaged,
         extra={k: v for k, v in item.items() if k not in _KNOWN_FIELDS and k != "history"},

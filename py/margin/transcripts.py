@@ -334,7 +334,8 @@ def format_transcript(
     flush()
     if max_chars is None:
         return "\n".join(lines)
-    kept, used = [], 0
+    kept: list[str] = []
+    used = 0
     for line in lines:
         used += len(line) + (1 if kept else 0)
         if used > max_chars:
