@@ -74,7 +74,7 @@ async function firstPaint() {
   try {
     stored = await chrome.storage.local.get([KEYS.history, KEYS.providers, KEYS.activeProviderId]);
     storageReadAt = performance.now();
-  } catch (error) {
+  } catch {
     showAlert("Margin could not read its saved conversation. Reload the panel; your data is not changed.");
   }
   state.providers = providerList(stored[KEYS.providers]);

@@ -66,8 +66,7 @@ function afterOk(text, index) {
 export function findTimecodes(text) {
   if (typeof text !== "string" || text.indexOf(":") < 0) return [];
   const found = [];
-  CORE.lastIndex = 0;
-  for (let match; (match = CORE.exec(text)); ) {
+  for (const match of text.matchAll(CORE)) {
     const start = match.index;
     const end = start + match[0].length;
     found.push({
@@ -90,8 +89,8 @@ export function findTimecodes(text) {
   const out = [];
   for (const c of found) {
     if (c.clock) continue;
-    const before = c.before || (c.previous && c.previous.before && !c.previous.clock);
-    const after = c.after || (c.next && c.next.after && !c.next.clock);
+    const before = c.before || (c.previous?.before && !c.previous.clock);
+    const after = c.after || (c.next?.after && !c.next.clock);
     if (!before || !after) continue;
     let { start, end } = c;
     const open = text[start - 1];

@@ -38,7 +38,7 @@ export function startTurn(start, restore = null, { quietErrors = [] } = {}) {
   let port;
   try {
     port = chrome.runtime.connect({ name: CONTRACT.turnPort });
-  } catch (error) {
+  } catch {
     // Nothing was sent, so nothing was stored: the words go back into the box.
     showAlert("Margin's background worker could not be reached. Your message is back in the box; try again, or reload the extension if it keeps happening.");
     emit("turn-unsent", { restore });

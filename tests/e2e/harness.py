@@ -17,6 +17,7 @@ Rules:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -24,9 +25,10 @@ import re
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from playwright.sync_api import BrowserContext, ConsoleMessage, Page, Playwright, Worker
 
@@ -102,8 +104,12 @@ def launch(playwright: Playwright, dist_dir: Path, *, headless: bool = True) -> 
     _pipe_console(context, lines, page_errors)
     try:
         workers = [w for w in context.service_workers if w.url.startswith("chrome-extension://")]
-        worker = workers[0] if workers else context.wait_for_event(
-            "serviceworker", predicate=lambda w: w.url.startswith("chrome-extension://"), timeout=20_000
+        worker = (
+            workers[0]
+            if workers
+            else context.wait_for_event(
+                "serviceworker", predicate=lambda w: w.url.startswith("chrome-extension://"), timeout=20_000
+            )
         )
     except Exception as error:
         context.close()
@@ -130,6 +136,7 @@ def _pipe_console(context: BrowserContext, lines: list[str], page_errors: list[s
 
     def on_page(page: Page) -> None:
         page.on("console", lambda m: note(f"page {short(page.url)}", m.type, _console_text(m)))
+
         def on_error(error: Any) -> None:
             text = f"{short(page.url)}: {error}\n{getattr(error, 'stack', '') or ''}".rstrip()
             page_errors.append(text)
@@ -159,7 +166,9 @@ def _console_text(message: ConsoleMessage) -> str:
     return text
 
 
-def poll(check: Callable[[], Any], *, timeout: float, interval: float = 0.05, message: str | Callable[[], str] = "") -> Any:
+def poll(
+    check: Callable[[], Any], *, timeout: float, interval: float = 0.05, message: str | Callable[[], str] = ""
+) -> Any:
     """Call `check` until it returns something truthy; raise AssertionError after `timeout` s."""
     deadline = time.monotonic() + timeout
     while True:
@@ -215,7 +224,9 @@ class Margin:
 
     def wait_panel_ready(self, page: Page, timeout_ms: int = PAGE_TIMEOUT_MS) -> None:
         page.get_by_role("textbox", name="Message").wait_for(state="visible", timeout=timeout_ms)
-        page.wait_for_function("() => document.body && document.body.dataset.ready === '1'", timeout=timeout_ms)
+        page.wait_for_function(
+            "() => document.body && document.body.dataset.ready === '1'", timeout=timeout_ms
+        )
 
     def open_options(self) -> Page:
         page = self.context.new_page()
@@ -297,15 +308,18 @@ class Margin:
     def worker_running(self) -> bool:
         return bool(self.worker_targets())
 
-    def watch_worker_starts(self) -> "WorkerStarts":
+    def watch_worker_starts(self) -> WorkerStarts:
         """Count the extension's service-worker starts from now on, without attaching to it."""
         return WorkerStarts(self)
 
     def worker(self) -> Worker:
         """The running service worker (woken by a ping if it was stopped)."""
         self.send_message({"type": "app.ping", "payload": {}})
-        return poll(lambda: [w for w in self.context.service_workers if w.url.startswith(self.origin)][-1:],
-                    timeout=COLD_TIMEOUT_MS / 1000, message="no service worker")[0]
+        return poll(
+            lambda: [w for w in self.context.service_workers if w.url.startswith(self.origin)][-1:],
+            timeout=COLD_TIMEOUT_MS / 1000,
+            message="no service worker",
+        )[0]
 
     def stop_service_worker(self, timeout: float = 15.0) -> None:
         """Stop the extension's service worker over CDP and wait until its target is gone.
@@ -321,16 +335,19 @@ class Margin:
                 session.send("ServiceWorker.stopAllWorkers")
                 if attempt >= 2:
                     for target in self.worker_targets():
-                        try:
+                        with contextlib.suppress(Exception):  # already gone
                             session.send("Target.closeTarget", {"targetId": target["targetId"]})
-                        except Exception:  # already gone
-                            pass
                 try:
-                    poll(lambda: not self.worker_running(), timeout=min(1.0, max(0.0, deadline - time.monotonic())))
+                    poll(
+                        lambda: not self.worker_running(),
+                        timeout=min(1.0, max(0.0, deadline - time.monotonic())),
+                    )
                     break
                 except AssertionError:
                     if time.monotonic() >= deadline:
-                        raise AssertionError(f"the service worker is still running: {self.worker_targets()}") from None
+                        raise AssertionError(
+                            f"the service worker is still running: {self.worker_targets()}"
+                        ) from None
                 attempt += 1
             session.send("ServiceWorker.disable")
         finally:
@@ -350,29 +367,53 @@ class Margin:
     ) -> Page:
         """Fill the provider form, Save, and wait until the provider is in storage."""
         page = page or self.open_options()
-        self.fill_provider_form(page, base_url=base_url, api_key=api_key, model=model, name=name, provider_type=provider_type)
+        self.fill_provider_form(
+            page, base_url=base_url, api_key=api_key, model=model, name=name, provider_type=provider_type
+        )
         page.get_by_role("button", name="Save").click()
         poll(
-            lambda: any(
-                p.get("baseUrl") == base_url and p.get("model") == model
-                for p in self.storage_get(["providers"]).get("providers", [])
-            )
-            and self.storage_get(["activeProviderId"]).get("activeProviderId"),
+            lambda: (
+                any(
+                    p.get("baseUrl") == base_url and p.get("model") == model
+                    for p in self.storage_get(["providers"]).get("providers", [])
+                )
+                and self.storage_get(["activeProviderId"]).get("activeProviderId")
+            ),
             timeout=ANSWER_TIMEOUT_MS / 1000,
-            message=lambda: f"Save did not store the provider: {self.storage_get(['providers', 'activeProviderId'])}",
+            message=lambda: (
+                f"Save did not store the provider: {self.storage_get(['providers', 'activeProviderId'])}"
+            ),
         )
         return page
 
-    def save_provider(self, *, base_url: str, api_key: str, model: str = "fake-model", name: str = "Fake provider") -> dict[str, Any]:
+    def save_provider(
+        self, *, base_url: str, api_key: str, model: str = "fake-model", name: str = "Fake provider"
+    ) -> dict[str, Any]:
         """Set the active provider through the service worker's `options.save` (no options page)."""
-        provider = {"id": "fake", "type": "openai", "name": name, "baseUrl": base_url, "apiKey": api_key, "model": model}
-        reply = self.send_message({"type": "options.save", "payload": {"providers": [provider], "activeProviderId": "fake"}})
+        provider = {
+            "id": "fake",
+            "type": "openai",
+            "name": name,
+            "baseUrl": base_url,
+            "apiKey": api_key,
+            "model": model,
+        }
+        reply = self.send_message(
+            {"type": "options.save", "payload": {"providers": [provider], "activeProviderId": "fake"}}
+        )
         if not (isinstance(reply, dict) and reply.get("ok")):
             raise AssertionError(f"options.save failed: {reply!r}")
         return reply["value"]
 
     def fill_provider_form(
-        self, page: Page, *, base_url: str, api_key: str, model: str, name: str = "Fake provider", provider_type: str = "openai"
+        self,
+        page: Page,
+        *,
+        base_url: str,
+        api_key: str,
+        model: str,
+        name: str = "Fake provider",
+        provider_type: str = "openai",
     ) -> None:
         kind = page.get_by_role("combobox", name="Provider type")
         kind.wait_for(state="visible")
@@ -419,7 +460,9 @@ class Margin:
     @staticmethod
     def wait_turn_state(page: Page, state: str, timeout_ms: int = COLD_TIMEOUT_MS) -> None:
         """Until body[data-turn-state] is `state` (idle | starting | streaming | stopping)."""
-        page.wait_for_function("(state) => document.body.dataset.turnState === state", arg=state, timeout=timeout_ms)
+        page.wait_for_function(
+            "(state) => document.body.dataset.turnState === state", arg=state, timeout=timeout_ms
+        )
 
     @staticmethod
     def watch_turn_states(page: Page) -> None:
@@ -458,7 +501,12 @@ class Margin:
             history = self.history()
             return bool(history) and history[-1].get("role") == "assistant"
 
-        poll(done, timeout=timeout_ms / 1000, interval=0.1, message=lambda: f"no answer; history={self.history()}")
+        poll(
+            done,
+            timeout=timeout_ms / 1000,
+            interval=0.1,
+            message=lambda: f"no answer; history={self.history()}",
+        )
         self.wait_idle(page)
         return self.bubble_texts(page, "assistant")[-1]
 
@@ -473,7 +521,7 @@ class WorkerStarts:
     over CDP (`Target.getTargets`): it observes, it never attaches. A started worker lives at
     least 30 s (Chrome's idle timeout), so sampling the list after each step misses no start."""
 
-    def __init__(self, margin: "Margin"):
+    def __init__(self, margin: Margin):
         self._margin = margin
         self._running = margin.worker_running()
         self.starts = 0
@@ -504,7 +552,12 @@ def realistic_history(count: int) -> list[dict[str, Any]]:
     records: list[dict[str, Any]] = []
     for i in range(count):
         if i % 2 == 0:
-            records.append({"role": "user", "content": f"Question {i // 2 + 1}: how do I read a file line by line in Python and count the words on each line?"})
+            records.append(
+                {
+                    "role": "user",
+                    "content": f"Question {i // 2 + 1}: how do I read a file line by line in Python and count the words on each line?",
+                }
+            )
         else:
             records.append(
                 {

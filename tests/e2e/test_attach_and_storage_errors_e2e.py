@@ -23,10 +23,9 @@ import io
 import re
 
 import pytest
-from PIL import Image, ImageChops, ImageStat
-
 from fake_provider import FakeProvider
 from harness import Margin, poll
+from PIL import Image, ImageChops, ImageStat
 from test_images_e2e import (
     chips,
     data_url,
@@ -253,13 +252,20 @@ def test_a_full_storage_is_told_plainly_sends_nothing_loses_nothing_and_recovers
     margin.watch_turn_states(page)
     margin.send(page, draft)
     sentence = margin.wait_alert(page, timeout_ms=20_000)
-    assert worker.evaluate(STILL_BROKEN_JS), "the worker restarted during the test: the failure was not injected"
+    assert worker.evaluate(STILL_BROKEN_JS), (
+        "the worker restarted during the test: the failure was not injected"
+    )
     assert re.search(r"\bfull\b", sentence, re.I) and "storage" in sentence.lower(), sentence
     assert_plain_sentence(sentence)
 
     margin.wait_idle(page)
-    poll(lambda: margin.message_box(page).input_value() == draft, timeout=5,
-         message=lambda: f"the typed text is gone: Message box holds {margin.message_box(page).input_value()!r}")
+    poll(
+        lambda: margin.message_box(page).input_value() == draft,
+        timeout=5,
+        message=lambda: (
+            f"the typed text is gone: Message box holds {margin.message_box(page).input_value()!r}"
+        ),
+    )
     # The turn ended without the worker's "started" (nothing stored, so nothing requested): it went
     # from "starting" straight back to "idle", its error being its one terminal event.
     assert margin.turn_states(page) == ["starting", "idle"]
@@ -302,8 +308,17 @@ def test_a_full_storage_is_told_plainly_sends_nothing_loses_nothing_and_recovers
         ({"type": "session.list", "payload": [1, 2]}, "bad_payload"),
         ({"type": "options.save", "payload": 5}, "bad_payload"),
     ],
-    ids=["unknown", "unknown-no-payload", "string", "number", "no-type", "type-not-string",
-         "payload-string", "payload-list", "payload-number"],
+    ids=[
+        "unknown",
+        "unknown-no-payload",
+        "string",
+        "number",
+        "no-type",
+        "type-not-string",
+        "payload-string",
+        "payload-list",
+        "payload-number",
+    ],
 )
 def test_unknown_and_malformed_requests_get_the_error_envelope_and_the_worker_keeps_answering(
     margin: Margin, message, code: str

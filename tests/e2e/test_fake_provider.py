@@ -8,7 +8,6 @@ import socket
 import time
 
 import pytest
-
 from fake_provider import (
     Cut,
     FakeProvider,
@@ -41,7 +40,7 @@ def post(server: FakeProvider, body: dict, headers: dict | None = None, timeout:
 
 
 def sse_events(raw: bytes) -> list[str]:
-    return [line[len("data: "):] for line in raw.decode().split("\n") if line.startswith("data: ")]
+    return [line[len("data: ") :] for line in raw.decode().split("\n") if line.startswith("data: ")]
 
 
 def stream_text(events: list[str]) -> str:
@@ -160,7 +159,9 @@ def test_wrong_key_and_unknown_model_fail_without_scripting():
         conn, response = post(server, BODY, headers={"Authorization": "Bearer sk-wrong"})
         assert response.status == 401 and json.loads(response.read())["error"]["code"] == "invalid_api_key"
         conn.close()
-        conn, response = post(server, {**BODY, "model": "other"}, headers={"Authorization": "Bearer sk-right"})
+        conn, response = post(
+            server, {**BODY, "model": "other"}, headers={"Authorization": "Bearer sk-right"}
+        )
         assert response.status == 404 and json.loads(response.read())["error"]["code"] == "model_not_found"
         conn.close()
         conn, response = post(server, BODY, headers={"Authorization": "Bearer sk-right"})
@@ -191,7 +192,6 @@ def test_cut_stream_ends_without_done_and_without_the_end_of_the_body(server):
 def test_hang_sends_nothing_and_is_bounded(server):
     server.script(Hang(seconds=0.5))
     started = time.monotonic()
-    conn, response = None, None
     with pytest.raises((http.client.RemoteDisconnected, ConnectionError)):
         post(server, BODY, timeout=5)
     assert 0.4 < time.monotonic() - started < 3
@@ -232,7 +232,7 @@ def test_split_text_keeps_every_character():
 def test_stop_returns_quickly_even_while_a_stream_is_sleeping():
     server = FakeProvider().start()
     server.script(slow_stream(chunks=100, delay=1.0))
-    conn, response = post(server, BODY)
+    conn, _ = post(server, BODY)
     started = time.monotonic()
     server.stop()
     assert time.monotonic() - started < 3

@@ -14,15 +14,15 @@ import base64
 import io
 import random
 import threading
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
-from PIL import Image
-
 from fake_provider import FakeProvider, server_error
 from harness import Margin, poll
+from PIL import Image
 
 # Parked unseen pixels are bounded to this many data-URL characters (image_bound.UNSEEN_LIMIT_BYTES).
 UNSEEN_LIMIT = 8 * 1024 * 1024
@@ -172,7 +172,9 @@ def test_picked_image_is_sent_once_then_a_placeholder_and_kept_byte_for_byte(
     assert "What is in this picture?" in text_of(old_question)
     assert text_of(new_question) == "Anything else?"
     payload = expected_url.split(",", 1)[1]
-    assert payload[:200].encode() not in second.raw_body, "the second request still carries the image's pixels"
+    assert payload[:200].encode() not in second.raw_body, (
+        "the second request still carries the image's pixels"
+    )
     assert b"data:image" not in second.raw_body
     assert len(second.raw_body) < len(first.raw_body) // 10
 
@@ -189,7 +191,11 @@ def test_picked_image_is_sent_once_then_a_placeholder_and_kept_byte_for_byte(
     viewer.wait_for(state="visible", timeout=5_000)
     big = viewer.locator("img")
     assert big.get_attribute("src") == expected_url
-    poll(lambda: big.evaluate("(img) => img.complete && img.naturalWidth"), timeout=5, message="the full-size image did not load")
+    poll(
+        lambda: big.evaluate("(img) => img.complete && img.naturalWidth"),
+        timeout=5,
+        message="the full-size image did not load",
+    )
     assert big.evaluate("(img) => [img.naturalWidth, img.naturalHeight]") == [320, 200]
     page.keyboard.press("Escape")
     viewer.wait_for(state="hidden", timeout=5_000)
@@ -234,17 +240,28 @@ def _image_history(sizes: list[tuple[int, int]]) -> tuple[list[dict], list[str]]
     for n, (width, height) in enumerate(sizes):
         url = data_url("image/png", noisy_png(width, height, seed=100 + n))
         urls.append(url)
-        records.append({
-            "role": "user",
-            "content": [
-                {"type": "text", "text": f"Look at picture {n + 1}"},
-                {"type": "image_url", "image_url": {"url": url}, "meta": {"name": f"noise-{n + 1}.png", "source": "file"}},
-            ],
-            "createdAt": 1_760_000_000_000 + n * 60_000,
-        })
+        records.append(
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": f"Look at picture {n + 1}"},
+                    {
+                        "type": "image_url",
+                        "image_url": {"url": url},
+                        "meta": {"name": f"noise-{n + 1}.png", "source": "file"},
+                    },
+                ],
+                "createdAt": 1_760_000_000_000 + n * 60_000,
+            }
+        )
         if n < len(sizes) - 1:
-            records.append({"role": "assistant", "content": f"(the answer to picture {n + 1} was lost)",
-                            "createdAt": 1_760_000_000_000 + n * 60_000 + 1})
+            records.append(
+                {
+                    "role": "assistant",
+                    "content": f"(the answer to picture {n + 1} was lost)",
+                    "createdAt": 1_760_000_000_000 + n * 60_000 + 1,
+                }
+            )
     return records, urls
 
 
@@ -256,9 +273,18 @@ def test_opening_the_panel_bounds_parked_unseen_images_by_downscaling_the_oldest
     # An older picture the model has already seen: not parked, so never touched.
     seen_url = data_url("image/png", noisy_png(800, 800, seed=99))
     seeded[:0] = [
-        {"role": "user", "imagesSeen": True, "content": [
-            {"type": "text", "text": "An old, answered picture"},
-            {"type": "image_url", "image_url": {"url": seen_url}, "meta": {"name": "seen.png", "source": "paste"}}]},
+        {
+            "role": "user",
+            "imagesSeen": True,
+            "content": [
+                {"type": "text", "text": "An old, answered picture"},
+                {
+                    "type": "image_url",
+                    "image_url": {"url": seen_url},
+                    "meta": {"name": "seen.png", "source": "paste"},
+                },
+            ],
+        },
         {"role": "assistant", "content": "It was answered."},
     ]
     before = unseen_image_bytes(seeded)
@@ -272,9 +298,15 @@ def test_opening_the_panel_bounds_parked_unseen_images_by_downscaling_the_oldest
         history = margin.history()
         return history if unseen_image_bytes(history) <= UNSEEN_LIMIT else None
 
-    history = poll(bounded, timeout=BOUND_TIMEOUT, interval=0.5,
-                   message=lambda: f"unseen image bytes stayed at {unseen_image_bytes(margin.history())} "
-                                   f"(limit {UNSEEN_LIMIT}); see the worker's console")
+    history = poll(
+        bounded,
+        timeout=BOUND_TIMEOUT,
+        interval=0.5,
+        message=lambda: (
+            f"unseen image bytes stayed at {unseen_image_bytes(margin.history())} "
+            f"(limit {UNSEEN_LIMIT}); see the worker's console"
+        ),
+    )
 
     assert len(history) == len(seeded)
     assert [r["role"] for r in history] == [r["role"] for r in seeded]
@@ -286,7 +318,7 @@ def test_opening_the_panel_bounds_parked_unseen_images_by_downscaling_the_oldest
     # The oldest went first, and every record still has its picture, same aspect ratio.
     assert stored_image_urls(user_records[0]) != [urls[0]], "the oldest image was not the one downscaled"
     changed = 0
-    for record, original, (width, height) in zip(user_records, urls, sizes):
+    for record, original, (width, height) in zip(user_records, urls, sizes, strict=True):
         (url,) = stored_image_urls(record)
         image = decode_data_url(url)
         if url == original:
@@ -296,19 +328,26 @@ def test_opening_the_panel_bounds_parked_unseen_images_by_downscaling_the_oldest
         assert max(image.size) < max(width, height)
         scale = max(image.size) / max(width, height)
         assert abs(image.size[0] - width * scale) <= 1 and abs(image.size[1] - height * scale) <= 1, (
-            f"aspect ratio changed: {width}x{height} -> {image.size}")
+            f"aspect ratio changed: {width}x{height} -> {image.size}"
+        )
         (part,) = [p for p in record["content"] if p.get("type") == "image_url"]
         assert part["meta"]["name"] == seeded[history.index(record)]["content"][1]["meta"]["name"]
         assert part["meta"].get("downscaledFrom", {}).get("width") == width
     assert changed >= 1
     assert [bool(r.get("imagesSeen")) for r in history] == [bool(r.get("imagesSeen")) for r in seeded], (
-        "the bound changed which images are stamped seen")
+        "the bound changed which images are stamped seen"
+    )
 
     # The panel shows a picture for every record, each exactly as stored now.
     shown = user_images(page)
     expected_srcs = [seen_url] + [stored_image_urls(r)[0] for r in user_records]
-    poll(lambda: srcs(shown) == expected_srcs, timeout=15,
-         message=lambda: f"the panel shows {shown.count()} images for {len(expected_srcs)} records with images")
+    poll(
+        lambda: srcs(shown) == expected_srcs,
+        timeout=15,
+        message=lambda: (
+            f"the panel shows {shown.count()} images for {len(expected_srcs)} records with images"
+        ),
+    )
 
     # Running it again changes nothing more.
     reply = margin.send_message({"type": "images.bound", "payload": {}})
@@ -343,14 +382,18 @@ def test_a_file_over_the_attachment_limit_is_refused_with_the_limit_python_enfor
 ):
     margin = configured_margin
     page = margin.open_panel()
-    limit = page.evaluate("async () => (await import(chrome.runtime.getURL('generated/contract.js'))).CONTRACT.limits.attachmentMaxBytes")
+    limit = page.evaluate(
+        "async () => (await import(chrome.runtime.getURL('generated/contract.js'))).CONTRACT.limits.attachmentMaxBytes"
+    )
     path = tmp_path / "huge.png"
     with path.open("wb") as handle:  # sparse: the size is what the composer checks
         handle.truncate(limit + 1)
     attach_with_chooser(page, path)
     sentence = margin.wait_alert(page, timeout_ms=10_000)
-    assert sentence == (f"“huge.png” is larger than {limit // (1024 * 1024)} MB. "
-                        "Attach a smaller image or a screenshot of it."), sentence
+    assert sentence == (
+        f"“huge.png” is larger than {limit // (1024 * 1024)} MB. "
+        "Attach a smaller image or a screenshot of it."
+    ), sentence
     assert chips(page).count() == 0
     assert margin.turn_state(page) == "idle"
     assert fake_provider.chat_requests == []
@@ -366,7 +409,7 @@ RED_PAGE = b"""<!doctype html><html><head><title>Red test page</title>
 @pytest.fixture
 def web_page_server() -> Iterator[str]:
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 - stdlib naming
+        def do_GET(self):
             self.send_response(200)
             self.send_header("Content-Type", "text/html; charset=utf-8")
             self.send_header("Content-Length", str(len(RED_PAGE)))
@@ -416,7 +459,9 @@ def test_screenshot_of_the_active_web_tab_is_attached_and_sent_as_png(
     assert image.format == "PNG"
     width, height = image.size
     assert width > 100 and height > 100
-    assert image.convert("RGB").getpixel((width // 2, height - 10)) == (255, 0, 0), "the screenshot is not of the web page"
+    assert image.convert("RGB").getpixel((width // 2, height - 10)) == (255, 0, 0), (
+        "the screenshot is not of the web page"
+    )
     assert "Red test page" in text_of(question), "the placeholder label does not name the captured page"
 
     (record,) = [r for r in margin.history() if r["role"] == "user"]

@@ -73,7 +73,9 @@ def test_hostile_markdown_never_runs(configured_margin: Margin, fake_provider: F
     margin.send(page, "Say something nasty")
     margin.wait_answer(page)
     assert_harmless(page)
-    assert margin.history()[-1]["content"] == HOSTILE  # stored as the model sent it; only the view is sanitized
+    assert (
+        margin.history()[-1]["content"] == HOSTILE
+    )  # stored as the model sent it; only the view is sanitized
 
     page.close()
     painted = margin.open_panel()

@@ -130,7 +130,14 @@ def test_the_parser_sees_every_kind_of_import():
         pyodide.pyimport("not.a.module");
         const url = "https://example.com/x.js"; // import "./after_a_url.js"
     """
-    assert import_specifiers(source) == ["./a.js", "../c.js", "./d.js", "./side_effect.js", "./f.js", "./g.js"]
+    assert import_specifiers(source) == [
+        "./a.js",
+        "../c.js",
+        "./d.js",
+        "./side_effect.js",
+        "./f.js",
+        "./g.js",
+    ]
 
 
 def test_cycles_are_found_and_named():
@@ -260,13 +267,22 @@ def test_init_is_where_the_panel_wires_its_controls(imported_panel):
     assert len(wired) >= 20, f"init() registered only {len(wired)} listeners: the stub DOM lost them"
     with_init = sorted(m for m, names in imported_panel["modules"].items() if "init" in names)
     assert {Path(m).name for m in with_init} >= {
-        "state.js", "turn.js", "composer.js", "conversation.js", "header.js", "attachments.js", "explain.js"}
+        "state.js",
+        "turn.js",
+        "composer.js",
+        "conversation.js",
+        "header.js",
+        "attachments.js",
+        "explain.js",
+    }
 
 
 def test_importing_a_panel_module_registers_no_listener(imported_panel):
     at_import = [r for r in imported_panel["registrations"] if r["phase"] == "import"]
-    where = "\n".join(f"  {r['kind']}({r['type']!r}) at {_panel_frame(r['stack'], imported_panel['tree'])}"
-                      for r in at_import)
+    where = "\n".join(
+        f"  {r['kind']}({r['type']!r}) at {_panel_frame(r['stack'], imported_panel['tree'])}"
+        for r in at_import
+    )
     assert not at_import, f"panel modules register listeners when imported (move them into init()):\n{where}"
 
 
