@@ -29,7 +29,12 @@ class StorageError(MarginError):
 
 
 class ProviderError(MarginError):
-    """The model provider failed: HTTP status, network, timeout or a malformed stream."""
+    """The model provider failed: HTTP status, network, timeout or a malformed stream.
+
+    `partial_text` is what had streamed before a stream broke (None when nothing had).
+    """
+
+    partial_text: str | None = None
 
 
 # -- images ---------------------------------------------------------------------------------------

@@ -140,6 +140,10 @@ class Tabs(Protocol):
         ...
 
 
+async def _already_installed(name: str) -> None:
+    """Under CPython every package is installed already."""
+
+
 @dataclass
 class Platform:
     """Everything the core may touch, injected once per process."""
@@ -151,12 +155,4 @@ class Platform:
     # The browser's UI language ("en-US", "zh-CN", ...): what "auto" in the options means.
     browser_language: str = "en"
     # Makes a Pyodide package importable ("pillow"); a no-op under CPython, where it is installed.
-    load_package: Callable[[str], Awaitable[None]] = field(default=None)  # type: ignore[assignment]
-
-    def __post_init__(self) -> None:
-        if self.load_package is None:
-            self.load_package = _already_installed
-
-
-async def _already_installed(name: str) -> None:
-    return None
+    load_package: Callable[[str], Awaitable[None]] = field(default=_already_installed)

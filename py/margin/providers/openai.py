@@ -163,7 +163,7 @@ class StreamParser:
         if self.done or self.finish_reason is not None:
             return
         error = stream_cut()
-        error.partial_text = self.text  # type: ignore[attr-defined]
+        error.partial_text = self.text
         raise error
 
 
@@ -209,7 +209,7 @@ class ChatStream:
         except TransportError as error:
             self._finished = True
             raised = transport_error(error, self._provider)
-            raised.partial_text = self.text  # type: ignore[attr-defined]
+            raised.partial_text = self.text
             raise raised from None
         if chunk is None:
             self._finished = True
