@@ -82,29 +82,37 @@ def to_markdown(entry: IndexEntry, raw_history: list[Any]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+EXPORT_FORMATS = ("markdown", "json")
+
+
+def check_export_format(fmt: Any) -> str:
+    """`fmt` when it is one Margin can write; otherwise the sentence that says which are."""
+    if fmt not in EXPORT_FORMATS:
+        raise MarginError("bad_format", "Choose Markdown or JSON to export a session.")
+    return fmt
+
+
 def export_session(entry: IndexEntry, raw_history: list[Any], fmt: str) -> dict[str, str]:
-    if fmt == "markdown":
+    if check_export_format(fmt) == "markdown":
         return {
             "filename": _filename(entry.name, "md"),
             "mimeType": "text/markdown",
             "text": to_markdown(entry, raw_history),
         }
-    if fmt == "json":
-        value = {
-            "format": "margin-session",
-            "version": 1,
-            "session": {
-                "id": entry.id,
-                "name": entry.name,
-                "createdAt": entry.created_at,
-                "savedAt": entry.saved_at,
-                "pinned": entry.pinned,
-            },
-            "history": raw_history,
-        }
-        return {
-            "filename": _filename(entry.name, "json"),
-            "mimeType": "application/json",
-            "text": json.dumps(value, ensure_ascii=False, indent=2),
-        }
-    raise MarginError("bad_format", "Choose Markdown or JSON to export a session.")
+    value = {
+        "format": "margin-session",
+        "version": 1,
+        "session": {
+            "id": entry.id,
+            "name": entry.name,
+            "createdAt": entry.created_at,
+            "savedAt": entry.saved_at,
+            "pinned": entry.pinned,
+        },
+        "history": raw_history,
+    }
+    return {
+        "filename": _filename(entry.name, "json"),
+        "mimeType": "application/json",
+        "text": json.dumps(value, ensure_ascii=False, indent=2),
+    }

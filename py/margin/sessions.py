@@ -30,7 +30,7 @@ from . import clock
 from .errors import MarginError
 from .history import parked_unreadable, parse_history, read_history
 from .ports import Platform, StorageArea
-from .session_export import export_session
+from .session_export import check_export_format, export_session
 from .session_index import (
     NAME_MAX,
     IndexEntry,
@@ -298,9 +298,7 @@ async def _still_open(area: StorageArea, reopen: Any) -> bool:
 
 async def handle_export(platform: Platform, payload: dict) -> dict:
     sid = _id_of(payload)
-    fmt = payload.get("format")
-    if fmt not in ("markdown", "json"):
-        raise MarginError("bad_format", "Choose Markdown or JSON to export a session.")
+    fmt = check_export_format(payload.get("format"))
     async with lock_for(platform.local):
         entries = await read_session_index(platform.local)
         entry = find_entry(entries, sid)

@@ -166,16 +166,20 @@ def _number(value: Any) -> float | None:
     return None
 
 
+def _not_timed_text() -> TranscriptError:
+    return TranscriptError("bad_xml", "These captions are not timed text Margin can read.")
+
+
 def parse_timedtext_xml(text: str) -> list[Cue]:
     """YouTube's timed text as XML: legacy `<transcript><text start dur>` (seconds) or srv3
     `<timedtext><body><p t d>` (milliseconds)."""
     _check_size(text)
     if _DOCTYPE.search(text):  # no YouTube file has one: refuse rather than expand entities
-        raise TranscriptError("bad_xml", "These captions are not timed text Margin can read.")
+        raise _not_timed_text()
     try:
         root = ElementTree.fromstring(text.lstrip("\ufeff \t\r\n"))
     except ElementTree.ParseError:
-        raise TranscriptError("bad_xml", "These captions are not timed text Margin can read.") from None
+        raise _not_timed_text() from None
     cues: list[Cue] = []
     for element in root.iter():
         if element.tag not in ("text", "p"):
