@@ -31,7 +31,7 @@ from collections.abc import Awaitable, Callable
 from enum import Enum
 from typing import Any
 
-from . import clock, figures, images, options
+from . import clock, figures, images, options, slimming
 from .errors import MarginError, ProviderError, StorageError
 from .history import Record, for_edit, for_regenerate, read_history, user_record, write_history
 from .image_attachments import attachment_to_part, check_attachment
@@ -172,7 +172,7 @@ class _Turn:
         try:
             request_records = await figures.prepare_request_history(
                 self.platform,
-                question,
+                slimming.age_stale_attachments(question),
                 language=options.model_language(settings, self.platform.browser_language),
             )
             module = provider_module(provider["type"])

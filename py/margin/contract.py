@@ -18,6 +18,7 @@ def for_js(wheel_filename: str) -> dict[str, Any]:
     from .image_attachments import ATTACHMENT_MAX_BYTES
     from .session_search import PREVIEW_LENGTH
     from .sessions import UNDO_MS
+    from .slimming import AGING_MIN_CHARS, AGING_MIN_USER_TURNS
 
     return {
         "version": __version__,
@@ -30,6 +31,8 @@ def for_js(wheel_filename: str) -> dict[str, Any]:
             "attachmentMaxBytes": ATTACHMENT_MAX_BYTES,
             "previewLength": PREVIEW_LENGTH,
             "undoWindowMs": UNDO_MS,
+            "agingMinChars": AGING_MIN_CHARS,
+            "agingMinUserTurns": AGING_MIN_USER_TURNS,
         },
         "wheel": wheel_filename,
     }
