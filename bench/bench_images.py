@@ -40,30 +40,11 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "py"))
 sys.path.insert(0, str(REPO / "tests" / "e2e"))
 
+from bench_result import result
+
 UNSEEN_LIMIT = 8 * 1024 * 1024
 BOUND_PHOTOS = 7  # 2400x1600 JPEGs, ~3 MB of data URL each: ~21 MB in all
 PHOTO_SIZE = (2400, 1600)
-
-
-def _result(
-    name: str,
-    value: float | None,
-    unit: str,
-    target: float | None = None,
-    *,
-    compare: str = "below",
-    samples: list[float] | None = None,
-    note: str = "",
-) -> dict[str, Any]:
-    return {
-        "name": name,
-        "value": value,
-        "unit": unit,
-        "target": target,
-        "compare": compare,
-        "samples": samples or [],
-        "note": note,
-    }
 
 
 def _median(samples: list[float]) -> float:
@@ -217,7 +198,7 @@ def request_bytes_ratio(
         ratio = with_placeholders / text_only
         per_image = (with_placeholders - text_only) / images
         results.append(
-            _result(
+            result(
                 f"request bytes, turn {turns} with {images} seen images / without images",
                 round(ratio, 4),
                 "x",
@@ -295,21 +276,21 @@ def bound_in_browser(bench: Any) -> list[dict[str, Any]]:
         f" -> {after / 1024 / 1024:.2f} MB"
     )
     return [
-        _result(
+        result(
             f"images.bound {mb:.0f} MB -> under 8 MB, warm (Chromium)",
             _median(warm),
             "ms",
             samples=warm,
             note=note,
         ),
-        _result(
+        result(
             "images.bound first call, incl. loading Pillow (Chromium)",
             _median(first),
             "ms",
             samples=first,
             note=f"Pillow load ~ first - warm = {_median(first) - _median(warm):.0f} ms",
         ),
-        _result(
+        result(
             "images.bound, worker stopped (Pyodide boot + Pillow + work)", _median(cold), "ms", samples=cold
         ),
     ]
@@ -352,14 +333,14 @@ def bound_in_cpython(bench: Any = None, runs: int | None = None) -> list[dict[st
     out = json.loads(done.stdout.strip().splitlines()[-1])
     first, *rest = out["timings"]
     return [
-        _result(
+        result(
             "bound_unseen_image_bytes 20 MB -> 8 MB, warm (CPython)",
             _median(rest),
             "ms",
             samples=rest,
             note=f"{sys.version.split()[0]}; in-memory storage (JSON round trip)",
         ),
-        _result(
+        result(
             "bound_unseen_image_bytes first call, incl. importing Pillow (CPython)",
             round(first, 3),
             "ms",
@@ -408,7 +389,7 @@ def main(argv: list[str] | None = None) -> int:
                 except Exception as error:  # one failed metric must not hide the others
                     failed = True
                     rows.append(
-                        _result(metric.__name__, None, "", note=f"ERROR {type(error).__name__}: {error}")
+                        result(metric.__name__, None, "", note=f"ERROR {type(error).__name__}: {error}")
                     )
         finally:
             if launched is not None:

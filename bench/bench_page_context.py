@@ -25,30 +25,10 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "e2e"))
 
+from bench_result import result
 from web_pages import WebPages, article_html
 
 ARTICLE_PARAGRAPHS = 620  # ~100 KB of HTML
-
-
-def _result(
-    name: str,
-    value: float | None,
-    unit: str,
-    target: float | None = None,
-    *,
-    compare: str = "below",
-    samples: list[float] | None = None,
-    note: str = "",
-) -> dict[str, Any]:
-    return {
-        "name": name,
-        "value": value,
-        "unit": unit,
-        "target": target,
-        "compare": compare,
-        "samples": samples or [],
-        "note": note,
-    }
 
 
 ATTACH = """() => { const t = performance.now();
@@ -90,9 +70,9 @@ def attach_page(bench) -> list[dict[str, Any]]:
     first, again = statistics.median(fresh), statistics.median(cached)
     note = f"{len(html) // 1024} KB of HTML, {chars:,} characters attached"
     return [
-        _result("attach_page_extract", round(first, 1), "ms", samples=fresh, note=note),
-        _result("attach_page_cached", round(again, 1), "ms", samples=cached, note="same tab, unchanged page"),
-        _result(
+        result("attach_page_extract", round(first, 1), "ms", samples=fresh, note=note),
+        result("attach_page_cached", round(again, 1), "ms", samples=cached, note="same tab, unchanged page"),
+        result(
             "attach_page_cache_ratio",
             round(again / first, 4),
             "x",
@@ -130,7 +110,7 @@ def tab_event_wakes(bench) -> list[dict[str, Any]]:
         count = starts.count
         starts.close()
     return [
-        _result(
+        result(
             "worker_starts_from_tab_events",
             count,
             "starts",

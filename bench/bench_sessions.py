@@ -42,6 +42,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "py"))
 sys.path.insert(0, str(REPO / "tests" / "e2e"))
 
+from bench_result import result
+
 from margin import session_index, sessions
 
 SESSIONS = 1000
@@ -53,27 +55,6 @@ WORDS = (
 ).split()
 IMAGE_BYTES = 8 * 1024 * 1024
 QUERIES = ["quick brown", "café", "naïve résumé", "привет", "你好世界", "straße", "données notes", "zebra"]
-
-
-def _result(
-    name: str,
-    value: float | None,
-    unit: str,
-    target: float | None = None,
-    *,
-    compare: str = "below",
-    samples: list[float] | None = None,
-    note: str = "",
-) -> dict[str, Any]:
-    return {
-        "name": name,
-        "value": value,
-        "unit": unit,
-        "target": target,
-        "compare": compare,
-        "samples": samples or [],
-        "note": note,
-    }
 
 
 def _median(samples: list[float]) -> float:
@@ -231,7 +212,7 @@ def search_and_open(bench: Any) -> list[dict[str, Any]]:
     page.close()
 
     rows.append(
-        _result(
+        result(
             "search 1,000 sessions x 100K chars, per keystroke in the panel (median)",
             _median(samples),
             "ms",
@@ -246,11 +227,11 @@ def search_and_open(bench: Any) -> list[dict[str, Any]]:
         )
     )
     rows.append(
-        _result("search 1,000 sessions, per keystroke (p95)", _p95(samples), "ms", 20.0, samples=samples)
+        result("search 1,000 sessions, per keystroke (p95)", _p95(samples), "ms", 20.0, samples=samples)
     )
     assert first_open is not None
     rows.append(
-        _result(
+        result(
             "open sessions panel, 1,000 sessions, index preloaded: click to painted list",
             _median(open_samples[1:]),
             "ms",
@@ -266,7 +247,7 @@ def search_and_open(bench: Any) -> list[dict[str, Any]]:
         )
     )
     rows.append(
-        _result(
+        result(
             "open sessions panel, 1,000 sessions, COLD (no preload): click to painted list",
             _median(cold_samples),
             "ms",
@@ -377,7 +358,7 @@ def save_8mb(bench: Any) -> list[dict[str, Any]]:
         samples.append(round(done["ms"], 2))
     cpython = _save_8mb_cpython(history, others)
     return [
-        _result(
+        result(
             "save conversation with 8 MB of images (session.new, Chromium)",
             _median(samples),
             "ms",
@@ -417,7 +398,7 @@ def _save_8mb_cpython(history: list[dict[str, Any]], others: dict[str, Any]) -> 
         bodies = [k for k in written if k.startswith("session_")]
         if len(bodies) != 1:
             raise RuntimeError(f"the save wrote {bodies}")
-    return _result(
+    return result(
         "save conversation with 8 MB of images (CPython, memory store)",
         _median(samples),
         "ms",
@@ -458,7 +439,7 @@ def main(argv: list[str] | None = None) -> int:
                     rows.extend(metric(_Bench(launched, args.runs)))
                 except Exception as error:
                     rows.append(
-                        {**_result(metric.__name__, None, "ms"), "error": f"{type(error).__name__}: {error}"}
+                        {**result(metric.__name__, None, "ms"), "error": f"{type(error).__name__}: {error}"}
                     )
                 print(f"  {metric.__name__}: {time.monotonic() - started:.1f}s", file=sys.stderr)
         finally:

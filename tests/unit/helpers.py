@@ -1,9 +1,13 @@
 """Small helpers shared by the unit tests."""
 
 import asyncio
+import base64
+import hashlib
+import io
 import json
 import shutil
 import subprocess
+import tarfile
 from pathlib import Path
 from typing import Any
 
@@ -39,3 +43,26 @@ def run_js_module(
     done = subprocess.run([node, str(runner)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
+
+
+# -- the build's tests: fake npm tarballs and a network that must not be used ---------------------
+
+
+def no_network(*args, **kwargs):
+    raise AssertionError(f"the build went to the network: {args[:1]}")
+
+
+def make_tgz(files: dict[str, bytes]) -> bytes:
+    """An npm tarball (`package/<name>` entries) holding `files`."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(f"package/{name}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def sri(data: bytes) -> str:
+    """The lock file's `integrity` for `data`."""
+    return "sha512-" + base64.b64encode(hashlib.sha512(data).digest()).decode()

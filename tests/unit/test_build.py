@@ -15,35 +15,17 @@ import json
 import os
 import subprocess
 import sys
-import tarfile
 import zipfile
 from pathlib import Path
 from urllib.error import URLError
 
 import pytest
+from helpers import make_tgz, no_network, sri
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from buildsteps import BuildError, Report, dist, extension, fetch, icons, sources, wheel
-
-
-def no_network(*args, **kwargs):
-    raise AssertionError(f"the build went to the network: {args[:1]}")
-
-
-def make_tgz(files: dict[str, bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        for name, data in files.items():
-            info = tarfile.TarInfo(f"package/{name}")
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
-
-
-def sri(data: bytes) -> str:
-    return "sha512-" + base64.b64encode(hashlib.sha512(data).digest()).decode()
 
 
 class FakeResponse(io.BytesIO):

@@ -7,41 +7,20 @@ No test here touches the network.
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import io
 import json
 import os
 import shutil
 import sys
-import tarfile
 from pathlib import Path
 
 import pytest
+from helpers import make_tgz, no_network, sri
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 import build  # the entry point, beside buildsteps/
 from buildsteps import fetch, lint, sources, toolchain
-
-
-def no_network(*args, **kwargs):
-    raise AssertionError(f"went to the network: {args[:1]}")
-
-
-def make_tgz(files: dict[str, bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        for name, data in files.items():
-            info = tarfile.TarInfo(f"package/{name}")
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
-
-
-def sri(data: bytes) -> str:
-    return "sha512-" + base64.b64encode(hashlib.sha512(data).digest()).decode()
 
 
 def test_build_py_is_the_entry_point_and_refuses_unknown_commands(capsys):
