@@ -242,7 +242,8 @@ def trim_for_overflow(records: list[Record], overflow: Overflow) -> tuple[list[R
             for i, size in bodies.items()
         }
     else:
-        length = _common_length(list(bodies.values()), cut)
+        # Each cut page gains its Note line (under 100 characters): count those too.
+        length = _common_length(list(bodies.values()), cut + 100 * len(candidates))
         keeps = dict.fromkeys(bodies, length)
     out = list(records)
     trimmed: list[int] = []
