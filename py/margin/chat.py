@@ -219,9 +219,8 @@ class _Turn:
         except _Stopped:
             return Outcome.STOPPED, None, stream
         except MarginError as error:
-            if (
-                isinstance(error, ProviderError) and error.code == "aborted"
-            ):  # our own abort, seen by the transport
+            # "aborted" is our own abort, seen by the transport.
+            if isinstance(error, ProviderError) and error.code == "aborted":
                 return Outcome.STOPPED, None, stream
             return Outcome.FAILED, error, stream
         finally:
