@@ -21,6 +21,13 @@ Rules:
    terminal event (`done`, `stopped` or `error`; storing the answer may still turn done or
    stopped into `error`); the stream is closed in one place, whatever the outcome. `run_turn`
    emits MarginErrors itself (a storage refusal is a `StorageError`) and lets only bugs escape.
+8. Overflow rescue (`margin.rescue`): a request the provider refuses as too long
+   (`ContextOverflowError`), before any delta, is sent once more with the large attached pages
+   shortened (the retry races stop and has the same idle timeout). The shortened attachments are
+   stored only with the retry's successful answer, in the same write (rule 5's fresh read); a
+   failed or stopped retry stores nothing of them. A second overflow is the error "This
+   conversation is too long for <model> even with the attached pages shortened. ..."; with
+   nothing to shorten, the provider's overflow sentence stands.
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ from collections.abc import Awaitable, Callable
 from enum import Enum
 from typing import Any
 
-from . import clock, figures, images, options, slimming
+from . import clock, figures, images, options, rescue, slimming
 from .errors import MarginError, ProviderError, StorageError
 from .history import Record, for_edit, for_regenerate, read_history, user_record, write_history
 from .image_attachments import attachment_to_part, check_attachment
@@ -148,6 +155,7 @@ class _Turn:
         self._emit = emit
         self.stop = stop
         self.port_gone = False
+        self.delta_sent = False
 
     def emit(self, event: dict[str, Any]) -> None:
         if self.port_gone:
@@ -167,37 +175,14 @@ class _Turn:
             return
         self.emit({"event": "started"})
 
-        stream = None
-        failure: MarginError | None = None
-        try:
-            request_records = await figures.prepare_request_history(
-                self.platform,
-                slimming.age_stale_attachments(question),
-                language=options.model_language(settings, self.platform.browser_language),
-            )
-            module = provider_module(provider["type"])
-            stream = await self._race(module.open_stream(self.platform.transport, provider, request_records))
-            while True:
-                got = await self._race(stream.read(), timeout=BODY_IDLE_TIMEOUT)
-                if got is None:
-                    break
-                for piece in got:
-                    self.emit({"event": "delta", "text": piece})
-                if self.stop.is_set():
-                    raise _Stopped()
-            outcome = Outcome.DONE
-        except _Stopped:
-            outcome = Outcome.STOPPED
-        except MarginError as error:
-            if (
-                isinstance(error, ProviderError) and error.code == "aborted"
-            ):  # the transport saw our own abort
-                outcome = Outcome.STOPPED
-            else:
-                outcome, failure = Outcome.FAILED, error
-        finally:
-            if stream is not None:
-                await stream.aclose()
+        language = options.model_language(settings, self.platform.browser_language)
+        outcome, failure, stream = await self._attempt(provider, question, language)
+        # Rule 8: an overflow before any delta is retried once, with the attached pages shortened.
+        plan = rescue.plan(question, failure) if outcome is Outcome.FAILED and not self.delta_sent else None
+        if plan is not None:
+            outcome, failure, stream = await self._attempt(provider, plan.records, language)
+            if failure is not None:
+                failure = rescue.retry_failure(failure, provider["model"])
 
         # Rule 7: the outcome decides the one terminal event.
         if outcome is Outcome.FAILED:
@@ -207,14 +192,49 @@ class _Turn:
             await self._finish_stopped(question, provider, stream.text if stream is not None else "")
         else:
             assert stream is not None
-            await self._finish_done(question, provider, stream)
+            await self._finish_done(question, provider, stream, plan)
 
-    async def _finish_done(self, question: list[Record], provider: dict[str, Any], stream: Any) -> None:
+    async def _attempt(
+        self, provider: dict[str, Any], records: list[Record], language: str
+    ) -> tuple[Outcome, MarginError | None, Any]:
+        """One request and its streamed answer: (outcome, failure, stream). The stream is closed
+        here, in one place, whatever happened (rule 7)."""
+        stream = None
+        try:
+            request_records = await figures.prepare_request_history(
+                self.platform, slimming.age_stale_attachments(records), language=language
+            )
+            module = provider_module(provider["type"])
+            stream = await self._race(module.open_stream(self.platform.transport, provider, request_records))
+            while True:
+                got = await self._race(stream.read(), timeout=BODY_IDLE_TIMEOUT)
+                if got is None:
+                    break
+                for piece in got:
+                    self.delta_sent = True
+                    self.emit({"event": "delta", "text": piece})
+                if self.stop.is_set():
+                    raise _Stopped()
+            return Outcome.DONE, None, stream
+        except _Stopped:
+            return Outcome.STOPPED, None, stream
+        except MarginError as error:
+            # "aborted" is our own abort, seen by the transport.
+            if isinstance(error, ProviderError) and error.code == "aborted":
+                return Outcome.STOPPED, None, stream
+            return Outcome.FAILED, error, stream
+        finally:
+            if stream is not None:
+                await stream.aclose()
+
+    async def _finish_done(
+        self, question: list[Record], provider: dict[str, Any], stream: Any, plan: rescue.Rescue | None
+    ) -> None:
         if stream.usage_unsupported:
             with contextlib.suppress(StorageError):  # only an optimisation is lost; the answer matters
                 await options.mark_usage_unsupported(self.platform, provider["id"])
         answer = Record("assistant", stream.text, self._answer_fields(provider, stream.usage))
-        if await self._save_answer_or_report(question, answer, stamp=True):
+        if await self._save_answer_or_report(question, answer, stamp=True, shortened=plan):
             self.emit({"event": "done"})
 
     async def _store_question(self, start: dict) -> list[Record]:
@@ -228,9 +248,12 @@ class _Turn:
                 await write_history(self.platform.local, conversation, read)
         return conversation[:answered]
 
-    async def _store_answer(self, question: list[Record], answer: Record, *, stamp: bool) -> bool:
-        """Put `answer` right after its question in a fresh read of the conversation (rule 5);
-        False if that conversation is not ours any more."""
+    async def _store_answer(
+        self, question: list[Record], answer: Record, *, stamp: bool, shortened: rescue.Rescue | None = None
+    ) -> bool:
+        """Put `answer` right after its question in a fresh read of the conversation (rule 5), with
+        the attachments a rescue shortened (rule 8) in the same write; False if that conversation
+        is not ours any more."""
         async with lock_for(self.platform.local):
             read = await read_history(self.platform.local)
             current = read.records
@@ -240,7 +263,8 @@ class _Turn:
             waiting = current[n:]
             if not all(r.is_attachment for r in waiting):
                 return False
-            answered = images.stamp_images_seen(current[:n]) if stamp else current[:n]
+            answered = current[:n] if shortened is None else rescue.apply(current[:n], shortened)
+            answered = images.stamp_images_seen(answered) if stamp else answered
             await write_history(self.platform.local, [*answered, answer, *waiting], read)
             return True
 
@@ -251,10 +275,12 @@ class _Turn:
                 return
         self.emit({"event": "stopped"})
 
-    async def _save_answer_or_report(self, question: list[Record], answer: Record, *, stamp: bool) -> bool:
+    async def _save_answer_or_report(
+        self, question: list[Record], answer: Record, *, stamp: bool, shortened: rescue.Rescue | None = None
+    ) -> bool:
         """Store the answer; on failure emit the error event and say so."""
         try:
-            saved = await self._store_answer(question, answer, stamp=stamp)
+            saved = await self._store_answer(question, answer, stamp=stamp, shortened=shortened)
         except MarginError as error:
             self.emit(_error_event(error))
             return False

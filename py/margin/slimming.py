@@ -19,16 +19,38 @@ Rules:
    request's byte for byte, and the provider's prompt cache keeps hitting.
 4. The panel shows which cards are stubbed with the same rule (extension/panel/slimming.js, tested
    against this module); the thresholds reach it through `margin.contract`.
+5. Trimming (`trim_for_overflow`, for a turn the provider refused as too long, `margin.rescue`)
+   shortens the STORED text of the large attachments that go to the model whole (not cold, no
+   summary: what is sent for those is already short), so the record the rescue stores after a
+   successful retry is exactly what the model read. With the provider's numbers, the request
+   shrinks by (requested - limit) tokens plus `TRIM_HEADROOM` of the limit, at `CHARS_PER_TOKEN`
+   characters a token, taken from the largest bodies first (all cut down to one common length);
+   without numbers, each large body is cut to `TRIM_FRACTION_WITHOUT_NUMBERS` of itself. A body
+   keeps at least `TRIM_KEEP_MIN_CHARS`, is cut at a paragraph or line end, and the header gains
+   the line `Note: shortened to fit the model's context: the first N of M characters.`;
+   `attachment.chars` becomes N and `attachment.trimmedFrom` keeps M (the length before the first
+   trim). Nothing to trim = nothing changed.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from .history import PAGE_CONTEXT_PREFIX, Record
+from .overflow import Overflow
 
 AGING_MIN_CHARS = 8_000
 AGING_MIN_USER_TURNS = 3
+
+# Rule 5. ~4 characters a token is right for Latin text and cuts more than needed for others,
+# which is the safe side: the rescue retries once only.
+CHARS_PER_TOKEN = 4
+TRIM_HEADROOM = 0.15
+TRIM_MIN_BODY_CHARS = 2_000  # a smaller body is not worth cutting
+TRIM_KEEP_MIN_CHARS = 1_000
+TRIM_FRACTION_WITHOUT_NUMBERS = 0.5
+_TRIM_NOTE_START = "Note: shortened to fit the model's context:"
 
 
 def _meta(record: Record) -> dict[str, Any]:
@@ -124,3 +146,109 @@ def age_stale_attachments(records: list[Record]) -> list[Record]:
         else:
             out.append(record)
     return out
+
+
+# -- trimming (rule 5) ----------------------------------------------------------------------
+
+
+def _body_of(text: str) -> str:
+    return text.split("\n\n", 1)[1] if "\n\n" in text else ""
+
+
+def _trimmable(records: list[Record]) -> list[int]:
+    cold = set(aged_indices(records))
+    return [
+        i
+        for i, record in enumerate(records)
+        if record.is_attachment
+        and i not in cold
+        and summary_of(record) is None
+        and len(_body_of(record.text)) >= TRIM_MIN_BODY_CHARS
+    ]
+
+
+def _chars_to_cut(records: list[Record], overflow: Overflow) -> int | None:
+    """How many characters the request must lose, from the provider's numbers (None: no numbers)."""
+    excess = overflow.excess_tokens
+    if excess is None:
+        return None
+    requested = overflow.requested_tokens
+    if requested is None or overflow.limit_tokens is None:
+        # Ollama names only the excess: the request's own size stands in for what was asked.
+        sent = sum(len(r.text) for r in age_stale_attachments(records))
+        requested = max(sent // CHARS_PER_TOKEN, excess)
+    limit = requested - excess
+    tokens = requested - limit * (1 - TRIM_HEADROOM)
+    return math.ceil(tokens * CHARS_PER_TOKEN)
+
+
+def _common_length(bodies: list[int], cut: int) -> int:
+    """The longest length L such that cutting every body down to L loses at least `cut`
+    characters (never below TRIM_KEEP_MIN_CHARS): the largest bodies give first."""
+
+    def lost(length: int) -> int:
+        return sum(max(0, body - length) for body in bodies)
+
+    low, high = TRIM_KEEP_MIN_CHARS, max(bodies)
+    if lost(low) <= cut:
+        return low
+    while low < high:  # lost() shrinks as the length grows: find the last length that loses enough
+        middle = (low + high + 1) // 2
+        if lost(middle) >= cut:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def _cut_at_boundary(body: str, keep: int) -> str:
+    """The beginning of `body`, at most `keep` characters, ending at a paragraph, line or word end
+    when there is one in its last fifth."""
+    if len(body) <= keep:
+        return body
+    window = body[:keep]
+    for separator in ("\n\n", "\n", " "):
+        at = window.rfind(separator)
+        if at >= keep * 0.8:
+            return window[:at].rstrip()
+    return window.rstrip()
+
+
+def trimmed_attachment(record: Record, keep: int) -> Record:
+    """The attachment with its body cut to at most `keep` characters and the header noting it."""
+    text = record.text
+    header, body = _header_of(text), _body_of(text)
+    meta = _meta(record)
+    kept = _cut_at_boundary(body, keep)
+    original = meta.get("trimmedFrom")
+    if not isinstance(original, int) or isinstance(original, bool):
+        original = len(body)
+    lines = [line for line in header.split("\n") if not line.startswith(_TRIM_NOTE_START)]
+    lines.append(f"{_TRIM_NOTE_START} the first {len(kept):,} of {original:,} characters.")
+    shortened = _with_text(record, "\n".join(lines) + "\n\n" + kept)
+    return shortened.with_fields(attachment={**meta, "chars": len(kept), "trimmedFrom": original})
+
+
+def trim_for_overflow(records: list[Record], overflow: Overflow) -> tuple[list[Record], list[int]]:
+    """Rule 5: the records with their large attachments cut to fit, and the indices cut."""
+    candidates = _trimmable(records)
+    if not candidates:
+        return list(records), []
+    bodies = {i: len(_body_of(records[i].text)) for i in candidates}
+    cut = _chars_to_cut(records, overflow)
+    if cut is None:
+        keeps = {
+            i: max(TRIM_KEEP_MIN_CHARS, int(size * TRIM_FRACTION_WITHOUT_NUMBERS))
+            for i, size in bodies.items()
+        }
+    else:
+        # Each cut page gains its Note line (under 100 characters): count those too.
+        length = _common_length(list(bodies.values()), cut + 100 * len(candidates))
+        keeps = dict.fromkeys(bodies, length)
+    out = list(records)
+    trimmed: list[int] = []
+    for i in candidates:
+        if keeps[i] < bodies[i]:
+            out[i] = trimmed_attachment(records[i], keeps[i])
+            trimmed.append(i)
+    return out, trimmed

@@ -265,6 +265,28 @@ def test_bad_request_quotes_the_provider_and_truncates_long_text():
     assert len(quoted) <= 202
 
 
+@pytest.mark.parametrize(
+    "status, body",
+    [
+        (
+            400,
+            '{"error":{"message":"This model\'s maximum context length is 128000 tokens. However, your messages '
+            'resulted in 131000 tokens. Please reduce the length of the messages.","type":"invalid_request_error",'
+            '"param":"messages","code":"context_length_exceeded"}}',
+        ),
+        (413, ""),
+    ],
+)
+def test_a_context_overflow_names_the_model_and_what_to_do(status, body):
+    error = open_error(error_response(status, body))
+    assert error.code == "context_overflow"
+    assert error.message == (
+        "This conversation is too long for gpt-4o-mini. Start a new session, or choose a model with a larger "
+        "context."
+    )
+    assert status == 413 or (error.overflow.limit_tokens, error.overflow.requested_tokens) == (128000, 131000)
+
+
 @pytest.mark.parametrize("status", [500, 502, 503])
 def test_server_failures_are_provider_down(status):
     error = open_error(error_response(status, "<html>Bad gateway</html>", {"content-type": "text/html"}))

@@ -15,6 +15,9 @@ Rules:
 3. Every failure a user can see is a `ProviderError(code, sentence with a next step)`; the
    helpers below are shared by all provider modules so the sentences stay alike. Provider text
    quoted in a sentence is cut to about 200 characters.
+4. A context overflow, in any provider's words (`margin.overflow`), is a `ContextOverflowError`:
+   code "context_overflow", its `overflow` attribute holding the numbers the provider gave, so a
+   turn can shorten the attached pages and retry (`margin.rescue`).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import MarginError, ProviderError
+from ..overflow import ContextOverflowError, context_overflow, too_long_for
 from ..ports import TransportError
 
 PROVIDER_TYPES: dict[str, dict[str, str]] = {
@@ -194,6 +198,9 @@ def http_error(status: int, body: str, headers: dict[str, str], provider: dict[s
     tail = f" The provider said: {quote(said)}." if said else ""
     host = host_of(provider.get("baseUrl", ""))
     model = provider.get("model", "")
+    overflow = context_overflow(status, body)
+    if overflow is not None:  # rule 4
+        return ContextOverflowError(too_long_for(model), overflow)
     if status in (401, 403):
         return ProviderError(
             "bad_key",
@@ -223,11 +230,6 @@ def http_error(status: int, body: str, headers: dict[str, str], provider: dict[s
         )
     if status == 408:
         return ProviderError("timeout", f"{host} took too long to answer (408). Try again.{tail}")
-    if status == 413:
-        return ProviderError(
-            "bad_request",
-            "The request is too large for the provider (413). Remove some images or start a new session.",
-        )
     if status >= 500:
         return ProviderError(
             "provider_down",

@@ -14,6 +14,8 @@ Rules:
 5. `stream_options.include_usage` is asked for unless the provider said it cannot
    (`supportsUsage: false`); a 400 that names `stream_options` is retried once without it and the
    stream reports `usage_unsupported` so the caller can remember.
+6. A context overflow is the same `ContextOverflowError` whether it comes as an HTTP status or, as
+   some llama.cpp builds send it, as an error event at the start of a 200 stream.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any
 
 from ..errors import ProviderError
 from ..history import Record
+from ..overflow import ContextOverflowError, context_overflow, too_long_for
 from ..ports import HttpRequest, Platform, Transport, TransportError
 from ..sse import SSEDecoder, SSEEvent
 from . import (
@@ -104,7 +107,8 @@ def build_chat_request(
 class StreamParser:
     """SSE events of a Chat Completions stream in, text pieces out."""
 
-    def __init__(self) -> None:
+    def __init__(self, model: str = "") -> None:
+        self.model = model
         self.pieces: list[str] = []
         self.done = False  # "[DONE]" arrived
         self.finish_reason: str | None = None
@@ -135,6 +139,9 @@ class StreamParser:
         if event.event == "error" and said is None:
             said = data
         if said is not None:
+            overflow = context_overflow(400, data) if not self.pieces else None
+            if overflow is not None:  # rule 6
+                raise ContextOverflowError(too_long_for(self.model), overflow)
             raise ProviderError(
                 "provider_error",
                 f"The provider stopped with an error: {quote(said)}. Try again, or check the provider "
@@ -185,7 +192,7 @@ class ChatStream:
         self._response = response
         self._provider = provider
         self._decoder = SSEDecoder()
-        self._parser = StreamParser()
+        self._parser = StreamParser(str(provider.get("model") or ""))
         self._finished = False
         self.usage_unsupported = usage_unsupported
 
