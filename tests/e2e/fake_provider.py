@@ -24,8 +24,9 @@ Rules:
    line of set-up. `always=True` overflows every chat request (the numbers still say M > N): the
    rescue's retry fails too. Overflowed requests are marked `RecordedRequest.overflowed`.
 7. Summarization requests (the one-pass summary of an attachment, `margin.summaries`) are told
-   apart from turns by `summary_marker` (default `SUMMARY_MARKER`, a verb "summarize"/"summarise"
-   in any message's text; turns never carry it: a summarized attachment's note says "summary").
+   apart from turns by `summary_marker` (default `SUMMARY_MARKER`: the instruction's wording,
+   "compress a web page" / "write a summary", or the verb "summarize", in any message's text;
+   turns never carry it: a summarized attachment's note says "this is a summary").
    They take their behaviours from a queue of their own (`script_summary(...)`), so a test scripts
    a turn and a summary without caring which request comes first; an empty summary queue answers
    `DEFAULT_SUMMARY`. `turn_requests` / `summary_requests` and `wait_for_requests(kind=...)` count
@@ -106,9 +107,13 @@ def context_overflow_body(limit_tokens: int, requested_tokens: int) -> dict[str,
     }
 
 
-# A summarization request says what it asks for; a turn never does (rule 7). Adapt here if
-# margin.summaries words its instruction differently.
-SUMMARY_MARKER = re.compile(r"\bsummari[sz](?:e|ing)\b", re.IGNORECASE)
+# A summarization request says what it asks for; a turn never does (rule 7). margin.summaries'
+# instruction says "You compress a web page ... Write a summary of about N characters"; adapt
+# here if it is worded differently.
+SUMMARY_MARKER = re.compile(
+    r"\bcompress (?:a|the|this) (?:web )?page\b|\bwrite a summary\b|\bsummari[sz](?:e|ing)\b",
+    re.IGNORECASE,
+)
 
 # What an unscripted summarization request gets (it must not match SUMMARY_MARKER itself: it is
 # sent to the model in later turns).

@@ -343,7 +343,7 @@ SUMMARY_BODY = {
     "model": "fake-model",
     "stream": True,
     "messages": [
-        {"role": "system", "content": "Summarize the page below for later questions about it."},
+        {"role": "system", "content": "You compress a web page so that later questions can be answered."},
         {"role": "user", "content": PAGE},
     ],
 }
@@ -352,6 +352,8 @@ SUMMARY_BODY = {
 @pytest.mark.parametrize(
     "text, is_summary",
     [
+        ("You compress a web page so that later questions about it can be answered.", True),
+        ("Write a summary of about 4,000 characters, never more than 6,000, as Markdown:", True),
         ("Summarize this page.", True),
         ("Please summarise the attached text", True),
         ("You are summarizing a web page.", True),
