@@ -5,9 +5,11 @@ Run by `python3 build.py bench` (which sets MARGIN_DIST and CHROMIUM), or direct
 
 Each metric is one function in `METRICS`: it gets a `Bench` (the launched extension plus a driver)
 and returns a `Result` (or a list of them). To add a metric, write a function and append it to
-`METRICS`. Times are medians of several runs where a run is cheap. The table goes to stdout; the figures to
-`bench/results.json`. The exit status is 0 even when a target is missed (the table says so) and 1
-only when a measurement could not be taken.
+`METRICS`. A module's metrics that need no browser are also listed in its `BROWSERLESS_METRICS`:
+they are called with no `Bench`, and Chromium is launched only when a selected metric needs it
+(`--only slimming_requests` runs in CPython alone). Times are medians of several runs where a
+run is cheap. The table goes to stdout; the figures to `bench/results.json`. The exit status is 0
+even when a target is missed (the table says so) and 1 only when a measurement could not be taken.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "e2e"))
@@ -37,7 +40,8 @@ class Result:
     value: float | None
     unit: str
     target: float | None = None
-    # "below": pass when value < target; "at_most": value <= target; "above": value > target.
+    # "below": pass when value < target; "at_most": value <= target; "above": value > target;
+    # "at_least": value >= target.
     compare: str = "below"
     samples: list[float] = field(default_factory=list)
     note: str = ""
@@ -51,6 +55,8 @@ class Result:
             return None
         if self.compare == "at_most":
             return self.value <= self.target
+        if self.compare == "at_least":
+            return self.value >= self.target
         return self.value < self.target if self.compare == "below" else self.value > self.target
 
 
@@ -209,21 +215,34 @@ METRICS: list[Callable[[Bench], Result | list[Result]]] = [
 ]
 
 
-def all_metrics() -> list[Callable]:
-    """This module's metrics, then those of bench_<concept>.py modules (each returns a Result or
-    a list of Results / dicts of Result's fields)."""
+METRIC_MODULES = ("bench_images", "bench_sessions", "bench_page_context", "bench_slimming")
+
+
+def _metric_modules() -> list[Any]:
     import importlib
 
-    metrics = list(METRICS)
-    for module_name in ("bench_images", "bench_sessions", "bench_page_context"):
+    modules = []
+    for module_name in METRIC_MODULES:
         try:
-            module = importlib.import_module(module_name)
+            modules.append(importlib.import_module(module_name))
         except ModuleNotFoundError as error:
             if error.name != module_name:
                 raise
-            continue
+    return modules
+
+
+def all_metrics() -> list[Callable]:
+    """This module's metrics, then those of bench_<concept>.py modules (each returns a Result or
+    a list of Results / dicts of Result's fields)."""
+    metrics = list(METRICS)
+    for module in _metric_modules():
         metrics.extend(module.METRICS)
     return metrics
+
+
+def browserless_metrics() -> list[Callable]:
+    """The metrics measured without a browser (called with no `Bench`)."""
+    return [m for module in _metric_modules() for m in getattr(module, "BROWSERLESS_METRICS", [])]
 
 
 def _as_results(value) -> list[Result]:
@@ -232,25 +251,35 @@ def _as_results(value) -> list[Result]:
     return [v if isinstance(v, Result) else Result(**v) for v in value]
 
 
+def _measure(metric: Callable, bench: Bench | None) -> list[Result]:
+    started = time.monotonic()
+    try:
+        produced = _as_results(metric(bench))
+    except Exception as error:  # one failed metric must not hide the others
+        produced = [Result(metric.__name__, None, "ms", error=f"{type(error).__name__}: {error}")]
+    print(f"  {metric.__name__}: {time.monotonic() - started:.1f}s", file=sys.stderr)
+    return produced
+
+
 def run(dist: Path, runs: int, only: set[str] | None) -> list[Result]:
-    results: list[Result] = []
-    with sync_playwright() as playwright:
-        launched = launch(playwright, dist)
-        try:
-            bench = Bench(launched, Margin(launched), runs)
-            for metric in all_metrics():
-                if only and metric.__name__ not in only:
-                    continue
-                started = time.monotonic()
-                try:
-                    produced = _as_results(metric(bench))
-                except Exception as error:  # one failed metric must not hide the others
-                    produced = [Result(metric.__name__, None, "ms", error=f"{type(error).__name__}: {error}")]
-                print(f"  {metric.__name__}: {time.monotonic() - started:.1f}s", file=sys.stderr)
-                results.extend(produced)
-        finally:
-            launched.close()
-    return results
+    metrics, browserless = all_metrics(), browserless_metrics()
+    selected = [m for m in metrics if not only or m.__name__ in only]
+    produced: dict[str, list[Result]] = {}
+    for metric in selected:
+        if metric in browserless:
+            produced[metric.__name__] = _measure(metric, None)
+    in_browser = [m for m in selected if m not in browserless]
+    if in_browser:
+        with sync_playwright() as playwright:
+            launched = launch(playwright, dist)
+            try:
+                bench = Bench(launched, Margin(launched), runs)
+                for metric in in_browser:
+                    produced[metric.__name__] = _measure(metric, bench)
+            finally:
+                launched.close()
+    # The table keeps the order of the metrics, wherever they were measured.
+    return [result for metric in selected for result in produced[metric.__name__]]
 
 
 def table(results: list[Result]) -> str:
@@ -259,7 +288,7 @@ def table(results: list[Result]) -> str:
         # Ratios need their fourth decimal: 1.0147 against a 1.01 target must not print as 1.01.
         digits = 4 if r.unit == "x" else 2
         value = f"{r.value:.{digits}f} {r.unit}" if r.value is not None else "n/a"
-        sign = "<=" if r.compare == "at_most" else (">" if r.compare == "above" else "<")
+        sign = {"at_most": "<=", "above": ">", "at_least": ">="}.get(r.compare, "<")
         target = f"{sign} {r.target:g} {r.unit}" if r.target is not None else "-"
         verdict = {True: "pass", False: "FAIL", None: "info"}[r.passed]
         rows.append((r.name, value, target, verdict))

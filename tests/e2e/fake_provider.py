@@ -17,12 +17,28 @@ Rules:
    client that goes away mid-stream is noted (`RecordedRequest.client_gone`) and not reported as
    an error.
 5. Every response carries `Access-Control-Allow-Origin: *`.
+6. A context window (`limit_context(max_chars)`): a chat request whose body is longer than
+   `max_chars` bytes is answered with OpenAI's 400 `context_length_exceeded`, its numbers counted
+   at `CHARS_PER_TOKEN` (N = max_chars / 4, M = body bytes / 4), and takes no scripted behaviour,
+   so "the first request overflows, the trimmed retry fits and gets the scripted reply" is one
+   line of set-up. `always=True` overflows every chat request (the numbers still say M > N): the
+   rescue's retry fails too. Overflowed requests are marked `RecordedRequest.overflowed`.
+7. Summarization requests (the one-pass summary of an attachment, `margin.summaries`) are told
+   apart from turns by `summary_marker` (default `SUMMARY_MARKER`: the instruction's wording,
+   "compress a web page" / "write a summary", or the verb "summarize", in any message's text;
+   turns never carry it: a summarized attachment's note says "this is a summary").
+   They take their behaviours from a queue of their own (`script_summary(...)`), so a test scripts
+   a turn and a summary without caring which request comes first; an empty summary queue answers
+   `DEFAULT_SUMMARY`. `turn_requests` / `summary_requests` and `wait_for_requests(kind=...)` count
+   each kind; `chat_requests` is both.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import math
+import re
 import socket
 import threading
 import time
@@ -72,6 +88,39 @@ SERVER_ERROR_BODY = {
         "code": None,
     }
 }
+
+
+# Tokens are counted the way providers estimate them for English: about four characters each.
+CHARS_PER_TOKEN = 4
+
+
+def context_overflow_body(limit_tokens: int, requested_tokens: int) -> dict[str, Any]:
+    """OpenAI's answer to a request longer than the model's context window."""
+    return {
+        "error": {
+            "message": f"This model's maximum context length is {limit_tokens} tokens. However, your "
+            f"messages resulted in {requested_tokens} tokens. Please reduce the length of the messages.",
+            "type": "invalid_request_error",
+            "param": "messages",
+            "code": "context_length_exceeded",
+        }
+    }
+
+
+# A summarization request says what it asks for; a turn never does (rule 7). margin.summaries'
+# instruction says "You compress a web page ... Write a summary of about N characters"; adapt
+# here if it is worded differently.
+SUMMARY_MARKER = re.compile(
+    r"\bcompress (?:a|the|this) (?:web )?page\b|\bwrite a summary\b|\bsummari[sz](?:e|ing)\b",
+    re.IGNORECASE,
+)
+
+# What an unscripted summarization request gets (it must not match SUMMARY_MARKER itself: it is
+# sent to the model in later turns).
+DEFAULT_SUMMARY = (
+    "In short: the page explains its topic in three steps, with one example for each, and ends "
+    "with a list of open questions."
+)
 
 
 # --- Behaviours ---------------------------------------------------------------------------
@@ -128,6 +177,18 @@ def slow_stream(chunks: int = 60, delay: float = 0.1, word: str = "word") -> Rep
     return Reply("".join(pieces), chunks=chunks, delay=delay)
 
 
+def slow_summary(chunks: int = 40, delay: float = 0.15) -> Reply:
+    """A summary streamed in many small pieces `delay` apart (for progress and Cancel tests):
+    "Point 1 of the page. Point 2 of the page. ..."."""
+    pieces = [f"Point {i} of the page. " for i in range(1, chunks + 1)]
+    return Reply("".join(pieces).strip(), chunks=chunks, delay=delay)
+
+
+def context_overflow(limit_tokens: int = 8192, requested_tokens: int = 12000) -> HttpError:
+    """One scripted overflow with fixed numbers (`limit_context` derives them from the body)."""
+    return HttpError(400, context_overflow_body(limit_tokens, requested_tokens))
+
+
 def bad_key() -> HttpError:
     return HttpError(401, BAD_KEY_BODY)
 
@@ -147,6 +208,24 @@ def server_error() -> HttpError:
 Behaviour = Reply | HttpError | Garbage | Cut | Hang
 
 
+@dataclass(frozen=True)
+class ContextLimit:
+    """Rule 6: the model's context window, in bytes of request body."""
+
+    max_chars: int
+    always: bool = False
+
+    @property
+    def limit_tokens(self) -> int:
+        return self.max_chars // CHARS_PER_TOKEN
+
+    def overflows(self, size: int) -> bool:
+        return self.always or size > self.max_chars
+
+    def requested_tokens(self, size: int) -> int:
+        return max(math.ceil(size / CHARS_PER_TOKEN), self.limit_tokens + 1)
+
+
 # --- Recording ------------------------------------------------------------------------------
 
 
@@ -164,6 +243,14 @@ class RecordedRequest:
     client_gone: threading.Event = field(default_factory=threading.Event, repr=False)
     # Set when the response finished (completely, or the client went away).
     finished: threading.Event = field(default_factory=threading.Event, repr=False)
+    # A chat completion that asks for a summary (rule 7); False for every other request.
+    is_summary: bool = False
+    # Answered with the context-overflow error of `limit_context` (rule 6).
+    overflowed: bool = False
+
+    @property
+    def is_chat(self) -> bool:
+        return self.method == "POST" and self.path.split("?", 1)[0].rstrip("/").endswith("/chat/completions")
 
 
 def split_text(text: str, chunks: int) -> list[str]:
@@ -195,6 +282,28 @@ def last_user_text(body: Any) -> str:
     return ""
 
 
+def message_texts(body: Any) -> list[str]:
+    """The text of every message of a chat request body (parts joined), in order."""
+    try:
+        messages = body["messages"]
+    except (TypeError, KeyError):
+        return []
+    texts = []
+    for message in messages if isinstance(messages, list) else []:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list):
+            content = "\n".join(
+                p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text"
+            )
+        if isinstance(content, str):
+            texts.append(content)
+    return texts
+
+
+def is_summary_request(body: Any, marker: re.Pattern[str] = SUMMARY_MARKER) -> bool:
+    return any(marker.search(text) for text in message_texts(body))
+
+
 class _ClientGone(Exception):
     pass
 
@@ -213,6 +322,11 @@ class FakeProvider:
         self._lock = threading.Lock()
         self._requests: list[RecordedRequest] = []
         self._queue: list[Behaviour] = []
+        self._summary_queue: list[Behaviour] = []
+        # Rule 6: None = an unlimited context window.
+        self.context_limit: ContextLimit | None = None
+        # Rule 7: how a summarization request is recognised.
+        self.summary_marker: re.Pattern[str] = SUMMARY_MARKER
         self._stopping = threading.Event()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -274,20 +388,38 @@ class FakeProvider:
         with self._lock:
             self._queue.extend(queued)
 
+    def script_summary(
+        self, *behaviours: Behaviour, reply: str | None = None, chunks: int = 4, delay: float = 0.0
+    ) -> None:
+        """Queue behaviours for the next summarization requests (rule 7), as `script` does."""
+        queued: list[Behaviour] = list(behaviours)
+        if reply is not None:
+            queued.append(Reply(reply, chunks=chunks, delay=delay))
+        with self._lock:
+            self._summary_queue.extend(queued)
+
+    def limit_context(self, max_chars: int | None, *, always: bool = False) -> None:
+        """Rule 6: overflow chat requests longer than `max_chars` bytes (every one with
+        `always`); None lifts the limit."""
+        self.context_limit = None if max_chars is None else ContextLimit(max_chars, always)
+
     def pending(self) -> int:
         with self._lock:
-            return len(self._queue)
+            return len(self._queue) + len(self._summary_queue)
 
     def reset(self) -> None:
         with self._lock:
             self._queue.clear()
+            self._summary_queue.clear()
             self._requests.clear()
+        self.context_limit = None
 
-    def _next_behaviour(self, path: str) -> Behaviour | None:
+    def _next_behaviour(self, path: str, *, summary: bool = False) -> Behaviour | None:
         is_models = path.rstrip("/").endswith("/models")
         with self._lock:
-            if self._queue and (not is_models or getattr(self._queue[0], "applies_to_models", False)):
-                return self._queue.pop(0)
+            queue = self._summary_queue if summary else self._queue
+            if queue and (not is_models or getattr(queue[0], "applies_to_models", False)):
+                return queue.pop(0)
         return None
 
     # inspection
@@ -299,7 +431,17 @@ class FakeProvider:
 
     @property
     def chat_requests(self) -> list[RecordedRequest]:
-        return [r for r in self.requests if r.method == "POST" and r.path.endswith("/chat/completions")]
+        """Every chat completion: turns and summarization requests."""
+        return [r for r in self.requests if r.is_chat]
+
+    @property
+    def turn_requests(self) -> list[RecordedRequest]:
+        """Chat completions that are not summarization requests (rule 7)."""
+        return [r for r in self.requests if r.is_chat and not r.is_summary]
+
+    @property
+    def summary_requests(self) -> list[RecordedRequest]:
+        return [r for r in self.requests if r.is_chat and r.is_summary]
 
     def _record(self, request: RecordedRequest) -> None:
         with self._new_request:
@@ -308,21 +450,40 @@ class FakeProvider:
 
     def wait_for_chat_requests(self, count: int, timeout: float = 10.0) -> list[RecordedRequest]:
         """Block until at least `count` chat requests arrived; raise on timeout."""
+        return self.wait_for_requests(count, kind="chat", timeout=timeout)
+
+    def wait_for_requests(
+        self, count: int, *, kind: str = "chat", timeout: float = 10.0
+    ) -> list[RecordedRequest]:
+        """Block until at least `count` requests of `kind` ("chat": every chat completion,
+        "turn", "summary") arrived, and return them; raise on timeout."""
+        wanted = {
+            "chat": lambda r: r.is_chat,
+            "turn": lambda r: r.is_chat and not r.is_summary,
+            "summary": lambda r: r.is_chat and r.is_summary,
+        }[kind]
         deadline = time.monotonic() + timeout
         with self._new_request:
             while True:
-                chat = [
-                    r for r in self._requests if r.method == "POST" and r.path.endswith("/chat/completions")
-                ]
-                if len(chat) >= count:
-                    return chat
+                found = [r for r in self._requests if wanted(r)]
+                if len(found) >= count:
+                    return found
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise AssertionError(
-                        f"the fake provider got {len(chat)} chat request(s), expected {count}: "
-                        f"{[(r.method, r.path) for r in self._requests]}"
+                        f"the fake provider got {len(found)} {kind} request(s), expected {count}: "
+                        f"{[(r.method, r.path, r.is_summary) for r in self._requests]}"
                     )
                 self._new_request.wait(left)
+
+    def expect_no_more_requests(self, count: int, *, kind: str = "chat", seconds: float = 1.0) -> None:
+        """Wait `seconds` and check that no request of `kind` came after the first `count`."""
+        self.sleep(seconds)
+        found = self.wait_for_requests(0, kind=kind, timeout=0)
+        if len(found) != count:
+            raise AssertionError(
+                f"expected exactly {count} {kind} request(s), the fake provider got {len(found)}"
+            )
 
     def sleep(self, seconds: float) -> bool:
         """Wait `seconds`; False when the server is stopping."""
@@ -416,6 +577,8 @@ class _Handler(BaseHTTPRequestHandler):
             raw_body=raw,
             at=time.monotonic(),
         )
+        if self._recorded.is_chat:
+            self._recorded.is_summary = is_summary_request(body, self.fake.summary_marker)
         self.fake._record(self._recorded)
         return self._recorded
 
@@ -440,7 +603,15 @@ class _Handler(BaseHTTPRequestHandler):
         if fake.api_key is not None and request.headers.get("authorization") != f"Bearer {fake.api_key}":
             self._send_json(401, BAD_KEY_BODY)
             return
-        behaviour = fake._next_behaviour(path)
+        limit = fake.context_limit
+        if limit is not None and request.is_chat and limit.overflows(len(request.raw_body)):
+            request.overflowed = True
+            self._send_json(
+                400,
+                context_overflow_body(limit.limit_tokens, limit.requested_tokens(len(request.raw_body))),
+            )
+            return
+        behaviour = fake._next_behaviour(path, summary=request.is_summary)
         if isinstance(behaviour, HttpError):
             self._send_json(behaviour.status, behaviour.body, behaviour.headers)
             return
@@ -482,7 +653,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(404, model_not_found_body(str(model)))
             return
         if behaviour is None:
-            behaviour = Reply(f"You said: {last_user_text(request.body)}")
+            behaviour = (
+                Reply(DEFAULT_SUMMARY)
+                if request.is_summary
+                else Reply(f"You said: {last_user_text(request.body)}")
+            )
         if not request.body.get("stream"):
             self._plain_reply(request, behaviour)
             return
@@ -499,6 +674,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._write(body)
             return
         text = behaviour.text if isinstance(behaviour, (Reply, Cut)) else ""
+        # A slow answer is slow without streaming too: all of it arrives after the whole delay.
+        if isinstance(behaviour, Reply):
+            slow = behaviour.first_delay + behaviour.delay * max(
+                0, len(split_text(text, behaviour.chunks)) - 1
+            )
+            if slow and not self.fake.sleep(slow):
+                return
         self._send_json(
             200,
             {

@@ -192,6 +192,22 @@ WATCH_TURN_STATES_JS = """() => {
     window.__marginTurnStatesWatch.observe(document.body, { attributes: true, attributeFilter: ["data-turn-state"] });
 }"""
 
+# Records every sentence the alert line shows from now on (each time text is put into an element
+# with role=alert), so a test can say a sentence was shown exactly once.
+WATCH_ALERTS_JS = """() => {
+    window.__marginAlerts = [];
+    window.__marginAlertsWatch?.disconnect();
+    window.__marginAlertsWatch = new MutationObserver((records) => {
+        for (const record of records) {
+            const text = (record.target.textContent || '').trim();
+            if (record.addedNodes.length && text) window.__marginAlerts.push(text);
+        }
+    });
+    for (const node of document.querySelectorAll('[role=alert]')) {
+        window.__marginAlertsWatch.observe(node, { childList: true });
+    }
+}"""
+
 BUBBLE_TEXT_JS = """(node) => {
     const copy = node.cloneNode(true);
     copy.querySelectorAll('button, [role=button], [aria-hidden=true], [hidden]').forEach((n) => n.remove());
@@ -509,6 +525,16 @@ class Margin:
         )
         self.wait_idle(page)
         return self.bubble_texts(page, "assistant")[-1]
+
+    @staticmethod
+    def watch_alerts(page: Page) -> None:
+        """Start recording the sentences the alert line shows (read them with `alerts`)."""
+        page.evaluate(WATCH_ALERTS_JS)
+
+    @staticmethod
+    def alerts(page: Page) -> list[str]:
+        """Every sentence the alert line showed since `watch_alerts`, in order (once per showing)."""
+        return page.evaluate("() => window.__marginAlerts.slice()")
 
     def wait_alert(self, page: Page, timeout_ms: int = COLD_TIMEOUT_MS) -> str:
         alert = page.get_by_role("alert").filter(has_text=re.compile(r"\S"))

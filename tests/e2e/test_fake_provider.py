@@ -4,20 +4,27 @@ from __future__ import annotations
 
 import http.client
 import json
+import re
 import socket
 import time
 
 import pytest
 from fake_provider import (
+    CHARS_PER_TOKEN,
+    DEFAULT_SUMMARY,
+    SUMMARY_MARKER,
     Cut,
     FakeProvider,
     Garbage,
     Hang,
     bad_key,
+    context_overflow,
+    is_summary_request,
     model_not_found,
     rate_limited,
     server_error,
     slow_stream,
+    slow_summary,
     split_text,
 )
 
@@ -237,3 +244,200 @@ def test_stop_returns_quickly_even_while_a_stream_is_sleeping():
     server.stop()
     assert time.monotonic() - started < 3
     conn.close()
+
+
+# --- context overflow (rule 6) ---------------------------------------------------------------
+
+OVERFLOW_MESSAGE = re.compile(
+    r"^This model's maximum context length is (\d+) tokens\. However, your messages resulted in "
+    r"(\d+) tokens\. Please reduce the length of the messages\.$"
+)
+
+
+def body_of_size(size: int) -> dict:
+    """A streaming chat body whose JSON is exactly `size` bytes."""
+    body = {**BODY, "messages": [{"role": "user", "content": ""}]}
+    padding = size - len(json.dumps(body).encode())
+    assert padding >= 0
+    body["messages"][0]["content"] = "x" * padding
+    assert len(json.dumps(body).encode()) == size
+    return body
+
+
+def test_a_body_over_the_limit_gets_openais_overflow_error_with_the_numbers(server):
+    server.limit_context(4000)
+    conn, response = post(server, body_of_size(10_001))
+    value = json.loads(response.read())
+    conn.close()
+    assert response.status == 400
+    assert response.getheader("Access-Control-Allow-Origin") == "*"
+    error = value["error"]
+    assert (error["type"], error["param"], error["code"]) == (
+        "invalid_request_error",
+        "messages",
+        "context_length_exceeded",
+    )
+    limit, requested = map(int, OVERFLOW_MESSAGE.match(error["message"]).groups())
+    assert limit == 4000 // CHARS_PER_TOKEN == 1000
+    assert requested == 2501  # 10,001 bytes at four characters a token, rounded up
+    (request,) = server.chat_requests
+    assert request.overflowed
+
+
+def test_the_first_request_overflows_and_the_trimmed_retry_gets_the_scripted_reply(server):
+    server.limit_context(4000)
+    server.script(reply="fits now")
+    conn, response = post(server, body_of_size(6000))
+    assert response.status == 400
+    response.read()
+    conn.close()
+    assert server.pending() == 1, "an overflowed request must not take the scripted reply"
+    conn, response = post(server, body_of_size(4000))  # at the limit: fits
+    assert response.status == 200
+    assert stream_text(sse_events(response.read())) == "fits now"
+    conn.close()
+    assert [r.overflowed for r in server.chat_requests] == [True, False]
+    assert [len(r.raw_body) for r in server.chat_requests] == [6000, 4000]
+
+
+def test_always_overflows_even_a_small_retry_and_still_names_a_limit_below_the_request(server):
+    server.limit_context(4000, always=True)
+    sizes = [20_000, 200]
+    for size in sizes:
+        conn, response = post(server, body_of_size(size))
+        assert response.status == 400
+        limit, requested = map(
+            int, OVERFLOW_MESSAGE.match(json.loads(response.read())["error"]["message"]).groups()
+        )
+        conn.close()
+        assert limit == 1000 and requested > limit
+    assert [r.overflowed for r in server.chat_requests] == [True, True]
+    server.limit_context(None)
+    conn, response = post(server, body_of_size(20_000))
+    assert response.status == 200
+    response.read()
+    conn.close()
+
+
+def test_the_limit_does_not_touch_the_models_list(server):
+    server.limit_context(10, always=True)
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
+    conn.request("GET", "/v1/models")
+    assert conn.getresponse().status == 200
+    conn.close()
+
+
+def test_a_scripted_overflow_has_fixed_numbers(server):
+    server.script(context_overflow(8192, 9000))
+    conn, response = post(server, BODY)
+    value = json.loads(response.read())
+    conn.close()
+    assert response.status == 400 and value["error"]["code"] == "context_length_exceeded"
+    assert OVERFLOW_MESSAGE.match(value["error"]["message"]).groups() == ("8192", "9000")
+
+
+# --- summarization requests (rule 7) ---------------------------------------------------------
+
+PAGE = "[Page context] Page: Rivers\nURL: https://example.com/\n\nRivers carve canyons."
+SUMMARY_BODY = {
+    "model": "fake-model",
+    "stream": True,
+    "messages": [
+        {"role": "system", "content": "You compress a web page so that later questions can be answered."},
+        {"role": "user", "content": PAGE},
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    "text, is_summary",
+    [
+        ("You compress a web page so that later questions about it can be answered.", True),
+        ("Write a summary of about 4,000 characters, never more than 6,000, as Markdown:", True),
+        ("Summarize this page.", True),
+        ("Please summarise the attached text", True),
+        ("You are summarizing a web page.", True),
+        ("What does the page say?", False),
+        # A turn whose attachment was summarized carries the note, never the verb.
+        ("[Page context] Page: x\nNote: this is a summary of its 9,000 characters.\n\nIn short", False),
+        ("A summary, please", False),
+    ],
+)
+def test_a_summarization_request_is_told_apart_by_its_instruction(text, is_summary):
+    body = {"messages": [{"role": "user", "content": [{"type": "text", "text": text}]}]}
+    assert is_summary_request(body) is is_summary
+    assert not SUMMARY_MARKER.search(DEFAULT_SUMMARY)
+
+
+def test_summaries_and_turns_have_their_own_queues_and_counts(server):
+    server.script(reply="the turn's answer")
+    server.script_summary(reply="the page in short")
+    conn, response = post(server, SUMMARY_BODY)
+    assert stream_text(sse_events(response.read())) == "the page in short"
+    conn.close()
+    conn, response = post(server, BODY)
+    assert stream_text(sse_events(response.read())) == "the turn's answer"
+    conn.close()
+    conn, response = post(server, SUMMARY_BODY)  # unscripted: the default summary
+    assert stream_text(sse_events(response.read())) == DEFAULT_SUMMARY
+    conn.close()
+    assert [r.is_summary for r in server.chat_requests] == [True, False, True]
+    assert len(server.turn_requests) == 1 and server.turn_requests[0].body == BODY
+    assert len(server.summary_requests) == 2
+    assert len(server.wait_for_requests(2, kind="summary", timeout=0.1)) == 2
+    with pytest.raises(AssertionError, match="got 1 turn request"):
+        server.wait_for_requests(2, kind="turn", timeout=0.1)
+    server.expect_no_more_requests(3, seconds=0.05)
+    with pytest.raises(AssertionError, match="exactly 2 chat"):
+        server.expect_no_more_requests(2, seconds=0.05)
+
+
+def test_the_summary_marker_can_be_changed_for_another_instruction(server):
+    server.summary_marker = re.compile(r"compress this page", re.IGNORECASE)
+    conn, response = post(
+        server, {**BODY, "messages": [{"role": "user", "content": "Compress this page: ..."}]}
+    )
+    assert stream_text(sse_events(response.read())) == DEFAULT_SUMMARY
+    conn.close()
+    assert server.summary_requests and not server.turn_requests
+
+
+def test_a_slow_summary_streams_many_small_pieces_with_a_delay_and_notices_a_cancel(server):
+    server.script_summary(slow_summary(chunks=30, delay=0.05))
+    sock = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+    data = json.dumps(SUMMARY_BODY).encode()
+    sock.sendall(
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Content-Length: %d\r\n\r\n%s" % (len(data), data)
+    )
+    started = time.monotonic()
+    received = b""
+    while received.count(b"Point ") < 3:  # progress: pieces arrive one by one
+        chunk = sock.recv(4096)
+        assert chunk, "the stream ended early"
+        received += chunk
+    assert b"[DONE]" not in received
+    assert time.monotonic() - started >= 0.08
+    sock.close()  # the user cancelled
+    (request,) = server.summary_requests
+    assert request.finished.wait(5) and request.client_gone.is_set()
+
+
+def test_a_slow_summary_whole_is_its_points_in_order(server):
+    server.script_summary(slow_summary(chunks=5, delay=0.01))
+    conn, response = post(server, SUMMARY_BODY)
+    events = sse_events(response.read())
+    conn.close()
+    contents = [json.loads(e)["choices"][0]["delta"].get("content") for e in events[1:-2]]
+    assert len(contents) == 5 and all(contents)
+    assert stream_text(events) == " ".join(f"Point {i} of the page." for i in range(1, 6))
+
+
+def test_a_slow_reply_without_streaming_takes_its_whole_delay(server):
+    server.script_summary(slow_summary(chunks=5, delay=0.1))
+    started = time.monotonic()
+    conn, response = post(server, {**SUMMARY_BODY, "stream": False})
+    value = json.loads(response.read())
+    conn.close()
+    assert time.monotonic() - started >= 0.35
+    assert value["choices"][0]["message"]["content"].startswith("Point 1 of the page.")

@@ -33,3 +33,13 @@ def test_request_bytes_rows_are_measured_from_the_real_request_builder():
     rows = [run.Result(**row) for row in bench_images.request_bytes_ratio(grid=((10, 1),))]
     assert len(rows) == 1 and rows[0].unit == "x"
     assert 1.0 < rows[0].value < 1.05  # a placeholder costs a little; pixels would be ~100x
+
+
+def test_slimming_rows_are_measured_without_a_browser_and_meet_the_prefix_goal():
+    import bench_slimming
+
+    assert bench_slimming.slimming_requests in run.browserless_metrics()
+    ratio, share_all, share_after_breaks = (run.Result(**row) for row in bench_slimming.slimming_requests())
+    assert 0.4 < ratio.value < 0.6  # three 50 K pages: each sent whole only until it turns cold
+    assert share_all.value < 100.0  # the two one-time breaks
+    assert share_after_breaks.value == 100.0 and share_after_breaks.passed
