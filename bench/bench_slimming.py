@@ -33,6 +33,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "py"))
 
+from bench_result import result
+
 from margin import figures, slimming
 from margin.history import Record, user_record
 from margin.page_context import attachment_record
@@ -44,18 +46,6 @@ PAGE_CHARS = 50_000
 PROVIDER = {"type": "openai", "baseUrl": "https://api.openai.com/v1", "apiKey": "sk-bench", "model": "gpt-4o"}
 # 2026-01-01 00:00 UTC; each turn is a minute later.
 START_MS = 1_767_225_600_000
-
-
-def _result(
-    name: str,
-    value: float | None,
-    unit: str,
-    target: float | None = None,
-    *,
-    compare: str = "below",
-    note: str = "",
-) -> dict[str, Any]:
-    return {"name": name, "value": value, "unit": unit, "target": target, "compare": compare, "note": note}
 
 
 def page_body(number: int, chars: int = PAGE_CHARS) -> str:
@@ -164,20 +154,20 @@ def slimming_requests(bench: Any = None) -> list[dict[str, Any]]:
         ", ".join(str(t) for t in ATTACHED_AT)
     )
     return [
-        _result(
+        result(
             "request bytes with aging ÷ without",
             round(aged_bytes / whole_bytes, 4),
             "x",
             note=f"{setting}: {aged_bytes / 1e6:.2f} MB against {whole_bytes / 1e6:.2f} MB sent in all",
         ),
-        _result(
+        result(
             "requests whose messages are a byte-identical prefix of the next (all)",
             round(100 * sum(extended) / len(extended), 2),
             "%",
             note=f"{sum(extended)} of {len(extended)}; {sum(breaks)} one-time break(s) when a page turns "
             f"cold (without aging: {whole_extended} of {len(extended)})",
         ),
-        _result(
+        result(
             "the same, excluding the one-time breaks",
             round(100 * sum(after_breaks) / len(after_breaks), 2),
             "%",
