@@ -112,8 +112,10 @@ def test_attach_page_stores_a_card_record_with_the_article_as_markdown():
         "site": "news.example.com",
         "chars": result["attachment"]["chars"],
         "truncated": False,
+        "capturedAt": history(platform)[0]["attachment"]["capturedAt"],
     }
     assert result["fromCache"] is False and result["duplicate"] is False
+    assert result["summarize"] is False  # a short page
     [record] = history(platform)
     assert record["role"] == "user" and record["attachment"]["kind"] == "page"
     header, body = record["content"].split("\n\n", 1)
