@@ -183,34 +183,52 @@ chrome.runtime.onMessage.addListener((message, sender, sendResponse) => {
   return true; // the reply is sent asynchronously
 });
 
-// -- turns: one port per turn, events streamed back -------------------------------------------
+// -- ports: one per turn, one per summary pass; events streamed back ---------------------------
 
-const postTurnError = (turnId, code, message) =>
-  bridge.postTurnEvent(turnId, JSON.stringify({ event: 'error', error: { code, message } }));
+const postPortError = (portId, code, message) =>
+  bridge.postTurnEvent(portId, JSON.stringify({ event: 'error', error: { code, message } }));
+
+// What each port name runs (py/margin/worker.py), how its panel says stop, and what a failure is
+// said to interrupt.
+const PORT_KINDS = {
+  [CONTRACT.turnPort]: {
+    run: (worker, id, startJson) => worker.run_turn_json(id, startJson),
+    stop: (worker, id) => worker.stop_turn(id),
+    isStop: (message) => message?.action === 'stop',
+    during: 'during this answer',
+  },
+  [CONTRACT.summaryPort]: {
+    run: (worker, id, startJson) => worker.run_summary_json(id, startJson),
+    stop: (worker, id) => worker.stop_summary(id),
+    isStop: (message) => message?.stop === true || message?.action === 'stop',
+    during: 'while summarizing the page',
+  },
+};
 
 chrome.runtime.onConnect.addListener((port) => {
-  if (port.name !== CONTRACT.turnPort || senderTier(port.sender) !== 'extension') {
+  const kind = Object.hasOwn(PORT_KINDS, port.name) ? PORT_KINDS[port.name] : null;
+  if (!kind || senderTier(port.sender) !== 'extension') {
     port.disconnect();
     return;
   }
-  const turnId = crypto.randomUUID();
+  const portId = crypto.randomUUID();
   let started = false;
   let finished = false;
-  bridge.turnPorts.set(turnId, port);
+  bridge.turnPorts.set(portId, port);
 
-  // Closing the port is a stop too. Only a turn that started and has not finished can be
-  // stopped; Python remembers a stop that arrives before the turn's task runs.
+  // Closing the port is a stop too. Only work that started and has not finished can be
+  // stopped; Python remembers a stop that arrives before the work's task runs.
   const stop = () => {
     if (!started || finished) return;
-    python().then(({ worker }) => worker.stop_turn(turnId), () => {});
+    python().then(({ worker }) => kind.stop(worker, portId), () => {});
   };
   port.onDisconnect.addListener(() => {
-    bridge.turnPorts.delete(turnId);
+    bridge.turnPorts.delete(portId);
     stop();
   });
 
   port.onMessage.addListener(async (message) => {
-    if (message?.action === 'stop') {
+    if (kind.isStop(message)) {
       stop();
       return;
     }
@@ -222,21 +240,21 @@ chrome.runtime.onConnect.addListener((port) => {
         ({ worker } = await python());
       } catch (error) {
         console.error('Margin: Python failed to start', error);
-        postTurnError(turnId, 'python_boot_failed',
+        postPortError(portId, 'python_boot_failed',
           `Margin's Python backend failed to start (${error?.message ?? error}). Reload the extension.`);
         return;
       }
       try {
-        await worker.run_turn_json(turnId, JSON.stringify(message ?? {}));
+        await kind.run(worker, portId, JSON.stringify(message ?? {}));
       } catch (error) {
-        // run_turn_json reports every failure of the turn itself: what lands here is Pyodide failing.
-        console.error('Margin: turn failed', error);
-        postTurnError(turnId, 'internal',
-          `Margin's background worker failed during this answer (${error?.message ?? error}). Reload the extension and try again.`);
+        // The run reports every failure of its own: what lands here is Pyodide failing.
+        console.error(`Margin: failed ${kind.during}`, error);
+        postPortError(portId, 'internal',
+          `Margin's background worker failed ${kind.during} (${error?.message ?? error}). Reload the extension and try again.`);
       }
     } finally {
       finished = true;
-      bridge.turnPorts.delete(turnId);
+      bridge.turnPorts.delete(portId);
       try { port.disconnect(); } catch { /* already gone */ }
     }
   });

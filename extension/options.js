@@ -1,4 +1,5 @@
-// The options page: the saved providers, the active one, the provider form, the UI language.
+// The options page: the saved providers, the active one, the provider form, the UI language, and
+// which attached pages get a summary ("Summarize long pages").
 //
 // Rules:
 // 1. Everything is read with `options.get` and written with `options.save` (docs/protocol.md);
@@ -32,7 +33,7 @@ const form = {
   test: $("test"),
 };
 
-const state = { providers: [], activeProviderId: null, uiLanguage: "auto", editingId: null };
+const state = { providers: [], activeProviderId: null, uiLanguage: "auto", summarizeAboveChars: 50000, editingId: null };
 
 // --- Messages -----------------------------------------------------------------------------------
 
@@ -158,11 +159,14 @@ form.toggleKey.addEventListener("click", () => showKey(form.apiKey.type === "pas
 
 // --- Saving -------------------------------------------------------------------------------------
 
-async function save(providers, activeProviderId, uiLanguage = state.uiLanguage) {
-  const value = await call("options.save", { providers, activeProviderId, uiLanguage });
+// `changes` = the settings other than providers that change with this save ({uiLanguage}, ...).
+async function save(providers, activeProviderId, changes = {}) {
+  const settings = { uiLanguage: state.uiLanguage, summarizeAboveChars: state.summarizeAboveChars, ...changes };
+  const value = await call("options.save", { providers, activeProviderId, ...settings });
   state.providers = Array.isArray(value?.providers) ? value.providers : providers;
   state.activeProviderId = value && "activeProviderId" in value ? value.activeProviderId : activeProviderId;
-  state.uiLanguage = value?.uiLanguage || uiLanguage;
+  state.uiLanguage = value?.uiLanguage || settings.uiLanguage;
+  state.summarizeAboveChars = Number.isInteger(value?.summarizeAboveChars) ? value.summarizeAboveChars : settings.summarizeAboveChars;
   renderList();
 }
 
@@ -250,10 +254,31 @@ form.test.addEventListener("click", async () => {
 $("ui-language").addEventListener("change", async (event) => {
   const language = event.target.value;
   try {
-    await save(state.providers, state.activeProviderId, language);
+    await save(state.providers, state.activeProviderId, { uiLanguage: language });
     say("Language saved. It applies the next time the panel opens.");
   } catch (error) {
     warn(error.message);
+  }
+});
+
+// "Summarize long pages": a stored value the list does not offer gets its own option.
+function showSummarizeAbove() {
+  const select = $("summarize-above");
+  const value = String(state.summarizeAboveChars);
+  if (![...select.options].some((option) => option.value === value)) {
+    select.append(el("option", { value, text: `Over ${state.summarizeAboveChars.toLocaleString("en-US")} characters` }));
+  }
+  select.value = value;
+}
+
+$("summarize-above").addEventListener("change", async (event) => {
+  const threshold = Number(event.target.value);
+  try {
+    await save(state.providers, state.activeProviderId, { summarizeAboveChars: threshold });
+    say(threshold ? "Saved. Pages attached from now on that are longer get a summary." : "Saved. Attached pages are no longer summarized.");
+  } catch (error) {
+    warn(error.message);
+    showSummarizeAbove();
   }
 });
 
@@ -266,10 +291,12 @@ async function load() {
     state.providers = Array.isArray(value?.providers) ? value.providers : [];
     state.activeProviderId = value?.activeProviderId ?? null;
     state.uiLanguage = value?.uiLanguage || "auto";
+    if (Number.isInteger(value?.summarizeAboveChars)) state.summarizeAboveChars = value.summarizeAboveChars;
   } catch (error) {
     warn(error.message);
   }
   $("ui-language").value = state.uiLanguage;
+  showSummarizeAbove();
   fillForm(state.providers.find((p) => p.id === state.activeProviderId) || null);
   document.body.dataset.ready = "1";
 }

@@ -14,8 +14,8 @@
 //    `body[data-turn-state]` (idle | starting | streaming | stopping, panel/state.js) are read by
 //    the benchmark and the end-to-end tests.
 // 5. The panel's modules import one way (tests/unit/test_js_imports.py fails on a cycle): header
-//    uses conversation, composer and turn; conversation uses composer and turn; composer and
-//    explain use turn; everything uses state. What goes back up is an event on `events`
+//    uses conversation, composer and turn; conversation uses composer, turn and attachments;
+//    attachments uses slimming and summaries; composer and explain use turn; everything uses state. What goes back up is an event on `events`
 //    (state.js) or a function handed to an `init()`.
 //
 // panel/state.js         shared state, the event bus, the turn state, element refs, records, alerts
@@ -23,7 +23,9 @@
 // panel/composer.js      message box, Send/Stop, attachments, edit mode
 // panel/turn.js          a turn: the port, streaming, Stop, keepalive
 // panel/header.js        model name, New session, Sessions, Settings, Esc
-// panel/attachments.js   Attach page (button, keyboard command), attachment cards
+// panel/attachments.js   Attach page (button, keyboard command), attachment cards, Attach again
+// panel/slimming.js      which cards the model gets as a short note (Python's aging rule, pure)
+// panel/summaries.js     summary passes of long pages: the port, progress, Cancel summary
 // panel/capsules.js      "Seek to 12:34" capsules in answers that follow a video (timecodes.js)
 // panel/explain.js       runs the turn the context menu's "Explain with Margin" queued
 

@@ -1,5 +1,5 @@
 // Attachments: "Attach page" (its button and keyboard command), and the cards that show
-// page-context records in the conversation (View text, Remove).
+// page-context records in the conversation (View text, Remove, and what the model gets for them).
 //
 // Rules:
 // 1. A page-context record (py/margin/page_context.py) is a card, never a bubble: it is not an
@@ -8,11 +8,19 @@
 // 2. Attaching never writes here: the worker appends the record and storage.onChanged paints it.
 //    A refusal (a chrome:// page, a PDF, a page with no text) is the worker's sentence, in the alert.
 // 3. Only cards that no question has used yet ("waiting") can be removed.
-// 4. `init()` wires the button, the keyboard command and the text viewer.
+// 4. A card says what the model gets for it (`data-slimming`, docs/interface.md): "summarizing"
+//    (a pass runs: progress and "Cancel summary"), "aged" (a short note: "Attach again"),
+//    "summarized" (its summary: "View summary"), or "" (the page itself). Aging is decided by
+//    slimming.js, the same rule as Python's; a reply that stored a record and says `summarize`
+//    starts a pass (summaries.js).
+// 5. `init()` wires the button, the keyboard command, the text viewer and the cards' repaint when a
+//    summary pass changes.
 
 import { CONTRACT } from "../generated/contract.js";
 import { call, el, svg } from "../ui_common.js";
-import { $, ui, recordText, showAlert, clearAlert, announce } from "./state.js";
+import { $, ui, state, events, recordText, showAlert, clearAlert, announce } from "./state.js";
+import { agedIndices, summaryOf } from "./slimming.js";
+import { summaryKey, summaryProgress, startSummary, cancelSummary } from "./summaries.js";
 
 const PREFIX = CONTRACT.pageContextPrefix;
 const KIND_NAMES = { page: "Attached page", video: "Attached video", selection: "Selected text" };
@@ -24,6 +32,7 @@ const viewerTitle = $("text-viewer-title");
 const viewerBody = $("text-viewer-body");
 
 export function init() {
+  events.addEventListener("summary-changed", (event) => repaintCards(event.detail.key));
   $("text-viewer-close").append(svg("close"));
   $("text-viewer-close").addEventListener("click", () => viewer.close());
   viewer.addEventListener("close", () => (viewerBody.textContent = ""));
@@ -57,9 +66,30 @@ export function waitingFrom(records) {
   return index;
 }
 
+// --- What the model gets for a card ------------------------------------------------------------
+
+// agedIndices over the history on screen, computed once per history painted.
+let agedCache = { records: null, aged: new Set() };
+
+function agedRecords() {
+  if (agedCache.records !== state.history) {
+    const aged = new Set(agedIndices(state.history).map((i) => state.history[i]));
+    agedCache = { records: state.history, aged };
+  }
+  return agedCache.aged;
+}
+
+export function slimmingOf(record) {
+  if (summaryProgress(summaryKey(record.attachment)) !== null) return "summarizing";
+  if (agedRecords().has(record)) return "aged";
+  if (summaryOf(record)) return "summarized";
+  return "";
+}
+
 export function attachmentSignature(record, waiting) {
   const meta = record.attachment;
-  return `att|${waiting ? 1 : 0}|${meta.kind}|${meta.title}|${meta.url}|${record.content.length}`;
+  const slimming = `${slimmingOf(record)}:${summaryOf(record) ? 1 : 0}`;
+  return `att|${waiting ? 1 : 0}|${meta.kind}|${meta.title}|${meta.url}|${record.content.length}|${slimming}`;
 }
 
 function metaLine(meta, record) {
@@ -71,24 +101,56 @@ function metaLine(meta, record) {
   return parts.join(" · ");
 }
 
+const summarizingText = (chars) => `Summarizing… ${numberFormat.format(chars)} characters`;
+
+const SLIMMING_TEXT = {
+  aged: "The model now gets a short note instead of this page.",
+  summarized: "The model gets a summary of this page.",
+};
+
+function slimmingLine(record, slimming, title) {
+  if (!slimming) return null;
+  const key = summaryKey(record.attachment);
+  const text = slimming === "summarizing" ? summarizingText(summaryProgress(key)) : SLIMMING_TEXT[slimming];
+  const line = el("div", { class: "att-slimming" }, el("span", { class: "att-slimming-text", text }));
+  const button = (label, hint, onClick) => {
+    const node = el("button", { type: "button", class: "btn ghost small", text: label, title: hint });
+    node.addEventListener("click", () => onClick(node));
+    line.append(node);
+  };
+  if (slimming === "summarizing") button("Cancel summary", "Stop the summary: the model gets the whole page", () => cancelSummary(key));
+  if (slimming === "aged") button("Attach again", "Attach this page again, so the model gets all of it", (node) => attachAgain(record, node));
+  if (summaryOf(record)) button("View summary", "View the summary the model gets", () => openViewer(`Summary: ${title}`, summaryOf(record).text));
+  return line;
+}
+
 const SAFE_LINK = /^(https?|file):/i;
 
 export function buildAttachmentCard(record, index, { waiting }) {
   const meta = record.attachment;
   const kind = KIND_NAMES[meta.kind] ? meta.kind : "page";
   const title = meta.title || meta.site || meta.url || "Untitled page";
+  const slimming = slimmingOf(record);
   const heading = SAFE_LINK.test(meta.url || "")
     ? el("a", { class: "att-title", href: meta.url, target: "_blank", rel: "noopener noreferrer", title: meta.url, text: title })
     : el("span", { class: "att-title", text: title });
+  const body = el("div", { class: "att-body" }, heading, el("span", { class: "att-meta", text: metaLine(meta, record) }));
+  const line = slimmingLine(record, slimming, title);
+  if (line) body.append(line);
   const card = el(
     "div",
-    { class: `attachment-card${waiting ? " waiting" : ""}`, role: "group", "aria-label": `${KIND_NAMES[kind]}: ${title}`, dataset: { index: String(index), kind } },
+    {
+      class: `attachment-card${waiting ? " waiting" : ""}`,
+      role: "group",
+      "aria-label": `${KIND_NAMES[kind]}: ${title}`,
+      dataset: { index: String(index), kind, slimming, summaryKey: summaryKey(meta) },
+    },
     el("span", { class: "att-icon", "aria-hidden": "true" }, svg(kind === "video" ? "video" : kind === "selection" ? "quote" : "page")),
-    el("div", { class: "att-body" }, heading, el("span", { class: "att-meta", text: metaLine(meta, record) })),
+    body,
   );
   const actions = el("div", { class: "att-actions" });
-  const view = el("button", { type: "button", class: "btn ghost icon", "aria-label": "View text", title: "View the text the model gets" }, svg("eye"));
-  view.addEventListener("click", () => openTextViewer(record, title));
+  const view = el("button", { type: "button", class: "btn ghost icon", "aria-label": "View text", title: "View the page's text as it was attached" }, svg("eye"));
+  view.addEventListener("click", () => openViewer(title, recordText(record)));
   actions.append(view);
   if (waiting) {
     const remove = el("button", { type: "button", class: "btn ghost icon", "aria-label": "Remove attachment", title: "Remove it before you ask" }, svg("close"));
@@ -97,6 +159,26 @@ export function buildAttachmentCard(record, index, { waiting }) {
   }
   card.append(actions);
   return card;
+}
+
+// A summary pass changed: its cards show the new progress, or are built again for their new state.
+function repaintCards(key) {
+  for (const node of ui.history.querySelectorAll(".attachment-card")) {
+    if (node.dataset.summaryKey !== key) continue;
+    const index = Number(node.dataset.index);
+    const record = state.history[index];
+    if (!record || state.bubbles[index]?.node !== node) continue;
+    const slimming = slimmingOf(record);
+    if (slimming === "summarizing" && node.dataset.slimming === "summarizing") {
+      const text = node.querySelector(".att-slimming-text");
+      if (text) text.textContent = summarizingText(summaryProgress(key));
+      continue;
+    }
+    const waiting = index >= waitingFrom(state.history);
+    const fresh = buildAttachmentCard(record, index, { waiting });
+    node.replaceWith(fresh);
+    state.bubbles[index] = { sig: attachmentSignature(record, waiting), node: fresh };
+  }
 }
 
 async function removeAttachment(index, url, button) {
@@ -111,11 +193,27 @@ async function removeAttachment(index, url, button) {
   }
 }
 
-// --- "View text": the exact text the model gets -----------------------------------------------
+// "Attach again": a fresh copy of an aged page goes to the end of the conversation.
+async function attachAgain(record, button) {
+  clearAlert();
+  button.disabled = true;
+  try {
+    const result = await call("attachment.reattach", { capturedAt: record.attachment.capturedAt, url: record.attachment.url });
+    announce(result.duplicate ? "This page is already attached" : `Attached again: ${result.attachment.title || result.attachment.site}`);
+    if (result.summarize) startSummary(result.attachment);
+    ui.message.focus();
+  } catch (error) {
+    showAlert(error.message);
+  } finally {
+    button.disabled = false;
+  }
+}
 
-function openTextViewer(record, title) {
+// --- The text viewer: a page's stored text, or its summary ----------------------------------------
+
+function openViewer(title, text) {
   viewerTitle.textContent = title;
-  viewerBody.textContent = recordText(record);
+  viewerBody.textContent = text;
   viewer.showModal();
   viewerBody.scrollTop = 0;
 }
@@ -133,6 +231,7 @@ async function attachPage() {
     const result = await call("tab.attach", {});
     if (result.duplicate) announce("This page is already attached");
     else announce(`${KIND_NAMES[result.attachment.kind] || "Attached"}: ${result.attachment.title || result.attachment.site}`);
+    if (result.summarize) startSummary(result.attachment);
   } catch (error) {
     showAlert(error.message);
   } finally {

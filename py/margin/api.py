@@ -25,6 +25,8 @@ from .errors import MarginError
 from .ports import Platform
 
 TURN_PORT_NAME = "chat.turn"
+# One port per summary pass of an attachment (margin.summaries), run like a turn.
+SUMMARY_PORT_NAME = "attachment.summarize"
 
 Handler = Callable[[Platform, dict], Awaitable[Any]]
 
@@ -38,6 +40,7 @@ ROUTES: dict[str, str] = {
     "tab.screenshot": "margin.screenshot:handle_screenshot",
     "tab.attach": "margin.attach:handle_attach",
     "attachment.remove": "margin.attach:handle_remove",
+    "attachment.reattach": "margin.attach:handle_reattach",
     "video.seek": "margin.video:handle_seek",
     "sitecache.status": "margin.site_caches:handle_status",
     "session.new": "margin.sessions:handle_new",

@@ -13,6 +13,11 @@ Rules:
    is still the one cached, so attaching it again skips the extraction.
 4. The record is appended under the history lock. The same page already waiting in the trailing
    run of attachments is not attached twice.
+5. "Attach again" (`attachment.reattach`) appends a fresh copy of a stored attachment
+   (`page_context.fresh_copy`) the same way, without reading any tab.
+6. A reply that stored a record says whether the panel should summarize it (`summarize`:
+   `options.should_summarize` for its `chars`, and a provider is set up); the panel then opens
+   the summary port (margin.summaries).
 """
 
 from __future__ import annotations
@@ -23,11 +28,11 @@ from urllib.parse import urlsplit
 
 from . import captions, clock, page_context, page_text, transcripts
 from .errors import MarginError
-from .history import read_history, write_history
+from .history import HistoryRead, Record, read_history, write_history
 from .page_context import trailing_attachments
 from .ports import Platform, ScriptError, WebTab
 from .site_caches import site_cache_ctx
-from .storage import lock_for
+from .storage import PROVIDERS, lock_for
 
 NO_WEB_TAB = (
     "Margin can only read web pages (http, https or file). Switch to the tab you want to "
@@ -241,6 +246,24 @@ async def read_tab(platform: Platform, tab: WebTab, language: str) -> tuple[dict
         return payload, False
 
 
+def _summarize(settings: dict[str, Any], record: Record, stored: bool) -> bool:
+    """Rule 6."""
+    from .options import should_summarize
+
+    chars = record.fields["attachment"]["chars"]
+    return stored and bool(settings[PROVIDERS]) and should_summarize(settings, chars)
+
+
+async def _append_unless_waiting(platform: Platform, read: HistoryRead, record: Record) -> Record | None:
+    """Rule 4 (the caller holds the lock): append `record` to `read`; or, when the same page
+    already waits, return that record and write nothing."""
+    for waiting in trailing_attachments(read.records):
+        if page_context.same_attachment(record, waiting):
+            return waiting
+    await write_history(platform.local, [*read.records, record], read)
+    return None
+
+
 async def handle_attach(platform: Platform, payload: dict) -> dict[str, Any]:
     """`tab.attach`: the active web tab's text (or transcript) becomes an attachment record."""
     from .options import model_language, read_options
@@ -257,17 +280,36 @@ async def handle_attach(platform: Platform, payload: dict) -> dict[str, Any]:
         page, captured_at=clock.now_ms(), tab={"id": tab.id, "windowId": tab.window_id}
     )
     async with lock_for(platform.local):
-        read = await read_history(platform.local)
-        duplicate = any(
-            page_context.same_attachment(record, waiting) for waiting in trailing_attachments(read.records)
-        )
-        if not duplicate:
-            await write_history(platform.local, [*read.records, record], read)
+        waiting = await _append_unless_waiting(platform, await read_history(platform.local), record)
     return {
         "attachment": page_context.card(record),
         "fromCache": from_cache,
-        "duplicate": duplicate,
+        "duplicate": waiting is not None,
         "readMs": read_ms,
+        "summarize": _summarize(settings, record, waiting is None),
+    }
+
+
+async def handle_reattach(platform: Platform, payload: dict) -> dict[str, Any]:
+    """`attachment.reattach {capturedAt, url}`: a fresh copy of a stored attachment, appended (rule 5)."""
+    from .options import read_options
+
+    captured_at, url = page_context.identity_of(payload)
+    settings = await read_options(platform)
+    async with lock_for(platform.local):
+        read = await read_history(platform.local)
+        index = page_context.find_attachment(read.records, captured_at, url)
+        if index is None:
+            raise MarginError(
+                "attachment_gone",
+                "That page is no longer in the conversation. Open it in a tab and press Attach page.",
+            )
+        copy = page_context.fresh_copy(read.records[index], clock.now_ms())
+        waiting = await _append_unless_waiting(platform, read, copy)
+    return {
+        "attachment": page_context.card(waiting or copy),
+        "duplicate": waiting is not None,
+        "summarize": _summarize(settings, copy, waiting is None),
     }
 
 

@@ -13,7 +13,7 @@ from . import __version__, storage
 
 
 def for_js(wheel_filename: str) -> dict[str, Any]:
-    from .api import CONTENT_SCRIPT_PREFIX, ROUTES, TURN_PORT_NAME
+    from .api import CONTENT_SCRIPT_PREFIX, ROUTES, SUMMARY_PORT_NAME, TURN_PORT_NAME
     from .history import PAGE_CONTEXT_PREFIX
     from .image_attachments import ATTACHMENT_MAX_BYTES
     from .session_search import PREVIEW_LENGTH
@@ -25,6 +25,7 @@ def for_js(wheel_filename: str) -> dict[str, Any]:
         "storage": storage.contract_for_js(),
         "messages": sorted(ROUTES),
         "turnPort": TURN_PORT_NAME,
+        "summaryPort": SUMMARY_PORT_NAME,
         "pageContextPrefix": PAGE_CONTEXT_PREFIX,
         "contentScriptPrefix": CONTENT_SCRIPT_PREFIX,
         "limits": {

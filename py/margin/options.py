@@ -1,8 +1,10 @@
-"""The options page's settings: providers, the active provider, the UI language.
+"""The options page's settings: providers, the active provider, the UI language, and the size
+above which an attached page is summarized.
 
 Rules:
-1. Three keys of `margin.storage` (`providers`, `activeProviderId`, `uiLanguage`), read by
-   address with their defaults. They are in GET_ALL_KEYS, so `app.state` sees them too, with API
+1. Four keys of `margin.storage` (`providers`, `activeProviderId`, `uiLanguage`,
+   `summarizeAboveChars`), read by address with their defaults; a stored value that is not valid
+   reads as the default. They are in GET_ALL_KEYS, so `app.state` sees them too, with API
    keys masked (`mask_key`).
 2. `options.save` validates EVERYTHING before writing ANYTHING, then writes the keys in one
    `set` (all or nothing). Invalid input is `invalid_options` with a sentence naming the field.
@@ -11,6 +13,9 @@ Rules:
 4. A storage refusal is the platform's `StorageError` (margin.ports, rule 2), passed on as it is.
 5. `supportsUsage: false` (the server refused `stream_options`) is learned by a turn and kept
    across saves of the same provider at the same address.
+6. `summarizeAboveChars` is 0 (off) or a whole number of characters from
+   `SUMMARIZE_MIN_CHARS` to `SUMMARIZE_MAX_CHARS`; an attachment with more `chars` than that gets
+   one summary pass (`should_summarize`, margin.summaries).
 """
 
 from __future__ import annotations
@@ -21,10 +26,19 @@ from typing import Any
 from .errors import MarginError
 from .ports import Platform
 from .providers import normalize_provider, provider_module
-from .storage import ACTIVE_PROVIDER_ID, OPTION_DEFAULTS, PROVIDERS, UI_LANGUAGE, default_of
+from .storage import (
+    ACTIVE_PROVIDER_ID,
+    OPTION_DEFAULTS,
+    PROVIDERS,
+    SUMMARIZE_ABOVE_CHARS,
+    UI_LANGUAGE,
+    default_of,
+)
 
 OPTION_KEYS = tuple(OPTION_DEFAULTS)
 _LANGUAGE_TAG = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$")
+SUMMARIZE_MIN_CHARS = 1_000
+SUMMARIZE_MAX_CHARS = 2_000_000
 
 NO_PROVIDER = "Set up a model provider in Margin's options first (right-click the toolbar icon → Options)."
 
@@ -39,7 +53,7 @@ def mask_key(key: Any) -> str:
 
 
 async def read_options(platform: Platform) -> dict[str, Any]:
-    """The three settings, defaults filled in; providers that are not objects are left out."""
+    """The settings, defaults filled in; providers that are not objects are left out."""
     stored = await platform.local.get(list(OPTION_KEYS))
     providers = stored.get(PROVIDERS, default_of(PROVIDERS))
     if not isinstance(providers, list):
@@ -51,7 +65,35 @@ async def read_options(platform: Platform) -> dict[str, Any]:
     language = stored.get(UI_LANGUAGE, default_of(UI_LANGUAGE))
     if not isinstance(language, str) or not (language == "auto" or _LANGUAGE_TAG.match(language)):
         language = "auto"
-    return {PROVIDERS: providers, ACTIVE_PROVIDER_ID: active_id, UI_LANGUAGE: language}
+    threshold = stored.get(SUMMARIZE_ABOVE_CHARS, default_of(SUMMARIZE_ABOVE_CHARS))
+    if not _valid_threshold(threshold):
+        threshold = default_of(SUMMARIZE_ABOVE_CHARS)
+    return {
+        PROVIDERS: providers,
+        ACTIVE_PROVIDER_ID: active_id,
+        UI_LANGUAGE: language,
+        SUMMARIZE_ABOVE_CHARS: threshold,
+    }
+
+
+def _valid_threshold(value: Any) -> bool:
+    return (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        and (value == 0 or SUMMARIZE_MIN_CHARS <= value <= SUMMARIZE_MAX_CHARS)
+    )
+
+
+def should_summarize(settings: dict[str, Any], chars: Any) -> bool:
+    """Rule 6: whether an attachment of `chars` characters gets a summary pass."""
+    threshold = settings.get(SUMMARIZE_ABOVE_CHARS)
+    return (
+        isinstance(threshold, int)
+        and threshold > 0
+        and isinstance(chars, int)
+        and not isinstance(chars, bool)
+        and chars > threshold
+    )
 
 
 def model_language(settings: dict[str, Any], browser_language: str = "en") -> str:
@@ -136,6 +178,15 @@ async def handle_save(platform: Platform, payload: dict) -> dict[str, Any]:
                 "The interface language must be “auto” or a language code such as “en” or “zh-CN”.",
             )
         items[UI_LANGUAGE] = language
+    if SUMMARIZE_ABOVE_CHARS in payload:
+        threshold = payload[SUMMARIZE_ABOVE_CHARS]
+        if not _valid_threshold(threshold):
+            raise MarginError(
+                "invalid_options",
+                "“Summarize long pages” must be off (0) or a whole number of characters from "
+                f"{SUMMARIZE_MIN_CHARS:,} to {SUMMARIZE_MAX_CHARS:,}.",
+            )
+        items[SUMMARIZE_ABOVE_CHARS] = threshold
 
     before = await read_options(platform)
     _keep_learned_usage(providers, before[PROVIDERS])
@@ -144,6 +195,7 @@ async def handle_save(platform: Platform, payload: dict) -> dict[str, Any]:
         PROVIDERS: providers,
         ACTIVE_PROVIDER_ID: active_id,
         UI_LANGUAGE: items.get(UI_LANGUAGE, before[UI_LANGUAGE]),
+        SUMMARIZE_ABOVE_CHARS: items.get(SUMMARIZE_ABOVE_CHARS, before[SUMMARIZE_ABOVE_CHARS]),
     }
 
 

@@ -16,6 +16,12 @@ Rules:
    cues}}`: enough to find the tab again, or to reopen the page at a time.
 4. Nothing here reads a tab or storage: `margin.attach` and `margin.explain` do, and hand the
    payload over.
+5. An attachment is named, across requests and ports, by its `attachment.capturedAt` and
+   `attachment.url` (`identity_of`, `find_attachment`); two records with the same pair are the
+   same attachment, and the newest holding it is the one meant.
+6. A fresh copy (`fresh_copy`, "Attach again") is the same record attached now: a new
+   `capturedAt`/`createdAt` and header time, everything else of the header and body kept, and
+   none of what slimming added to the old one (`summary`, `trimmedFrom`) nor `imagesSeen`.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from .errors import MarginError
 from .history import PAGE_CONTEXT_PREFIX, Record
 from .page_text import MAX_PAGE_CHARS, site_of
 
@@ -145,4 +152,49 @@ def trailing_attachments(records: list[Record]) -> list[Record]:
 def card(record: Record) -> dict[str, Any]:
     """What a reply tells the panel about an attachment it just added."""
     meta = record.fields["attachment"]
-    return {key: meta.get(key) for key in ("kind", "title", "url", "site", "chars", "truncated")}
+    keys = ("kind", "title", "url", "site", "chars", "truncated", "capturedAt")
+    return {key: meta.get(key) for key in keys}
+
+
+def identity_of(payload: Any) -> tuple[int, str]:
+    """Rule 5: `{capturedAt, url}` of a request, checked."""
+    captured_at = payload.get("capturedAt") if isinstance(payload, dict) else None
+    url = payload.get("url") if isinstance(payload, dict) else None
+    if not isinstance(captured_at, int) or isinstance(captured_at, bool) or not isinstance(url, str):
+        raise MarginError(
+            "bad_payload", "Margin could not tell which attached page was meant. Reload the panel."
+        )
+    return captured_at, url
+
+
+def find_attachment(records: list[Record], captured_at: int, url: str) -> int | None:
+    """Rule 5: the index of the newest attachment with this `capturedAt` and `url`, or None."""
+    for index in range(len(records) - 1, -1, -1):
+        record = records[index]
+        if record.is_attachment:
+            meta = record.fields["attachment"]
+            if meta.get("capturedAt") == captured_at and meta.get("url") == url:
+                return index
+    return None
+
+
+SLIMMING_FIELDS = ("summary", "trimmedFrom")
+
+
+def fresh_copy(record: Record, captured_at: int) -> Record:
+    """Rule 6: `record` attached again at `captured_at`."""
+    head, separator, body = record.text.partition("\n\n")
+    lines = head.split("\n")
+    lines = [
+        f"Attached: {attached_at(captured_at)}" if i > 0 and line.startswith("Attached: ") else line
+        for i, line in enumerate(lines)
+    ]
+    text = "\n".join(lines) + separator + body
+    meta = {k: v for k, v in record.fields["attachment"].items() if k not in SLIMMING_FIELDS}
+    meta["capturedAt"] = captured_at
+    fields = {k: v for k, v in record.fields.items() if k != "imagesSeen"}
+    fields.update(attachment=meta, createdAt=captured_at)
+    if isinstance(record.content, str):
+        return Record(record.role, text, fields)
+    others = [dict(part) for part in record.content if part.get("type") != "text"]
+    return Record(record.role, [{"type": "text", "text": text}, *others], fields)

@@ -3,7 +3,7 @@
 Rules (docs/storage-model.md, "Reading the light keys"):
 1. `DEFAULTS` names every light key with its default. `history` is in it but is heavy (it can
    hold megabytes of images), so it is read by address only (`margin.history`).
-2. `GET_ALL_KEYS` = DEFAULTS minus `history`, plus the three option settings: a FIXED list.
+2. `GET_ALL_KEYS` = DEFAULTS minus `history`, plus the option settings: a FIXED list.
    `get_all()` reads exactly that list and never asks for everything (`get(null)` would
    deserialize every image and every session snapshot on every turn).
 3. Keys read by address stay out of the list: `history`, and every `session_<id>` body.
@@ -27,6 +27,7 @@ SAVED_SESSIONS = "savedSessions"
 PROVIDERS = "providers"
 ACTIVE_PROVIDER_ID = "activeProviderId"
 UI_LANGUAGE = "uiLanguage"
+SUMMARIZE_ABOVE_CHARS = "summarizeAboveChars"
 SESSION_BODY_PREFIX = "session_"
 # Deleted sessions whose body waits out the undo window (margin.sessions, rule 5).
 SESSION_TRASH = "sessionTrash"
@@ -51,12 +52,14 @@ DEFAULTS: dict[str, Any] = {
     SAVED_SESSIONS: [],
 }
 
-# The three settings of the options page.
+# The settings of the options page.
 OPTION_DEFAULTS: dict[str, Any] = {
     PROVIDERS: [],
     ACTIVE_PROVIDER_ID: None,
     # "auto" follows the browser's UI language; "en", "zh", ... force one.
     UI_LANGUAGE: "auto",
+    # An attachment longer than this many characters gets one summary pass (margin.summaries); 0 = off.
+    SUMMARIZE_ABOVE_CHARS: 50_000,
 }
 
 GET_ALL_KEYS: tuple[str, ...] = tuple([key for key in DEFAULTS if key != HISTORY] + list(OPTION_DEFAULTS))

@@ -1,9 +1,9 @@
 """The running worker: what one service-worker instance holds in memory, in one object.
 
-A `Worker` holds the platform, the sink that sends turn events to their panel, the stop signals
-of the turns it runs and its boot record. The JS shell (extension/background.js) builds none of
-it: it calls the methods of the one browser Worker, `browser_worker()`; tests build their own
-`Worker(memory_platform(), sink)`.
+A `Worker` holds the platform, the sink that sends port events (a turn's, a summary pass's) to
+their panel, the stop signals of the turns and summary passes it runs and its boot record. The
+JS shell (extension/background.js) builds none of it: it calls the methods of the one browser
+Worker, `browser_worker()`; tests build their own `Worker(memory_platform(), sink)`.
 
 Rules:
 1. Every entry point takes and returns JSON strings or plain numbers (platform.md: no proxies
@@ -12,9 +12,10 @@ Rules:
    to start, and whether from a snapshot).
 3. A turn's events go to `post_event(turn_id, event)`, which says False when the panel's port is
    gone: the turn then stops. A stop may arrive before its turn's task runs (Python still
-   booting): it is remembered and applied when the turn starts.
-4. Entry points with nobody to answer (a turn's port, the site caches' purge listeners) report or
-   log every failure themselves; only Pyodide failing reaches the JS shell.
+   booting): it is remembered and applied when the turn starts. A summary pass
+   (`run_summary_json`, margin.summaries) is run the same way, on its own port.
+4. Entry points with nobody to answer (a turn's or a summary's port, the site caches' purge
+   listeners) report or log every failure themselves; only Pyodide failing reaches the JS shell.
 5. `browser_worker()` imports `margin.platform` (and so touches JS) only when first called, after
    the memory snapshot was taken: importing this module is safe before it.
 """
@@ -23,14 +24,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from . import api
 from .errors import MarginError
 from .ports import Platform
 
-# Sends one turn event to the turn's panel; False when its port is gone.
+# Sends one event to the panel's port (a turn's or a summary pass's); False when the port is gone.
 PostEvent = Callable[[str, dict[str, Any]], bool]
 
 
@@ -77,31 +78,56 @@ class Worker:
         """The shell's turn port calls this once per turn; events go back through `post_event`."""
         from . import chat
 
-        stop = self._turn_stops[turn_id] = asyncio.Event()
-        if turn_id in self._early_stops:
-            self._early_stops.discard(turn_id)
+        await self._run_port(turn_id, start_json, chat.run_turn)
+
+    def stop_turn(self, turn_id: str) -> None:
+        """Stop a turn. The shell calls this only for a turn it started and that has not finished,
+        so an unknown id is a turn whose task has not run yet: remember the stop for it (rule 3)."""
+        self._stop(turn_id)
+
+    # -- summary passes -------------------------------------------------------------------------
+
+    async def run_summary_json(self, port_id: str, ident_json: str) -> None:
+        """The shell's summary port calls this once, with `{capturedAt, url}` (margin.summaries)."""
+        from . import summaries
+
+        await self._run_port(port_id, ident_json, summaries.summarize)
+
+    def stop_summary(self, port_id: str) -> None:
+        """Cancel a summary pass; like `stop_turn` (rule 3)."""
+        self._stop(port_id)
+
+    # -- what both ports share ------------------------------------------------------------------
+
+    async def _run_port(
+        self,
+        port_id: str,
+        start_json: str,
+        run: Callable[[Platform, Any, Callable[[dict], None], asyncio.Event], Awaitable[None]],
+    ) -> None:
+        stop = self._turn_stops[port_id] = asyncio.Event()
+        if port_id in self._early_stops:
+            self._early_stops.discard(port_id)
             stop.set()
 
         def emit(event: dict[str, Any]) -> None:
-            if not self.post_event(turn_id, event):
+            if not self.post_event(port_id, event):
                 stop.set()
 
         try:
             start = json.loads(start_json)
-            await chat.run_turn(self.platform, start, emit, stop)
+            await run(self.platform, start, emit, stop)
         except MarginError as error:
             emit({"event": "error", "error": error.to_json()})
         except Exception as exc:
             emit({"event": "error", "error": api.internal_error(exc).to_json()})
         finally:
-            self._turn_stops.pop(turn_id, None)
+            self._turn_stops.pop(port_id, None)
 
-    def stop_turn(self, turn_id: str) -> None:
-        """Stop a turn. The shell calls this only for a turn it started and that has not finished,
-        so an unknown id is a turn whose task has not run yet: remember the stop for it (rule 3)."""
-        stop = self._turn_stops.get(turn_id)
+    def _stop(self, port_id: str) -> None:
+        stop = self._turn_stops.get(port_id)
         if stop is None:
-            self._early_stops.add(turn_id)
+            self._early_stops.add(port_id)
         else:
             stop.set()
 

@@ -7,8 +7,9 @@ import json
 import pytest
 from test_chat import SETTINGS, answer
 
-from margin import attach, chat, explain, site_caches, video
+from margin import attach, chat, clock, explain, page_context, site_caches, video
 from margin.errors import MarginError
+from margin.history import Record
 from margin.platform_memory import MemoryTabs, ScriptedResponse, ScriptedTransport, memory_platform
 from margin.ports import ScriptError, WebTab
 
@@ -112,8 +113,10 @@ def test_attach_page_stores_a_card_record_with_the_article_as_markdown():
         "site": "news.example.com",
         "chars": result["attachment"]["chars"],
         "truncated": False,
+        "capturedAt": history(platform)[0]["attachment"]["capturedAt"],
     }
     assert result["fromCache"] is False and result["duplicate"] is False
+    assert result["summarize"] is False  # a short page
     [record] = history(platform)
     assert record["role"] == "user" and record["attachment"]["kind"] == "page"
     header, body = record["content"].split("\n\n", 1)
@@ -371,6 +374,94 @@ def test_remove_takes_back_a_waiting_attachment_only():
         run(attach.handle_remove(platform, {"index": 0, "url": ARTICLE_URL}))
     assert info.value.code == "attachment_answered"
     assert len(history(platform)) == 3
+
+
+# -- Attach again -----------------------------------------------------------------------------
+
+
+def _ident(record):
+    return {"capturedAt": record["attachment"]["capturedAt"], "url": record["attachment"]["url"]}
+
+
+def test_attach_again_appends_a_fresh_copy_without_what_slimming_added(monkeypatch):
+    platform = setup(responses=[answer("ok")])
+    attach_now(platform)
+    turn(platform, {"action": "send", "text": "q", "images": []})
+    stored = history(platform)
+    old = stored[0]
+    old["attachment"]["summary"] = {"text": "Short.", "model": "m", "chars": 6, "createdAt": 5}
+    old["attachment"]["trimmedFrom"] = 90_000
+    old["imagesSeen"] = True
+    platform.local._data["history"] = json.dumps(stored)
+    later = old["attachment"]["capturedAt"] + 3_600_000
+    monkeypatch.setattr(clock, "now_ms", lambda: later)
+
+    result = run(attach.handle_reattach(platform, _ident(old)))
+
+    records = history(platform)
+    assert records[:3] == stored  # nothing before it changed
+    copy = records[3]
+    assert result == {
+        "attachment": page_context.card(Record.from_json(copy)),
+        "duplicate": False,
+        "summarize": False,
+    }
+    assert result["attachment"]["capturedAt"] == later
+    expected_meta = {k: v for k, v in old["attachment"].items() if k not in ("summary", "trimmedFrom")}
+    assert copy["attachment"] == {**expected_meta, "capturedAt": later}
+    assert copy["createdAt"] == later and "imagesSeen" not in copy
+    old_head, old_body = old["content"].split("\n\n", 1)
+    head, body = copy["content"].split("\n\n", 1)
+    assert body == old_body
+    assert head.splitlines()[2] == f"Attached: {page_context.attached_at(later)}" != old_head.splitlines()[2]
+    assert head.splitlines()[:2] == old_head.splitlines()[:2]
+
+
+def test_attach_again_of_a_page_that_already_waits_adds_nothing():
+    platform = setup()
+    attach_now(platform)
+    [waiting] = history(platform)
+    result = run(attach.handle_reattach(platform, _ident(waiting)))
+    assert result["duplicate"] is True and result["summarize"] is False
+    assert result["attachment"] == page_context.card(Record.from_json(waiting))
+    assert history(platform) == [waiting] and platform.local.writes[-1]["history"] == [waiting]
+
+
+def test_attach_again_of_a_record_that_is_gone_or_unnamed_is_refused():
+    platform = setup()
+    attach_now(platform)
+    [record] = history(platform)
+    writes = len(platform.local.writes)
+    with pytest.raises(MarginError) as gone:
+        run(attach.handle_reattach(platform, {**_ident(record), "url": "https://elsewhere.example/"}))
+    assert gone.value.code == "attachment_gone"
+    with pytest.raises(MarginError) as unnamed:
+        run(attach.handle_reattach(platform, {"url": ARTICLE_URL}))
+    assert unnamed.value.code == "bad_payload"
+    assert len(platform.local.writes) == writes
+
+
+def test_a_stored_page_over_the_setting_is_to_be_summarized():
+    long_html = "<h1>Long</h1>" + "<p>Words that go on and on about rivers.</p>" * 800
+
+    def long_page(threshold=None, **local):
+        platform = setup(Page(html=long_html), responses=[answer("ok")])
+        for key, value in {"summarizeAboveChars": threshold, **local}.items():
+            if value is not None:
+                platform.local._data[key] = json.dumps(value)
+        return platform
+
+    platform = long_page(20_000)
+    first = attach_now(platform)
+    assert 20_000 < first["attachment"]["chars"] < 50_000 and first["summarize"] is True
+    assert attach_now(platform)["summarize"] is False  # a duplicate stores nothing
+    turn(platform, {"action": "send", "text": "q", "images": []})
+    again = run(attach.handle_reattach(platform, first["attachment"]))
+    assert again["duplicate"] is False and again["summarize"] is True
+
+    assert attach_now(long_page())["summarize"] is False  # the default is 50,000
+    assert attach_now(long_page(0))["summarize"] is False  # off
+    assert attach_now(long_page(20_000, providers=[]))["summarize"] is False  # no model to ask
 
 
 # -- Explain -----------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ def test_get_on_a_fresh_install_gives_the_defaults():
         "providers": [],
         "activeProviderId": None,
         "uiLanguage": "auto",
+        "summarizeAboveChars": 50_000,
     }
 
 
@@ -40,7 +41,12 @@ def test_save_then_get_round_trips_keys_included():
             platform, {"providers": [OPENAI, OLLAMA], "activeProviderId": "b", "uiLanguage": "zh-CN"}
         )
     )
-    assert saved == {"providers": [OPENAI, OLLAMA], "activeProviderId": "b", "uiLanguage": "zh-CN"}
+    assert saved == {
+        "providers": [OPENAI, OLLAMA],
+        "activeProviderId": "b",
+        "uiLanguage": "zh-CN",
+        "summarizeAboveChars": 50_000,
+    }
     assert run(options.handle_get(platform, {})) == saved
     assert platform.local.snapshot()["providers"][0]["apiKey"] == "sk-abcdefghijklmnop"
 
@@ -69,6 +75,13 @@ def test_active_provider_defaults_to_the_first():
         ({"providers": [OPENAI], "activeProviderId": "zzz"}, "active provider"),
         ({"providers": [OPENAI, {**OLLAMA, "id": "a"}]}, "share the id"),
         ({"providers": [OPENAI], "uiLanguage": "Klingon!"}, "language"),
+        ({"providers": [OPENAI], "summarizeAboveChars": -1}, "Summarize long pages"),
+        ({"providers": [OPENAI], "summarizeAboveChars": 999}, "Summarize long pages"),
+        ({"providers": [OPENAI], "summarizeAboveChars": 2_000_001}, "Summarize long pages"),
+        ({"providers": [OPENAI], "summarizeAboveChars": 50_000.5}, "Summarize long pages"),
+        ({"providers": [OPENAI], "summarizeAboveChars": "50000"}, "Summarize long pages"),
+        ({"providers": [OPENAI], "summarizeAboveChars": True}, "Summarize long pages"),
+        ({"providers": [OPENAI], "summarizeAboveChars": None}, "Summarize long pages"),
         ({"providers": "nope"}, "providers"),
     ],
 )
@@ -86,6 +99,45 @@ def test_save_without_ui_language_keeps_the_stored_one():
     saved = run(options.handle_save(platform, {"providers": [OPENAI], "activeProviderId": "a"}))
     assert saved["uiLanguage"] == "zh"
     assert platform.local.snapshot()["uiLanguage"] == "zh"
+
+
+@pytest.mark.parametrize("threshold", [0, 1_000, 20_000, 50_000, 100_000, 2_000_000])
+def test_summarize_above_chars_is_saved_with_the_rest_in_one_write(threshold):
+    platform = memory_platform()
+    saved = run(options.handle_save(platform, {"providers": [OPENAI], "summarizeAboveChars": threshold}))
+    assert saved["summarizeAboveChars"] == threshold
+    assert platform.local.writes == [
+        {"providers": [OPENAI], "activeProviderId": "a", "summarizeAboveChars": threshold}
+    ]
+    assert run(options.handle_get(platform, {}))["summarizeAboveChars"] == threshold
+
+
+def test_save_without_summarize_above_chars_keeps_the_stored_one():
+    platform = memory_platform({"summarizeAboveChars": 0})
+    saved = run(options.handle_save(platform, {"providers": [OPENAI]}))
+    assert saved["summarizeAboveChars"] == 0
+    assert "summarizeAboveChars" not in platform.local.writes[0]
+
+
+@pytest.mark.parametrize("stored", [-5, "lots", True, None, 12.5, 10])
+def test_a_damaged_stored_threshold_reads_as_the_default(stored):
+    platform = memory_platform({"summarizeAboveChars": stored})
+    assert run(options.handle_get(platform, {}))["summarizeAboveChars"] == 50_000
+
+
+@pytest.mark.parametrize(
+    "threshold, chars, expected",
+    [
+        (50_000, 50_001, True),
+        (50_000, 50_000, False),
+        (0, 1_000_000, False),
+        (20_000, 20_001, True),
+        (20_000, None, False),
+        (20_000, True, False),
+    ],
+)
+def test_should_summarize_is_strictly_above_and_off_at_zero(threshold, chars, expected):
+    assert options.should_summarize({"summarizeAboveChars": threshold}, chars) is expected
 
 
 def test_no_provider_is_a_plain_sentence_pointing_at_options():

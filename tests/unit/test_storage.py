@@ -9,13 +9,14 @@ from margin.history import Record, for_edit, for_regenerate, user_record
 from margin.platform_memory import MemoryStorageArea
 
 
-def test_get_all_keys_is_defaults_minus_history_plus_the_three_option_settings():
+def test_get_all_keys_is_defaults_minus_history_plus_the_option_settings():
     assert storage.HISTORY in storage.DEFAULTS
     assert storage.HISTORY not in storage.GET_ALL_KEYS
     expected = [k for k in storage.DEFAULTS if k != storage.HISTORY] + [
         storage.PROVIDERS,
         storage.ACTIVE_PROVIDER_ID,
         storage.UI_LANGUAGE,
+        storage.SUMMARIZE_ABOVE_CHARS,
     ]
     assert list(storage.GET_ALL_KEYS) == expected
     assert not any(k.startswith(storage.SESSION_BODY_PREFIX) for k in storage.GET_ALL_KEYS)
