@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
@@ -44,16 +44,13 @@ from .history import Record, for_edit, for_regenerate, read_history, user_record
 from .image_attachments import attachment_to_part, check_attachment
 from .ports import Platform
 from .providers import provider_module
+from .stoppable import Stopped, guarded_emit, race
 from .storage import lock_for
 
 # Seconds without a body chunk before the answer is given up as timed out.
 BODY_IDLE_TIMEOUT = 60.0
 
 _turn_running = False
-
-
-class _Stopped(Exception):
-    """The user stopped the turn (or closed the panel)."""
 
 
 class Outcome(Enum):
@@ -69,8 +66,7 @@ async def run_turn(
 ) -> None:
     global _turn_running
     if _turn_running:
-        _safe_emit(
-            emit,
+        guarded_emit(emit, stop)(
             _error_event(
                 MarginError(
                     "turn_in_progress", "An answer is still being written. Stop it or wait for it to finish."
@@ -87,14 +83,6 @@ async def run_turn(
 
 def _error_event(error: MarginError) -> dict[str, Any]:
     return {"event": "error", "error": error.to_json()}
-
-
-def _safe_emit(emit: Callable[[dict], None], event: dict[str, Any]) -> bool:
-    try:
-        emit(event)
-        return True
-    except Exception:
-        return False
 
 
 # -- the records a turn stores --------------------------------------------------------------
@@ -152,17 +140,9 @@ def _same_question(a: Record, b: Record) -> bool:
 class _Turn:
     def __init__(self, platform: Platform, emit: Callable[[dict], None], stop: asyncio.Event):
         self.platform = platform
-        self._emit = emit
+        self.emit = guarded_emit(emit, stop)
         self.stop = stop
-        self.port_gone = False
         self.delta_sent = False
-
-    def emit(self, event: dict[str, Any]) -> None:
-        if self.port_gone:
-            return
-        if not _safe_emit(self._emit, event):
-            self.port_gone = True
-            self.stop.set()
 
     async def run(self, start: dict) -> None:
         try:
@@ -205,18 +185,20 @@ class _Turn:
                 self.platform, slimming.age_stale_attachments(records), language=language
             )
             module = provider_module(provider["type"])
-            stream = await self._race(module.open_stream(self.platform.transport, provider, request_records))
+            stream = await race(
+                module.open_stream(self.platform.transport, provider, request_records), self.stop
+            )
             while True:
-                got = await self._race(stream.read(), timeout=BODY_IDLE_TIMEOUT)
+                got = await race(stream.read(), self.stop, timeout=BODY_IDLE_TIMEOUT)
                 if got is None:
                     break
                 for piece in got:
                     self.delta_sent = True
                     self.emit({"event": "delta", "text": piece})
                 if self.stop.is_set():
-                    raise _Stopped()
+                    raise Stopped()
             return Outcome.DONE, None, stream
-        except _Stopped:
+        except Stopped:
             return Outcome.STOPPED, None, stream
         except MarginError as error:
             # "aborted" is our own abort, seen by the transport.
@@ -296,34 +278,6 @@ class _Turn:
             if kept:
                 fields["usage"] = kept
         return fields
-
-    async def _race(self, awaitable: Awaitable[Any], timeout: float | None = None) -> Any:
-        """Await `awaitable`, unless stop comes first (_Stopped) or `timeout` passes (timeout error)."""
-        if self.stop.is_set():
-            if asyncio.iscoroutine(awaitable):
-                awaitable.close()
-            raise _Stopped()
-        work = asyncio.ensure_future(awaitable)
-        stopper = asyncio.ensure_future(self.stop.wait())
-        try:
-            done, _ = await asyncio.wait(
-                {work, stopper}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
-            )
-        finally:
-            stopper.cancel()
-        if work in done:
-            return work.result()
-        work.cancel()
-        # The abandoned work's own outcome no longer matters: stop or timeout decides the turn.
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await work
-        if self.stop.is_set():
-            raise _Stopped()
-        raise ProviderError(
-            "timeout",
-            f"The provider sent nothing for {int(timeout or 0)} seconds, so Margin gave up on this "
-            "answer. Try again; if it keeps happening, check the server or choose a faster model.",
-        )
 
 
 def _conversation_changed() -> MarginError:

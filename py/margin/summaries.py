@@ -28,8 +28,6 @@ Rules:
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from . import clock, options
@@ -38,6 +36,7 @@ from .history import HistoryRead, Record, read_history, write_history
 from .page_context import find_attachment, identity_of
 from .ports import Platform
 from .providers import provider_module
+from .stoppable import Emit, Stopped, guarded_emit, race
 from .storage import lock_for
 
 # Seconds without a body chunk before the summary is given up as timed out.
@@ -49,13 +48,6 @@ SUMMARY_MAX_CHARS = 6_000
 
 # (capturedAt, url) of the records being summarized in this process (rule 2).
 _running: set[tuple[int, str]] = set()
-
-Emit = Callable[[dict[str, Any]], None]
-
-
-class _Stopped(Exception):
-    """The user cancelled the summary (or closed the panel)."""
-
 
 # -- the request, sans-IO --------------------------------------------------------------------
 
@@ -116,7 +108,7 @@ def has_summary(record: Record) -> bool:
 async def summarize(platform: Platform, ident: Any, emit: Emit, stop: asyncio.Event) -> None:
     """Run one summary pass for the attachment `ident` = {capturedAt, url}; events go to `emit`.
     Emits every MarginError itself and lets only bugs escape."""
-    send = _guarded(emit, stop)
+    send = guarded_emit(emit, stop)
     try:
         key = identity_of(ident)
     except MarginError as error:
@@ -141,17 +133,21 @@ async def _run(platform: Platform, key: tuple[int, str], send: Emit, stop: async
         if has_summary(record):
             raise _already_summarized()
         module = provider_module(provider["type"])
-        stream = await _race(module.open_stream(platform.transport, provider, summary_request(record)), stop)
+        stream = await race(
+            module.open_stream(platform.transport, provider, summary_request(record)),
+            stop,
+            what="the summary",
+        )
         reported = 0
         while True:
-            got = await _race(stream.read(), stop, timeout=BODY_IDLE_TIMEOUT)
+            got = await race(stream.read(), stop, timeout=BODY_IDLE_TIMEOUT, what="the summary")
             if got is None:
                 break
             if len(stream.text) >= reported + PROGRESS_STEP:
                 reported = len(stream.text)
                 send({"event": "progress", "chars": reported})
             if stop.is_set():
-                raise _Stopped()
+                raise Stopped()
         text = usable_summary(stream.text, record, getattr(stream, "finish_reason", None))
         summary = {
             "text": text,
@@ -161,7 +157,7 @@ async def _run(platform: Platform, key: tuple[int, str], send: Emit, stop: async
         }
         await _store(platform, key, summary, stop)
         return {"event": "done", "chars": len(text)}
-    except _Stopped:
+    except Stopped:
         return {"event": "cancelled"}
     except MarginError as error:
         if isinstance(error, ProviderError) and error.code == "aborted":  # our own abort
@@ -178,7 +174,7 @@ async def _store(
     """Rule 5: the summary goes into a fresh read, onto the same record, or nowhere."""
     async with lock_for(platform.local):
         if stop.is_set():
-            raise _Stopped()
+            raise Stopped()
         read = await read_history(platform.local)
         index = find_attachment(read.records, *key)
         if index is None:
@@ -210,46 +206,3 @@ def _already_summarized() -> MarginError:
 
 def _error_event(error: MarginError) -> dict[str, Any]:
     return {"event": "error", "error": error.to_json()}
-
-
-def _guarded(emit: Emit, stop: asyncio.Event) -> Emit:
-    """`emit` that never raises: once it failed (the port is gone), the pass stops (rule 6)."""
-    gone = False
-
-    def send(event: dict[str, Any]) -> None:
-        nonlocal gone
-        if gone:
-            return
-        try:
-            emit(event)
-        except Exception:
-            gone = True
-            stop.set()
-
-    return send
-
-
-async def _race(awaitable: Awaitable[Any], stop: asyncio.Event, timeout: float | None = None) -> Any:
-    """Await `awaitable`, unless stop comes first (_Stopped) or `timeout` passes (timeout error)."""
-    if stop.is_set():
-        if asyncio.iscoroutine(awaitable):
-            awaitable.close()
-        raise _Stopped()
-    work = asyncio.ensure_future(awaitable)
-    stopper = asyncio.ensure_future(stop.wait())
-    try:
-        done, _ = await asyncio.wait({work, stopper}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        stopper.cancel()
-    if work in done:
-        return work.result()
-    work.cancel()
-    # The abandoned work's own outcome no longer matters: stop or timeout decides the pass.
-    with contextlib.suppress(asyncio.CancelledError, Exception):
-        await work
-    if stop.is_set():
-        raise _Stopped()
-    raise ProviderError(
-        "timeout",
-        f"The provider sent nothing for {int(timeout or 0)} seconds, so Margin gave up on the summary.",
-    )
