@@ -4,7 +4,7 @@ File format (`backup.export`), JSON:
     {format: "margin-backup", version: 1, exportedAt,
      sessions: [{...index entry, history}],          # history = the body's records, verbatim
      current: {history, historySessionId},
-     settings: {providers, activeProviderId, uiLanguage}}
+     settings: {providers, activeProviderId, uiLanguage, summarizeAboveChars}}
 API keys are blanked ("") unless the user asked to include them. A session whose body is missing
 is exported with `history: null` and `damaged`, so the file says what was lost.
 
@@ -33,6 +33,7 @@ from . import clock
 from . import session_index as s
 from .errors import MarginError
 from .history import parked_unreadable, parse_history
+from .options import valid_threshold
 from .ports import Platform
 from .session_search import sort_entries
 from .sessions import read_trash
@@ -43,6 +44,7 @@ from .storage import (
     OPTION_DEFAULTS,
     PROVIDERS,
     SESSION_TRASH,
+    SUMMARIZE_ABOVE_CHARS,
     UI_LANGUAGE,
     get_all,
     lock_for,
@@ -85,6 +87,7 @@ async def build_backup(platform: Platform, include_api_keys: bool) -> dict[str, 
             "providers": providers,
             "activeProviderId": light[ACTIVE_PROVIDER_ID],
             "uiLanguage": light[UI_LANGUAGE],
+            "summarizeAboveChars": light[SUMMARIZE_ABOVE_CHARS],
         },
     }
 
@@ -247,6 +250,10 @@ async def import_backup(platform: Platform, backup: dict[str, Any]) -> dict[str,
         extra[ACTIVE_PROVIDER_ID] = settings["activeProviderId"]
     if light[UI_LANGUAGE] == OPTION_DEFAULTS[UI_LANGUAGE] and isinstance(settings.get("uiLanguage"), str):
         extra[UI_LANGUAGE] = settings["uiLanguage"]
+    threshold = settings.get("summarizeAboveChars")
+    local_is_default = light[SUMMARIZE_ABOVE_CHARS] == OPTION_DEFAULTS[SUMMARIZE_ABOVE_CHARS]
+    if local_is_default and valid_threshold(threshold):
+        extra[SUMMARIZE_ABOVE_CHARS] = threshold
 
     if changed:
         # A session deleted moments ago (its body waits in the trash) and imported again must not

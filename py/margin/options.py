@@ -66,7 +66,7 @@ async def read_options(platform: Platform) -> dict[str, Any]:
     if not isinstance(language, str) or not (language == "auto" or _LANGUAGE_TAG.match(language)):
         language = "auto"
     threshold = stored.get(SUMMARIZE_ABOVE_CHARS, default_of(SUMMARIZE_ABOVE_CHARS))
-    if not _valid_threshold(threshold):
+    if not valid_threshold(threshold):
         threshold = default_of(SUMMARIZE_ABOVE_CHARS)
     return {
         PROVIDERS: providers,
@@ -76,7 +76,8 @@ async def read_options(platform: Platform) -> dict[str, Any]:
     }
 
 
-def _valid_threshold(value: Any) -> bool:
+def valid_threshold(value: Any) -> bool:
+    """A `summarizeAboveChars` value Margin accepts: 0 (off) or a size within the bounds."""
     return (
         isinstance(value, int)
         and not isinstance(value, bool)
@@ -180,7 +181,7 @@ async def handle_save(platform: Platform, payload: dict) -> dict[str, Any]:
         items[UI_LANGUAGE] = language
     if SUMMARIZE_ABOVE_CHARS in payload:
         threshold = payload[SUMMARIZE_ABOVE_CHARS]
-        if not _valid_threshold(threshold):
+        if not valid_threshold(threshold):
             raise MarginError(
                 "invalid_options",
                 "“Summarize long pages” must be off (0) or a whole number of characters from "

@@ -80,6 +80,27 @@ def test_import_into_an_empty_profile_restores_everything():
     assert data[PROVIDERS][0]["apiKey"] == "sk-secret"
 
 
+def test_the_summary_setting_travels_with_the_backup_but_never_overrides_a_local_choice():
+    source = seeded()
+    run(source.local.set({"summarizeAboveChars": 0}))  # the user turned summaries off
+    text = export(source)["text"]
+    assert json.loads(text)["settings"]["summarizeAboveChars"] == 0
+
+    fresh = memory_platform()
+    run(backup.handle_import(fresh, {"text": text}))
+    assert fresh.local.snapshot()["summarizeAboveChars"] == 0
+
+    chosen = memory_platform({"summarizeAboveChars": 20_000})
+    run(backup.handle_import(chosen, {"text": text}))
+    assert chosen.local.snapshot()["summarizeAboveChars"] == 20_000
+
+    hostile = json.loads(text)
+    hostile["settings"]["summarizeAboveChars"] = -5
+    other = memory_platform()
+    run(backup.handle_import(other, {"text": json.dumps(hostile)}))
+    assert "summarizeAboveChars" not in other.local.snapshot()
+
+
 def test_import_over_a_conversation_margin_cannot_read_keeps_it():
     text = export(seeded())["text"]
     unreadable = {"not": "a list of records"}
