@@ -1,0 +1,393 @@
+"""Anthropic's Messages API (Claude): `POST {baseUrl}/messages`, streamed as named SSE events.
+
+Rules:
+1. Headers: `x-api-key`, `anthropic-version: 2023-06-01`, and
+   `anthropic-dangerous-direct-browser-access: true` (without it the API refuses a request that
+   comes from a browser origin). Requests are compact, deterministic JSON, so the prefix of turn
+   N+1's body is byte-identical to turn N's.
+2. The provider's `systemPrompt` and any system records become the top-level `system`; the
+   Messages API has no system role in `messages`.
+3. `messages` alternate user / assistant as the API requires: consecutive records of one role
+   (an attachment and then the question) are merged into one message with several content
+   blocks; empty text is never sent. Images become base64 image source blocks from their data
+   URLs (a plain URL becomes a URL source).
+4. Prompt caching: one `cache_control: {type: "ephemeral"}` breakpoint on the last block of the
+   stable prefix (everything before the newest record), so the next turn reads that prefix from
+   Anthropic's cache.
+5. The stream parser is sans-IO: `message_start` (input and cache usage), `content_block_delta`
+   `text_delta` (text), `message_delta` (stop reason, output usage), `message_stop` (the end);
+   `ping` and unknown events are ignored. An `error` event is a `ProviderError` mapped like the
+   same error over HTTP; a body that ends before `message_stop` was cut ("stream_cut") and the
+   partial text stays on the stream and the error.
+6. Usage is reported as `{input, cachedInput, output}` (plus `cacheWriteInput`): `input` counts
+   every prompt token, cached or not, as OpenAI's `prompt_tokens` does.
+7. Error bodies are `{type: "error", error: {type, message}}`; the error type picks the code
+   (`authentication_error` bad_key, `not_found_error` not_found, `rate_limit_error` rate_limited
+   with `retry-after`, `overloaded_error` provider_down, "prompt is too long" context_overflow,
+   other `invalid_request_error` bad_request) through the shared `http_error` sentences.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import quote as url_quote
+
+from ..data_urls import parse_data_url
+from ..errors import ProviderError
+from ..history import Record
+from ..ports import HttpRequest, Platform, Transport
+from ..sse import SSEDecoder, SSEEvent
+from . import extract_error_message, header, host_of, http_error, normalize_base_url, quote, stream_cut
+from .openai import BODY_LIMIT, HEADERS_TIMEOUT, ChatStream, _send, dumps, read_body
+
+API_VERSION = "2023-06-01"
+DEFAULT_MAX_TOKENS = 8192
+CACHE_BREAKPOINT = {"type": "ephemeral"}
+# `GET /models` pages followed at most (1000 models a page is far more than exist).
+MODEL_PAGES = 5
+MODEL_PAGE_SIZE = 1000
+
+# HTTP status of each documented error type, for errors that arrive inside a 200 stream.
+_STATUS_OF_ERROR_TYPE = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "timeout_error": 504,
+    "api_error": 500,
+    "overloaded_error": 529,
+}
+
+
+def messages_url(base_url: str) -> str:
+    return normalize_base_url(base_url) + "/messages"
+
+
+def headers_for(provider: dict[str, Any], *, stream: bool) -> dict[str, str]:
+    headers = {
+        "content-type": "application/json",
+        "anthropic-version": API_VERSION,
+        "anthropic-dangerous-direct-browser-access": "true",
+    }
+    if stream:
+        headers["accept"] = "text/event-stream"
+    key = (provider.get("apiKey") or "").strip()
+    if key:
+        headers["x-api-key"] = key
+    return headers
+
+
+# -- the request, sans-IO --------------------------------------------------------------------
+
+
+def image_block(url: str) -> dict[str, Any]:
+    if url.startswith("data:"):
+        image = parse_data_url(url)
+        return {"type": "image", "source": {"type": "base64", "media_type": image.mime, "data": image.base64}}
+    return {"type": "image", "source": {"type": "url", "url": url}}
+
+
+def content_blocks(record: Record) -> list[dict[str, Any]]:
+    """A record's content as Messages API blocks, empty text left out (rule 3)."""
+    if isinstance(record.content, str):
+        return [{"type": "text", "text": record.content}] if record.content.strip() else []
+    blocks: list[dict[str, Any]] = []
+    for part in record.content:
+        kind = part.get("type")
+        if kind == "text":
+            text = str(part.get("text", ""))
+            if text.strip():
+                blocks.append({"type": "text", "text": text})
+        elif kind == "image_url":
+            url = str((part.get("image_url") or {}).get("url", ""))
+            if url:
+                blocks.append(image_block(url))
+    return blocks
+
+
+def system_text(provider: dict[str, Any], records: list[Record]) -> str:
+    pieces = [str(provider.get("systemPrompt") or "").strip()]
+    for record in records:
+        if record.role == "system":
+            pieces.extend(b["text"] for b in content_blocks(record) if b["type"] == "text")
+    return "\n\n".join(p for p in pieces if p)
+
+
+def wire_messages(records: list[Record]) -> list[dict[str, Any]]:
+    """Alternating user / assistant messages (rule 3) with the cache breakpoint (rule 4)."""
+    conversation = [r for r in records if r.role != "system"]
+    messages: list[dict[str, Any]] = []
+    breakpoint_block: dict[str, Any] | None = None
+    for position, record in enumerate(conversation):
+        blocks = content_blocks(record)
+        if not blocks:
+            continue
+        if messages and messages[-1]["role"] == record.role:
+            messages[-1]["content"].extend(blocks)
+        else:
+            messages.append({"role": record.role, "content": blocks})
+        if position < len(conversation) - 1:
+            breakpoint_block = blocks[-1]
+    if breakpoint_block is not None:
+        breakpoint_block["cache_control"] = dict(CACHE_BREAKPOINT)
+    return messages
+
+
+def build_chat_request(
+    provider: dict[str, Any], records: list[Record], *, stream: bool, include_usage: bool = True
+) -> HttpRequest:
+    """`include_usage` is accepted for the common signature: Anthropic always reports usage."""
+    body: dict[str, Any] = {"model": provider["model"], "max_tokens": DEFAULT_MAX_TOKENS, "stream": stream}
+    system = system_text(provider, records)
+    if system:
+        body["system"] = system
+    body["messages"] = wire_messages(records)
+    return _post(provider, body, stream=stream)
+
+
+def _post(provider: dict[str, Any], body: dict[str, Any], *, stream: bool) -> HttpRequest:
+    return HttpRequest(
+        method="POST",
+        url=messages_url(provider["baseUrl"]),
+        headers=headers_for(provider, stream=stream),
+        body=dumps(body),
+        timeout=HEADERS_TIMEOUT,
+    )
+
+
+# -- errors ----------------------------------------------------------------------------------
+
+
+def _error_object(body: Any) -> dict[str, Any] | None:
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        return body["error"]
+    return None
+
+
+def map_error(status: int, body: str, headers: dict[str, str], provider: dict[str, Any]) -> ProviderError:
+    """The ProviderError for a failed request, in the shared sentences (rule 7)."""
+    try:
+        error = _error_object(json.loads(body))
+    except ValueError:
+        error = None
+    kind = str(error.get("type") or "") if error else ""
+    if status == 529 or kind == "overloaded_error":
+        said = extract_error_message(body)
+        tail = f" The provider said: {quote(said)}." if said else ""
+        return ProviderError(
+            "provider_down",
+            f"Anthropic is overloaded right now ({status}). Try again in a moment.{tail}",
+        )
+    if kind == "permission_error" or status == 403:
+        said = extract_error_message(body)
+        tail = f" The provider said: {quote(said)}." if said else ""
+        return ProviderError(
+            "bad_key",
+            f"The API key may not use this model or feature (403). Check the key and the model in "
+            f"Margin's options.{tail}",
+        )
+    return http_error(status, body, headers, provider)
+
+
+# -- the stream, sans-IO ---------------------------------------------------------------------
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+class StreamParser:
+    """SSE events of a Messages stream in, text pieces out (rule 5)."""
+
+    def __init__(self, provider: dict[str, Any]) -> None:
+        self.provider = provider
+        self.pieces: list[str] = []
+        self.done = False  # message_stop arrived
+        self.finish_reason: str | None = None
+        self._usage: dict[str, int] = {}
+
+    @property
+    def text(self) -> str:
+        return "".join(self.pieces)
+
+    @property
+    def usage(self) -> dict[str, int] | None:
+        """Rule 6; None until the provider reported any usage."""
+        if not self._usage:
+            return None
+        fresh = self._usage.get("input_tokens", 0)
+        read = self._usage.get("cache_read_input_tokens", 0)
+        written = self._usage.get("cache_creation_input_tokens", 0)
+        return {
+            "input": fresh + read + written,
+            "cachedInput": read,
+            "cacheWriteInput": written,
+            "output": self._usage.get("output_tokens", 0),
+        }
+
+    def _take_usage(self, usage: Any) -> None:
+        if not isinstance(usage, dict):
+            return
+        for key in (
+            "input_tokens",
+            "cache_read_input_tokens",
+            "cache_creation_input_tokens",
+            "output_tokens",
+        ):
+            if key in usage and usage[key] is not None:
+                self._usage[key] = _count(usage[key])
+
+    def feed(self, event: SSEEvent) -> list[str]:
+        if self.done or not event.data.strip():
+            return []
+        try:
+            data = json.loads(event.data)
+        except ValueError:
+            raise ProviderError(
+                "bad_stream",
+                f"The provider sent something that is not an Anthropic message stream: {quote(event.data)}. "
+                "Check that the Base URL is https://api.anthropic.com/v1.",
+            ) from None
+        if not isinstance(data, dict):
+            return []
+        kind = data.get("type") or event.event
+        if kind == "error" or event.event == "error":
+            raise self._stream_error(data)
+        if kind == "message_start":
+            message = data.get("message")
+            self._take_usage(message.get("usage") if isinstance(message, dict) else None)
+        elif kind == "content_block_delta":
+            delta = data.get("delta")
+            if isinstance(delta, dict) and delta.get("type") == "text_delta":
+                text = delta.get("text")
+                if isinstance(text, str) and text:
+                    self.pieces.append(text)
+                    return [text]
+        elif kind == "message_delta":
+            delta = data.get("delta")
+            if isinstance(delta, dict) and delta.get("stop_reason"):
+                self.finish_reason = str(delta["stop_reason"])
+            self._take_usage(data.get("usage"))
+        elif kind == "message_stop":
+            self.done = True
+        return []
+
+    def _stream_error(self, data: dict[str, Any]) -> ProviderError:
+        error = _error_object(data) or {}
+        status = _STATUS_OF_ERROR_TYPE.get(str(error.get("type") or ""), 500)
+        raised = map_error(status, json.dumps(data), {}, self.provider)
+        raised.partial_text = self.text or None
+        return raised
+
+    def check_end(self) -> None:
+        """The body ended: fine after message_stop; otherwise the stream was cut (rule 5)."""
+        if self.done:
+            return
+        error = stream_cut()
+        error.partial_text = self.text
+        raise error
+
+
+class MessagesStream(ChatStream):
+    """An open streaming answer; the reading loop is the OpenAI one, the parser this module's."""
+
+    def __init__(self, response: Any, provider: dict[str, Any]):
+        super().__init__(response, provider)
+        self._decoder = SSEDecoder()
+        # Duck-typed: ChatStream needs only feed/check_end/done/text/usage/finish_reason.
+        self._parser = StreamParser(provider)  # type: ignore[assignment]
+
+
+async def open_stream(
+    transport: Transport, provider: dict[str, Any], records: list[Record]
+) -> MessagesStream:
+    """Send the request; raise the mapped ProviderError unless an event stream is coming."""
+    response = await _send(transport, build_chat_request(provider, records, stream=True), provider)
+    if not 200 <= response.status < 300:
+        body = await read_body(response)
+        raise map_error(response.status, body, response.headers, provider)
+    content_type = (header(response.headers, "content-type") or "").lower()
+    if content_type and "text/event-stream" not in content_type:
+        body = await read_body(response)
+        raise ProviderError(
+            "bad_stream",
+            f"The provider answered, but not with a stream (content type “{content_type}”). Check "
+            "that the Base URL is https://api.anthropic.com/v1.",
+        )
+    return MessagesStream(response, provider)
+
+
+# -- "Test connection" and the model list ----------------------------------------------------
+
+
+async def test_connection(platform: Platform, provider: dict[str, Any]) -> dict[str, Any]:
+    """One tiny non-streaming request; a sentence the options page shows as it is."""
+    host = host_of(provider["baseUrl"])
+    body = {
+        "model": provider["model"],
+        "max_tokens": 1,
+        "messages": [{"role": "user", "content": "Reply with OK."}],
+    }
+    try:
+        response = await _send(platform.transport, _post(provider, body, stream=False), provider)
+        text = await read_body(response)
+        if not 200 <= response.status < 300:
+            raise map_error(response.status, text, response.headers, provider)
+    except ProviderError as error:
+        return {"ok": False, "message": error.message}
+    try:
+        answer = json.loads(text)
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict) or answer.get("type") != "message":
+        said = extract_error_message(text)
+        if said:
+            return {"ok": False, "message": f"{host} answered with an error: {quote(said)}."}
+        return {
+            "ok": False,
+            "message": f"{host} answered, but not like the Anthropic API. Check the Base URL "
+            "(it is usually https://api.anthropic.com/v1).",
+        }
+    return {"ok": True, "message": f"Connected to {host}: model {provider['model']} answered."}
+
+
+def models_request(provider: dict[str, Any], after_id: str | None = None) -> HttpRequest:
+    url = f"{normalize_base_url(provider['baseUrl'])}/models?limit={MODEL_PAGE_SIZE}"
+    if after_id:
+        url += f"&after_id={url_quote(after_id, safe='')}"
+    headers = headers_for(provider, stream=False)
+    del headers["content-type"]
+    return HttpRequest(method="GET", url=url, headers=headers, body=None, timeout=HEADERS_TIMEOUT)
+
+
+async def list_models(platform: Platform, provider: dict[str, Any]) -> list[str]:
+    """Model ids from `GET /models`, following `has_more` / `last_id` for a few pages."""
+    names: list[str] = []
+    after_id: str | None = None
+    for _ in range(MODEL_PAGES):
+        response = await _send(platform.transport, models_request(provider, after_id), provider)
+        text = await read_body(response, BODY_LIMIT)
+        if not 200 <= response.status < 300:
+            raise map_error(response.status, text, response.headers, provider)
+        try:
+            page = json.loads(text)
+        except ValueError:
+            page = None
+        if not isinstance(page, dict) or not isinstance(page.get("data"), list):
+            raise ProviderError(
+                "bad_response",
+                f"{host_of(provider['baseUrl'])} did not answer with a model list. Type the model's "
+                "name instead, for example claude-sonnet-4-5.",
+            )
+        for item in page["data"]:
+            if isinstance(item, dict) and isinstance(item.get("id"), str) and item["id"] not in names:
+                names.append(item["id"])
+        last_id = page.get("last_id")
+        if not page.get("has_more") or not isinstance(last_id, str) or not last_id:
+            break
+        after_id = last_id
+    return names
