@@ -31,6 +31,8 @@ Rules:
    a turn and a summary without caring which request comes first; an empty summary queue answers
    `DEFAULT_SUMMARY`. `turn_requests` / `summary_requests` and `wait_for_requests(kind=...)` count
    each kind; `chat_requests` is both.
+8. Anthropic-shaped requests (`/v1/messages`, or `/v1/models` with `anthropic-version`) are
+   recorded the same way and answered by `fake_anthropic` with the same behaviours.
 """
 
 from __future__ import annotations
@@ -250,7 +252,8 @@ class RecordedRequest:
 
     @property
     def is_chat(self) -> bool:
-        return self.method == "POST" and self.path.split("?", 1)[0].rstrip("/").endswith("/chat/completions")
+        path = self.path.split("?", 1)[0].rstrip("/")
+        return self.method == "POST" and path.endswith(("/chat/completions", "/messages"))
 
 
 def split_text(text: str, chunks: int) -> list[str]:
@@ -592,6 +595,11 @@ class _Handler(BaseHTTPRequestHandler):
             recorded.finished.set()
 
     def _respond(self, request: RecordedRequest) -> None:
+        import fake_anthropic  # imported here: it imports this module's behaviours
+
+        if fake_anthropic.is_anthropic(request):
+            fake_anthropic.respond(self, request)
+            return
         fake = self.fake
         path = request.path.split("?", 1)[0].rstrip("/")
         if not (path.endswith("/chat/completions") or path.endswith("/models")):
