@@ -14,6 +14,7 @@ from margin.sse import SSEDecoder
 
 TRANSCRIPTS = Path(__file__).parent / "transcripts" / "anthropic"
 ERRORS = json.loads((TRANSCRIPTS / "errors.json").read_text(encoding="utf-8"))
+STREAMS = json.loads((TRANSCRIPTS / "streams.json").read_text(encoding="utf-8"))
 
 PROVIDER = {
     "id": "a1",
@@ -27,7 +28,8 @@ PNG = "data:image/png;base64,iVBORw0KGgo="
 
 
 def transcript(name):
-    return (TRANSCRIPTS / name).read_text(encoding="utf-8")
+    """A recorded stream body, exactly as it came over the wire."""
+    return "\n".join(STREAMS[name])
 
 
 def body_of(request):
@@ -179,7 +181,7 @@ def test_records_are_not_mutated_by_the_breakpoint():
 
 
 def test_a_recorded_stream_gives_text_usage_and_stop_reason():
-    stream, pieces = run(collect(stream_of(transcript("stream_hello.txt"))))
+    stream, pieces = run(collect(stream_of(transcript("hello"))))
     assert pieces == ["Hello", ", wörld ✓"]
     assert stream.text == "Hello, wörld ✓"
     assert stream.finish_reason == "end_turn"
@@ -188,7 +190,7 @@ def test_a_recorded_stream_gives_text_usage_and_stop_reason():
 
 
 def test_the_stream_parses_the_same_split_at_every_character():
-    text = transcript("stream_hello.txt")
+    text = transcript("hello")
     for cut in range(len(text) + 1):
         stream, pieces = run(collect(stream_of(text[:cut], text[cut:])))
         assert "".join(pieces) == "Hello, wörld ✓", cut
@@ -216,7 +218,7 @@ def test_the_parser_is_sans_io_and_ignores_pings_and_unknown_events():
 
 def test_an_overloaded_error_event_mid_stream_is_a_clear_sentence_with_the_partial():
     with pytest.raises(Exception) as caught:
-        run(collect(stream_of(transcript("stream_overloaded.txt"))))
+        run(collect(stream_of(transcript("overloaded"))))
     error = caught.value
     assert error.code == "provider_down"
     assert "Anthropic is overloaded right now" in error.message
@@ -238,7 +240,7 @@ def test_a_prompt_too_long_error_event_is_a_context_overflow():
 
 
 def test_a_stream_cut_before_message_stop_keeps_the_partial_text():
-    text = transcript("stream_hello.txt")
+    text = transcript("hello")
     cut_at = text.index("event: content_block_stop")
     with pytest.raises(Exception) as caught:
         run(collect(stream_of(text[:cut_at])))
