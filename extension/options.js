@@ -3,7 +3,8 @@
 //
 // Rules:
 // 1. Everything is read with `options.get` and written with `options.save` (docs/protocol.md);
-//    the page never touches storage itself.
+//    the page never writes storage itself (it only follows `activeProviderId`, which the panel's
+//    "Switch model" menu may change).
 // 2. A provider gets its id (`crypto.randomUUID()`) when it is first saved.
 // 3. "Test connection" tests what the form holds, saved or not.
 // 4. Confirmations go to role=status, failures to role=alert, each as one plain sentence.
@@ -386,5 +387,13 @@ async function load() {
   fillForm(state.providers.find((p) => p.id === state.activeProviderId) || null);
   document.body.dataset.ready = "1";
 }
+
+// The panel's "Switch model" menu may change the active provider while this page is open: follow
+// it, so a later save here does not switch it back.
+chrome.storage.onChanged.addListener((changes, area) => {
+  if (area !== "local" || !(CONTRACT.storage.keys.activeProviderId in changes)) return;
+  state.activeProviderId = changes[CONTRACT.storage.keys.activeProviderId].newValue ?? null;
+  renderList();
+});
 
 load();
