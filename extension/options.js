@@ -3,12 +3,23 @@
 //
 // Rules:
 // 1. Everything is read with `options.get` and written with `options.save` (docs/protocol.md);
-//    the page never touches storage itself.
+//    the page never writes storage itself (it only follows `activeProviderId`, which the panel's
+//    "Switch model" menu may change).
 // 2. A provider gets its id (`crypto.randomUUID()`) when it is first saved.
 // 3. "Test connection" tests what the form holds, saved or not.
 // 4. Confirmations go to role=status, failures to role=alert, each as one plain sentence.
+// 5. The "Provider type" list and each type's default Base URL come from Python
+//    (`CONTRACT.providerTypes`); choosing a type fills the Base URL when it is empty or still holds
+//    another type's default.
+// 6. The "Model" field offers the provider's models (`provider.models`, on focus or "Refresh
+//    models") and still takes any typed name; a failed list is a sentence under the field and
+//    never blocks saving.
 
+import { CONTRACT } from "./generated/contract.js";
 import { call, el, svg } from "./ui_common.js";
+
+const TYPES = CONTRACT.providerTypes;
+const defaultBaseUrl = (type) => TYPES.find((t) => t.type === type)?.defaultBaseUrl || "";
 
 const PRESETS = [
   { name: "OpenAI", baseUrl: "https://api.openai.com/v1", model: "gpt-4o-mini" },
@@ -28,6 +39,10 @@ const form = {
   baseUrl: $("base-url"),
   apiKey: $("api-key"),
   model: $("model"),
+  modelList: $("model-list"),
+  modelHint: $("model-hint"),
+  refreshModels: $("refresh-models"),
+  systemPrompt: $("system-prompt"),
   toggleKey: $("toggle-key"),
   save: $("save"),
   test: $("test"),
@@ -99,8 +114,11 @@ function fillForm(provider) {
   form.baseUrl.value = provider?.baseUrl || "";
   form.apiKey.value = provider?.apiKey || "";
   form.model.value = provider?.model || "";
+  form.systemPrompt.value = provider?.systemPrompt || "";
   form.title.textContent = provider ? `Edit “${provider.name || "provider"}”` : "New provider";
   showKey(false);
+  showTypeHints();
+  forgetModels();
   markPreset();
   renderList();
 }
@@ -113,6 +131,7 @@ function formProvider() {
     baseUrl: form.baseUrl.value.trim().replace(/\/+$/, ""),
     apiKey: form.apiKey.value.trim(),
     model: form.model.value.trim(),
+    systemPrompt: form.systemPrompt.value.trim(),
   };
 }
 
@@ -127,8 +146,73 @@ function problemWith(provider) {
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") return "The Base URL must start with http:// or https://.";
   if (!provider.model) return "Enter the model name, for example gpt-4o-mini.";
+  const limit = CONTRACT.limits.systemPromptMaxChars;
+  if (provider.systemPrompt.length > limit) return `The System prompt is too long: shorten it to ${limit.toLocaleString("en-US")} characters or fewer.`;
   return null;
 }
+
+// --- Provider types -------------------------------------------------------------------------------
+
+form.type.replaceChildren(...TYPES.map((t) => el("option", { value: t.type, text: t.label })));
+
+// Presets are OpenAI-compatible servers; other types have one address, filled in for the user.
+function showTypeHints() {
+  const type = form.type.value;
+  form.baseUrl.placeholder = defaultBaseUrl(type) || "https://…";
+  $("presets-field").hidden = type !== "openai";
+}
+
+form.type.addEventListener("change", () => {
+  const url = form.baseUrl.value.trim().replace(/\/+$/, "");
+  if (!url || TYPES.some((t) => t.defaultBaseUrl === url)) form.baseUrl.value = defaultBaseUrl(form.type.value);
+  showTypeHints();
+  forgetModels();
+  markPreset();
+});
+
+// --- The model list -------------------------------------------------------------------------------
+
+const MODEL_HINT = "Pick one of the provider's models or type a name.";
+let modelsFor = null; // the (type, Base URL, key) the datalist was filled for
+
+function forgetModels() {
+  modelsFor = null;
+  form.modelList.replaceChildren();
+  modelHint(MODEL_HINT);
+}
+
+function modelHint(sentence, problem = false) {
+  form.modelHint.textContent = sentence;
+  form.modelHint.classList.toggle("problem", problem);
+}
+
+async function loadModels({ force = false } = {}) {
+  const provider = formProvider();
+  if (!provider.baseUrl) {
+    if (force) modelHint("Enter the Base URL first; then Margin can ask for the provider's models.", true);
+    return;
+  }
+  const key = JSON.stringify([provider.type, provider.baseUrl, provider.apiKey]);
+  if (!force && modelsFor === key) return;
+  modelsFor = key;
+  form.refreshModels.setAttribute("aria-busy", "true");
+  try {
+    const result = await call("provider.models", { provider: { ...provider, id: provider.id || "unsaved" } });
+    if (modelsFor !== key) return; // the form changed meanwhile
+    const models = Array.isArray(result?.models) ? result.models : [];
+    form.modelList.replaceChildren(...models.map((id) => el("option", { value: id })));
+    if (models.length) modelHint(`${models.length === 1 ? "1 model" : `${models.length} models`} offered. Pick one or type a name.`);
+    else modelHint(result?.message || "The provider lists no models. Type the model's name.", true);
+  } catch (error) {
+    if (modelsFor === key) modelHint(`${error.message} You can still type the model's name.`, true);
+  } finally {
+    form.refreshModels.removeAttribute("aria-busy");
+  }
+}
+
+form.model.addEventListener("focus", () => loadModels());
+form.refreshModels.addEventListener("click", () => loadModels({ force: true }));
+for (const field of [form.baseUrl, form.apiKey]) field.addEventListener("change", forgetModels);
 
 function markPreset() {
   const url = form.baseUrl.value.trim().replace(/\/+$/, "");
@@ -138,6 +222,9 @@ function markPreset() {
 for (const preset of PRESETS) {
   const button = el("button", { type: "button", class: "btn preset", text: preset.name, "aria-pressed": "false", dataset: { url: preset.baseUrl } });
   button.addEventListener("click", () => {
+    form.type.value = "openai";
+    showTypeHints();
+    forgetModels();
     const previousPreset = PRESETS.find((p) => p.name === form.name.value.trim());
     if (!form.name.value.trim() || previousPreset) form.name.value = preset.name;
     form.baseUrl.value = preset.baseUrl;
@@ -300,5 +387,13 @@ async function load() {
   fillForm(state.providers.find((p) => p.id === state.activeProviderId) || null);
   document.body.dataset.ready = "1";
 }
+
+// The panel's "Switch model" menu may change the active provider while this page is open: follow
+// it, so a later save here does not switch it back.
+chrome.storage.onChanged.addListener((changes, area) => {
+  if (area !== "local" || !(CONTRACT.storage.keys.activeProviderId in changes)) return;
+  state.activeProviderId = changes[CONTRACT.storage.keys.activeProviderId].newValue ?? null;
+  renderList();
+});
 
 load();

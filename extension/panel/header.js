@@ -1,5 +1,5 @@
-// The header: the active model (opens Settings), New session, Sessions, Settings; and Esc, which
-// leaves edit mode or closes the sessions panel.
+// The header: the active provider and model (a menu to switch, panel/model_menu.js), New session,
+// Sessions, Settings; and Esc, which leaves edit mode or closes the sessions panel.
 //
 // Rules:
 // 1. sessions_panel.js is imported on first use (dynamic import is allowed in extension pages), so
@@ -15,23 +15,24 @@ import { $, ui, state, scrollToBottom, announce, showAlert } from "./state.js";
 import { updateEmptyState } from "./conversation.js";
 import { cancelEdit } from "./composer.js";
 import { stopTurn } from "./turn.js";
+import * as modelMenu from "./model_menu.js";
 
 export function paintModel() {
   const active = state.providers.find((p) => p?.id === state.activeProviderId) || null;
   if (active) {
-    ui.model.textContent = active.model || active.name || "Model not set";
-    ui.model.title = `${active.name || "Provider"} · ${active.model || "no model set"} — change in Settings`;
+    ui.model.textContent = [active.name, active.model].filter(Boolean).join(" · ") || "Model not set";
+    ui.model.title = `${modelMenu.itemName(active)}: switch model`;
     ui.model.classList.remove("unset");
   } else {
     ui.model.textContent = state.providers.length ? "Choose a provider" : "No provider";
-    ui.model.title = "Set up a provider in Settings";
+    ui.model.title = state.providers.length ? "Switch model" : "Set up a provider in Settings";
     ui.model.classList.add("unset");
   }
   updateEmptyState();
 }
 
 export function init() {
-  ui.model.addEventListener("click", openOptions);
+  modelMenu.init(paintModel);
   $("open-options").append(svg("settings"));
   $("open-options").addEventListener("click", openOptions);
   $("setup-provider").addEventListener("click", openOptions);

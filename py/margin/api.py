@@ -36,6 +36,8 @@ ROUTES: dict[str, str] = {
     "options.get": "margin.options:handle_get",
     "options.save": "margin.options:handle_save",
     "provider.test": "margin.options:handle_test",
+    "provider.models": "margin.options:handle_models",
+    "options.activate": "margin.options:handle_activate",
     "images.bound": "margin.image_bound:handle_bound",
     "tab.screenshot": "margin.screenshot:handle_screenshot",
     "tab.attach": "margin.attach:handle_attach",

@@ -1,7 +1,8 @@
 """What the JS side may know of the Python side, generated into `generated/contract.js` at build.
 
 One source of truth: storage key names (the panel reads `history` itself to paint before Python is
-up), the request names of docs/protocol.md (from `margin.api.ROUTES`), and every limit that the
+up), the request names of docs/protocol.md (from `margin.api.ROUTES`), the provider types with
+their labels and default Base URLs (`providerTypes`, for the options page), and every limit that the
 pages check before they ask (so the panel and Python can never disagree about a size or a window).
 """
 
@@ -16,6 +17,7 @@ def for_js(wheel_filename: str) -> dict[str, Any]:
     from .api import CONTENT_SCRIPT_PREFIX, ROUTES, SUMMARY_PORT_NAME, TURN_PORT_NAME
     from .history import PAGE_CONTEXT_PREFIX
     from .image_attachments import ATTACHMENT_MAX_BYTES
+    from .providers import SYSTEM_PROMPT_MAX_CHARS, provider_types_for_js
     from .session_search import PREVIEW_LENGTH
     from .sessions import UNDO_MS
     from .slimming import AGING_MIN_CHARS, AGING_MIN_USER_TURNS
@@ -28,12 +30,14 @@ def for_js(wheel_filename: str) -> dict[str, Any]:
         "summaryPort": SUMMARY_PORT_NAME,
         "pageContextPrefix": PAGE_CONTEXT_PREFIX,
         "contentScriptPrefix": CONTENT_SCRIPT_PREFIX,
+        "providerTypes": provider_types_for_js(),
         "limits": {
             "attachmentMaxBytes": ATTACHMENT_MAX_BYTES,
             "previewLength": PREVIEW_LENGTH,
             "undoWindowMs": UNDO_MS,
             "agingMinChars": AGING_MIN_CHARS,
             "agingMinUserTurns": AGING_MIN_USER_TURNS,
+            "systemPromptMaxChars": SYSTEM_PROMPT_MAX_CHARS,
         },
         "wheel": wheel_filename,
     }

@@ -16,6 +16,10 @@ Rules:
 6. `summarizeAboveChars` is 0 (off) or a whole number of characters from
    `SUMMARIZE_MIN_CHARS` to `SUMMARIZE_MAX_CHARS`; an attachment with more `chars` than that gets
    one summary pass (`should_summarize`, margin.summaries).
+7. `options.activate` changes only `activeProviderId` (the panel's model menu); the id must name
+   a saved provider. Python writes storage, never a page.
+8. `provider.models` asks the form's provider for its model list; a failure is a sentence in
+   `message` (with `models: []`), never an error, since a typed model name always works.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .errors import MarginError
+from .errors import MarginError, ProviderError
 from .ports import Platform
 from .providers import normalize_provider, provider_module
 from .storage import (
@@ -214,3 +218,46 @@ async def handle_test(platform: Platform, payload: dict) -> dict[str, Any]:
     except MarginError as error:
         return {"ok": False, "message": error.message}
     return await provider_module(provider["type"]).test_connection(platform, provider)
+
+
+async def handle_activate(platform: Platform, payload: dict) -> dict[str, Any]:
+    """`options.activate {id}`: make a saved provider the active one (rule 7)."""
+    provider_id = payload.get("id")
+    settings = await read_options(platform)
+    chosen = next((p for p in settings[PROVIDERS] if p.get("id") == provider_id), None)
+    if not isinstance(provider_id, str) or chosen is None:
+        raise MarginError(
+            "invalid_options",
+            "That provider is no longer saved. Choose another one, or add it again in Margin's options.",
+        )
+    await platform.local.set({ACTIVE_PROVIDER_ID: provider_id})
+    return {ACTIVE_PROVIDER_ID: provider_id, "name": chosen.get("name", ""), "model": chosen.get("model", "")}
+
+
+LIST_PLACEHOLDER_MODEL = "model-list"  # normalize_provider needs a model; the list does not
+
+
+async def handle_models(platform: Platform, payload: dict) -> dict[str, Any]:
+    """`provider.models {provider}`: `{models: [ids]}`, or `{models: [], message}` (rule 8)."""
+    raw = payload.get("provider")
+    if isinstance(raw, dict) and not str(raw.get("model") or "").strip():
+        raw = {**raw, "model": LIST_PLACEHOLDER_MODEL}
+    try:
+        provider = normalize_provider(raw)
+    except MarginError as error:
+        return {"models": [], "message": error.message}
+    module = provider_module(provider["type"])
+    list_models = getattr(module, "list_models", None)
+    if list_models is None:
+        return {"models": [], "message": "This provider type has no model list. Type the model's name."}
+    try:
+        models = await list_models(platform, provider)
+    except ProviderError as error:
+        if error.code == "not_found":
+            sentence = "The provider does not offer a list of models (404)."
+        else:
+            sentence = error.message
+        return {"models": [], "message": f"{sentence} You can still type the model's name."}
+    if not models:
+        return {"models": [], "message": "The provider lists no models. Type the model's name."}
+    return {"models": models}

@@ -248,6 +248,8 @@ class Margin:
         page = self.context.new_page()
         page.goto(self.url("options.html"))
         page.get_by_role("button", name="Save").wait_for(state="visible", timeout=PAGE_TIMEOUT_MS)
+        # The saved settings fill the form once they arrive: typing before that would be lost.
+        page.locator("body[data-ready]").wait_for(state="attached", timeout=COLD_TIMEOUT_MS)
         return page
 
     # --- storage -------------------------------------------------------------------------------
@@ -380,11 +382,18 @@ class Margin:
         name: str = "Fake provider",
         provider_type: str = "openai",
         page: Page | None = None,
+        system_prompt: str | None = None,
     ) -> Page:
         """Fill the provider form, Save, and wait until the provider is in storage."""
         page = page or self.open_options()
         self.fill_provider_form(
-            page, base_url=base_url, api_key=api_key, model=model, name=name, provider_type=provider_type
+            page,
+            base_url=base_url,
+            api_key=api_key,
+            model=model,
+            name=name,
+            provider_type=provider_type,
+            system_prompt=system_prompt,
         )
         page.get_by_role("button", name="Save").click()
         poll(
@@ -430,6 +439,7 @@ class Margin:
         model: str,
         name: str = "Fake provider",
         provider_type: str = "openai",
+        system_prompt: str | None = None,
     ) -> None:
         kind = page.get_by_role("combobox", name="Provider type")
         kind.wait_for(state="visible")
@@ -439,8 +449,22 @@ class Margin:
                 v for v, label in values if provider_type.lower() in (v + label).lower()
             )
             kind.select_option(value)
-        for label, value in (("Name", name), ("Base URL", base_url), ("API key", api_key), ("Model", model)):
+        for label, value in (("Name", name), ("Base URL", base_url), ("API key", api_key)):
             page.get_by_role("textbox", name=label, exact=True).fill(value)
+        self.model_field(page).fill(model)
+        if system_prompt is not None:
+            page.get_by_role("textbox", name="System prompt", exact=True).fill(system_prompt)
+
+    @staticmethod
+    def model_field(page: Page):
+        """The options page's "Model" field: a combobox (an input with a list of the provider's models)."""
+        return page.get_by_role("combobox", name="Model", exact=True)
+
+    @staticmethod
+    def switch_model(page: Page, item_name: str) -> None:
+        """In the panel: open the model chip's menu and choose "<provider name> — <model>"."""
+        page.get_by_role("button", name="Switch model", exact=True).click()
+        page.get_by_role("menuitemradio", name=item_name, exact=True).click()
 
     # --- the side panel ------------------------------------------------------------------------
 

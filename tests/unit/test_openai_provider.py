@@ -452,3 +452,81 @@ def test_provider_module_finds_openai_and_refuses_unknown_types():
     assert provider_module("openai") is openai
     with pytest.raises(MarginError):
         provider_module("nope")
+
+
+# -- the system prompt and the model list -------------------------------------------------------
+
+
+def test_normalize_keeps_a_trimmed_system_prompt_and_drops_an_empty_one():
+    assert normalize_provider({**PROVIDER, "systemPrompt": "  Be brief.\n"})["systemPrompt"] == "Be brief."
+    assert "systemPrompt" not in normalize_provider({**PROVIDER, "systemPrompt": "   "})
+    assert "systemPrompt" not in normalize_provider({**PROVIDER, "systemPrompt": None})
+
+
+@pytest.mark.parametrize("bad", [42, ["a"], {"text": "x"}, "x" * 20_001])
+def test_normalize_names_a_bad_system_prompt(bad):
+    with pytest.raises(MarginError) as caught:
+        normalize_provider({**PROVIDER, "systemPrompt": bad})
+    assert caught.value.code == "invalid_options"
+    assert "System prompt" in caught.value.message
+
+
+def test_a_system_prompt_of_exactly_the_limit_is_accepted():
+    assert len(normalize_provider({**PROVIDER, "systemPrompt": "y" * 20_000})["systemPrompt"]) == 20_000
+
+
+def test_the_system_prompt_is_the_leading_system_message():
+    provider = normalize_provider({**PROVIDER, "systemPrompt": "Answer in French."})
+    request = openai.build_chat_request(provider, [Record("user", "Hi")], stream=True)
+    messages = json.loads(request.body)["messages"]
+    assert messages == [
+        {"role": "system", "content": "Answer in French."},
+        {"role": "user", "content": "Hi"},
+    ]
+
+
+def test_no_system_prompt_sends_no_system_message():
+    request = openai.build_chat_request(normalize_provider(PROVIDER), [Record("user", "Hi")], stream=True)
+    assert [m["role"] for m in json.loads(request.body)["messages"]] == ["user"]
+
+
+def models_response(*ids, status=200):
+    body = {"object": "list", "data": [{"id": i, "object": "model"} for i in ids]}
+    return ScriptedResponse(
+        status=status, chunks=[json.dumps(body)], headers={"content-type": "application/json"}
+    )
+
+
+def test_list_models_gets_the_models_route_and_reads_data_ids():
+    transport = ScriptedTransport([models_response("gpt-4o", "gpt-4o-mini", "gpt-4o")])
+    ids = run(openai.list_models(memory_platform(transport=transport), normalize_provider(PROVIDER)))
+    assert ids == ["gpt-4o", "gpt-4o-mini"]
+    (request,) = transport.requests
+    assert request.method == "GET"
+    assert request.url == "https://api.openai.com/v1/models"
+    assert request.headers.get("Authorization") == "Bearer sk-test"
+    assert request.body is None
+
+
+def test_list_models_from_a_local_server_sends_no_key():
+    transport = ScriptedTransport([models_response("llama3.2:latest")])
+    ids = run(openai.list_models(memory_platform(transport=transport), normalize_provider(LOCAL)))
+    assert ids == ["llama3.2:latest"]
+    assert "Authorization" not in transport.requests[0].headers
+    assert transport.requests[0].url == "http://localhost:11434/v1/models"
+
+
+def test_list_models_with_a_bad_key_is_the_bad_key_error():
+    body = json.dumps({"error": {"message": "Incorrect API key provided"}})
+    transport = ScriptedTransport([ScriptedResponse(status=401, chunks=[body], headers={})])
+    with pytest.raises(ProviderError) as caught:
+        run(openai.list_models(memory_platform(transport=transport), normalize_provider(PROVIDER)))
+    assert caught.value.code == "bad_key"
+
+
+def test_list_models_that_is_not_a_list_says_so():
+    transport = ScriptedTransport([ScriptedResponse(chunks=["<html>hi</html>"], headers={})])
+    with pytest.raises(ProviderError) as caught:
+        run(openai.list_models(memory_platform(transport=transport), normalize_provider(PROVIDER)))
+    assert caught.value.code == "bad_models"
+    assert "model" in caught.value.message

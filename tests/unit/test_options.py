@@ -1,5 +1,7 @@
 """The options page's settings: validate everything before writing anything; the active provider."""
 
+import json
+
 import pytest
 from helpers import run
 
@@ -186,3 +188,95 @@ def test_handle_test_reports_a_sentence_for_an_incomplete_form_and_for_a_live_se
     )
     result = run(options.handle_test(memory_platform(transport=transport), {"provider": OLLAMA}))
     assert result == {"ok": True, "message": "Connected to localhost:11434: model llama3.2 answered."}
+
+
+def test_the_system_prompt_is_saved_trimmed():
+    platform = memory_platform()
+    run(
+        options.handle_save(
+            platform, {"providers": [{**OPENAI, "systemPrompt": " Be kind. "}], "activeProviderId": "a"}
+        )
+    )
+    (stored,) = run(options.handle_get(platform, {}))["providers"]
+    assert stored["systemPrompt"] == "Be kind."
+
+
+def test_a_too_long_system_prompt_writes_nothing():
+    platform = memory_platform()
+    with pytest.raises(MarginError) as caught:
+        run(options.handle_save(platform, {"providers": [{**OPENAI, "systemPrompt": "x" * 20_001}]}))
+    assert caught.value.code == "invalid_options"
+    assert "System prompt" in caught.value.message
+    assert run(options.handle_get(platform, {}))["providers"] == []
+
+
+def saved_two():
+    platform = memory_platform()
+    run(options.handle_save(platform, {"providers": [OPENAI, OLLAMA], "activeProviderId": "a"}))
+    return platform
+
+
+def test_activate_switches_the_active_provider_only():
+    platform = saved_two()
+    value = run(options.handle_activate(platform, {"id": "b"}))
+    assert value == {"activeProviderId": "b", "name": "Ollama", "model": "llama3.2"}
+    settings = run(options.handle_get(platform, {}))
+    assert settings["activeProviderId"] == "b"
+    assert [p["id"] for p in settings["providers"]] == ["a", "b"]
+    assert run(options.active_provider(platform))["model"] == "llama3.2"
+
+
+@pytest.mark.parametrize("bad", [None, "", "zzz", 3])
+def test_activate_an_unknown_provider_is_a_sentence_and_changes_nothing(bad):
+    platform = saved_two()
+    with pytest.raises(MarginError) as caught:
+        run(options.handle_activate(platform, {"id": bad}))
+    assert caught.value.code == "invalid_options"
+    assert "no longer saved" in caught.value.message
+    assert run(options.handle_get(platform, {}))["activeProviderId"] == "a"
+
+
+def models_body(*ids):
+    return ScriptedResponse(
+        chunks=[json.dumps({"data": [{"id": i} for i in ids]})], headers={"content-type": "application/json"}
+    )
+
+
+def test_models_lists_the_providers_models_even_before_a_model_is_typed():
+    transport = ScriptedTransport([models_body("llama3.2", "qwen2.5")])
+    result = run(
+        options.handle_models(memory_platform(transport=transport), {"provider": {**OLLAMA, "model": ""}})
+    )
+    assert result == {"models": ["llama3.2", "qwen2.5"]}
+    assert transport.requests[0].url == "http://localhost:11434/v1/models"
+
+
+def test_models_failure_is_a_sentence_not_an_error():
+    transport = ScriptedTransport([ScriptedResponse(status=404, chunks=["{}"], headers={})])
+    result = run(options.handle_models(memory_platform(transport=transport), {"provider": OLLAMA}))
+    assert result["models"] == []
+    assert "list of models" in result["message"]
+    assert "type the model" in result["message"]
+
+
+def test_models_for_an_unreachable_server_says_how_to_fix_it():
+    result = run(options.handle_models(memory_platform(), {"provider": OLLAMA}))
+    assert result["models"] == []
+    assert "could not reach" in result["message"]
+
+
+def test_models_with_an_incomplete_form_names_the_field():
+    result = run(options.handle_models(memory_platform(), {"provider": {**OLLAMA, "baseUrl": ""}}))
+    assert result["models"] == []
+    assert "Base URL" in result["message"]
+
+
+def test_the_contract_lists_every_provider_type_with_its_default_base_url():
+    from margin.contract import for_js
+    from margin.providers import PROVIDER_TYPES
+
+    types = for_js("margin.whl")["providerTypes"]
+    assert [t["type"] for t in types] == list(PROVIDER_TYPES)
+    openai_type = next(t for t in types if t["type"] == "openai")
+    assert openai_type["defaultBaseUrl"] == "https://api.openai.com/v1"
+    assert openai_type["label"].startswith("OpenAI-compatible")

@@ -1,16 +1,21 @@
 """Model providers: one module per wire protocol, all with the same functions.
 
 Rules:
-1. A provider config is plain JSON: `{id, type, name, baseUrl, apiKey, model}` (plus
-   `supportsUsage: false` once a server has refused `stream_options`). `normalize_provider` is
-   the only gate into storage: it names the first bad field in a plain sentence.
+1. A provider config is plain JSON: `{id, type, name, baseUrl, apiKey, model, systemPrompt}`
+   (plus `supportsUsage: false` once a server has refused `stream_options`). `normalize_provider`
+   is the only gate into storage: it names the first bad field in a plain sentence.
+   `systemPrompt` is trimmed text of at most `SYSTEM_PROMPT_MAX_CHARS` (empty = none), sent as
+   the provider's own system instruction; it is kept only when not empty.
 2. `PROVIDER_TYPES` maps a `type` to its module, imported on first use (a cold start imports
-   only the provider it needs). Every provider module offers the same three functions:
+   only the provider it needs). Every provider module offers the same four functions:
    - `build_chat_request(provider, records, *, stream, include_usage) -> HttpRequest`
    - `async open_stream(transport, provider, records) -> stream` whose `read()` returns the next
      text pieces (a list, maybe empty, per body chunk) or None at the end, and `aclose()`;
      after the end it tells `usage`, `finish_reason`, `usage_unsupported`, `text`;
-   - `async test_connection(platform, provider) -> {ok, message}`.
+   - `async test_connection(platform, provider) -> {ok, message}`;
+   - `async list_models(platform, provider) -> list[str]`: the model ids the provider offers,
+     for the options page's picker (a failure is a `ProviderError` like a turn's).
+   `DEFAULT_BASE_URLS` holds each type's usual address, which the options page fills in.
    Adding `anthropic`, `gemini` or `openai-responses` = a sibling module + one line here.
 3. Every failure a user can see is a `ProviderError(code, sentence with a next step)`; the
    helpers below are shared by all provider modules so the sentences stay alike. Provider text
@@ -41,8 +46,23 @@ PROVIDER_TYPES: dict[str, dict[str, str]] = {
     "anthropic": {"module": "margin.providers.anthropic", "label": "Anthropic (Claude)"},
 }
 
-PROVIDER_FIELDS = ("id", "type", "name", "baseUrl", "apiKey", "model", "supportsUsage")
+DEFAULT_BASE_URLS: dict[str, str] = {
+    "openai": "https://api.openai.com/v1",
+    "anthropic": "https://api.anthropic.com/v1",
+    "gemini": "https://generativelanguage.googleapis.com/v1beta",
+}
+
+PROVIDER_FIELDS = ("id", "type", "name", "baseUrl", "apiKey", "model", "systemPrompt", "supportsUsage")
+SYSTEM_PROMPT_MAX_CHARS = 20_000
 QUOTE_LIMIT = 200
+
+
+def provider_types_for_js() -> list[dict[str, str]]:
+    """`[{type, label, defaultBaseUrl}]` for the options page's "Provider type" list."""
+    return [
+        {"type": name, "label": entry["label"], "defaultBaseUrl": DEFAULT_BASE_URLS.get(name, "")}
+        for name, entry in PROVIDER_TYPES.items()
+    ]
 
 
 def provider_module(provider_type: str) -> ModuleType:
@@ -108,6 +128,18 @@ def normalize_provider(value: Any, position: int | None = None) -> dict[str, Any
     if not isinstance(name, str):
         raise bad("the Name must be text.")
 
+    system_prompt = value.get("systemPrompt", "")
+    if system_prompt is None:
+        system_prompt = ""
+    if not isinstance(system_prompt, str):
+        raise bad("the System prompt must be text.")
+    system_prompt = system_prompt.strip()
+    if len(system_prompt) > SYSTEM_PROMPT_MAX_CHARS:
+        raise bad(
+            f"the System prompt is {len(system_prompt):,} characters long; "
+            f"shorten it to {SYSTEM_PROMPT_MAX_CHARS:,} or fewer."
+        )
+
     clean: dict[str, Any] = {
         "id": provider_id,
         "type": provider_type,
@@ -117,6 +149,8 @@ def normalize_provider(value: Any, position: int | None = None) -> dict[str, Any
         "apiKey": api_key.strip(),
         "model": model.strip(),
     }
+    if system_prompt:
+        clean["systemPrompt"] = system_prompt
     if value.get("supportsUsage") is False:
         clean["supportsUsage"] = False
     return clean

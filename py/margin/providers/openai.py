@@ -16,6 +16,10 @@ Rules:
    stream reports `usage_unsupported` so the caller can remember.
 6. A context overflow is the same `ContextOverflowError` whether it comes as an HTTP status or, as
    some llama.cpp builds send it, as an error event at the start of a 200 stream.
+7. A non-empty `systemPrompt` is the first message, `{"role": "system", "content": ...}`, before
+   the records (so the cached prefix stays stable turn after turn).
+8. `list_models` is `GET {baseUrl}/models` → `data[].id` (OpenAI, and Ollama's and LM Studio's
+   OpenAI-compatible lists), sorted, without duplicates.
 """
 
 from __future__ import annotations
@@ -78,6 +82,14 @@ def wire_message(record: Record) -> dict[str, Any]:
     return {"role": record.role, "content": parts}
 
 
+def system_messages(provider: dict[str, Any]) -> list[dict[str, Any]]:
+    """Rule 7: the provider's system prompt as a leading message, or nothing."""
+    prompt = provider.get("systemPrompt")
+    if isinstance(prompt, str) and prompt.strip():
+        return [{"role": "system", "content": prompt.strip()}]
+    return []
+
+
 def headers_for(provider: dict[str, Any], *, stream: bool) -> dict[str, str]:
     headers = {"Content-Type": "application/json"}
     if stream:
@@ -93,7 +105,7 @@ def build_chat_request(
 ) -> HttpRequest:
     body: dict[str, Any] = {
         "model": provider["model"],
-        "messages": [wire_message(r) for r in messages],
+        "messages": system_messages(provider) + [wire_message(r) for r in messages],
         "stream": stream,
     }
     if stream and include_usage:
@@ -359,3 +371,47 @@ async def test_connection(platform: Platform, provider: dict[str, Any]) -> dict[
             "(it usually ends in /v1).",
         }
     return {"ok": True, "message": f"Connected to {host}: model {provider['model']} answered."}
+
+
+# -- the model picker -----------------------------------------------------------------------
+
+
+def models_request(provider: dict[str, Any]) -> HttpRequest:
+    headers = headers_for(provider, stream=False)
+    headers.pop("Content-Type", None)
+    return HttpRequest(
+        method="GET",
+        url=normalize_base_url(provider["baseUrl"]) + "/models",
+        headers=headers,
+        body=None,
+        timeout=BODY_TIMEOUT,
+    )
+
+
+def model_ids(body: str) -> list[str] | None:
+    """`data[].id` of a model list (rule 8), or None when the body is not one."""
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return None
+    data = value.get("data") if isinstance(value, dict) else None
+    if not isinstance(data, list):
+        return None
+    ids = {str(item["id"]).strip() for item in data if isinstance(item, dict) and item.get("id")}
+    return sorted(i for i in ids if i)
+
+
+async def list_models(platform: Platform, provider: dict[str, Any]) -> list[str]:
+    """The models the server offers; a ProviderError with a sentence when it will not say."""
+    response = await _send(platform.transport, models_request(provider), provider)
+    body = await read_body(response)
+    if not 200 <= response.status < 300:
+        raise http_error(response.status, body, response.headers, provider)
+    ids = model_ids(body)
+    if ids is None:
+        raise ProviderError(
+            "bad_models",
+            f"{host_of(provider['baseUrl'])} did not send a list of models. Type the model's name "
+            "instead, or check the Base URL (it usually ends in /v1).",
+        )
+    return ids
