@@ -38,6 +38,7 @@ PROVIDER_TYPES: dict[str, dict[str, str]] = {
         "module": "margin.providers.openai",
         "label": "OpenAI-compatible (OpenAI, Ollama, LM Studio, llama.cpp, vLLM, OpenRouter, Groq)",
     },
+    "gemini": {"module": "margin.providers.gemini", "label": "Google Gemini"},
 }
 
 PROVIDER_FIELDS = ("id", "type", "name", "baseUrl", "apiKey", "model", "supportsUsage")
