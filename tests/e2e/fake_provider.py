@@ -46,6 +46,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import fake_gemini
+
 # --- Provider error bodies, as OpenAI sends them --------------------------------------------
 
 BAD_KEY_BODY = {
@@ -593,6 +595,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _respond(self, request: RecordedRequest) -> None:
         fake = self.fake
+        if fake_gemini.handles(request.path):
+            fake_gemini.respond(self, request)
+            return
         path = request.path.split("?", 1)[0].rstrip("/")
         if not (path.endswith("/chat/completions") or path.endswith("/models")):
             self._send_json(
