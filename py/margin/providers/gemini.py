@@ -21,6 +21,9 @@ Rules:
    object inside a 200 stream maps the same way.
 6. The model list keeps models that can `generateContent`, follows `nextPageToken`, and drops
    the "models/" prefix.
+
+One wire protocol, kept whole (a little over 400 lines): the request, the stream, the error
+mapping, "Test connection" and the model list share its helpers and read best together.
 """
 
 from __future__ import annotations
@@ -179,10 +182,12 @@ def gemini_error(status: int, body: str, headers: dict[str, str], provider: dict
     error = _error_object(body)
     reasons = {d.get("reason") for d in _details(error)}
     if "API_KEY_INVALID" in reasons or status == 401 or error.get("status") == "PERMISSION_DENIED":
+        # Google says 400 for a bad key; the sentence is the shared one all the same.
         said = extract_error_message(body)
-        tail = f" Google said: {quote(said)}." if said else ""
+        tail = f" The provider said: {quote(said)}." if said else ""
         return ProviderError(
-            "bad_key", f"Google rejected the API key ({status}). Check the key in Margin's options.{tail}"
+            "bad_key",
+            f"The provider rejected the API key ({status}). Check the key in Margin's options.{tail}",
         )
     if status == 429:
         seconds = retry_seconds(error)
