@@ -155,7 +155,7 @@ def test_the_provider_type_is_registered_and_normalized():
 
 
 def test_a_recorded_stream_parses_the_same_split_at_every_byte():
-    body = transcript("stream_ok.sse")
+    body = json.loads(transcript("stream_ok.json"))["body"]
     data = body.encode()
     for cut in range(len(data) + 1):
         # Split on bytes, as the wire does; the transport decodes UTF-8 incrementally.
@@ -173,7 +173,7 @@ def test_a_recorded_stream_parses_the_same_split_at_every_byte():
 
 
 def test_the_decoder_sees_the_same_events_for_every_split_of_the_transcript():
-    body = transcript("stream_ok.sse")
+    body = json.loads(transcript("stream_ok.json"))["body"]
     whole = SSEDecoder().feed(body)
     for cut in range(len(body) + 1):
         decoder = SSEDecoder()
