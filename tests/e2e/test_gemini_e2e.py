@@ -1,15 +1,18 @@
 """A Google Gemini provider, set up in the options page, answers in the panel: the request is
 `streamGenerateContent?alt=sse` with the key in `x-goog-api-key` (never in the URL), the body is
-Gemini's `contents`/`parts`, and a refused key reads as Google's own sentence."""
+Gemini's `contents`/`parts`, and Google's errors (a 400 bad key, a 429 with RetryInfo, a cut
+stream) read as the sentences every provider shares."""
 
 from __future__ import annotations
 
+import re
 from itertools import pairwise
 from urllib.parse import parse_qs, urlsplit
 
+import pytest
 from fake_gemini import BAD_KEY_BODY, DEFAULT_MODEL
-from fake_provider import FakeProvider, HttpError
-from harness import Margin, poll
+from fake_provider import Cut, FakeProvider, HttpError
+from harness import Margin
 
 API_KEY = "AIza-test-margin-0123456789"
 
@@ -91,13 +94,31 @@ def test_a_gemini_turn_goes_out_in_gemini_shape_with_the_key_in_a_header(margin:
         assert history[-1]["model"] == DEFAULT_MODEL
 
 
-def test_a_refused_gemini_key_is_said_plainly_in_the_panel(margin: Margin):
+RATE_LIMIT_BODY = {
+    "error": {
+        "code": 429,
+        "message": "You exceeded your current quota, please check your plan and billing details.",
+        "status": "RESOURCE_EXHAUSTED",
+        "details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "37.5s"}],
+    }
+}
+ERROR_CASES = {
+    "bad_key": (HttpError(400, BAD_KEY_BODY), re.compile(r"rejected the API key \(400\).*options")),
+    "rate_limited": (HttpError(429, RATE_LIMIT_BODY), re.compile(r"\(429\)\. Wait 38 seconds and try again")),
+    "cut_stream": (Cut("The answer starts", chunks=2), re.compile(r"broke before the answer was finished")),
+}
+
+
+@pytest.mark.parametrize("case", ERROR_CASES)
+def test_gemini_errors_read_as_the_shared_sentences_in_the_panel(margin: Margin, case):
+    behaviour, expected = ERROR_CASES[case]
     with FakeProvider(api_key=API_KEY) as fake:
         configure_gemini(margin, fake)
-        fake.script(HttpError(400, BAD_KEY_BODY))
+        fake.script(behaviour)
         page = margin.open_panel()
-        margin.watch_alerts(page)
-        margin.send(page, "Hello")
+        margin.send(page, f"Question for {case}")
         sentence = margin.wait_alert(page)
-        assert "API key" in sentence and "options" in sentence, sentence
-        poll(lambda: gemini_turns(fake), timeout=10, message="no Gemini request arrived")
+        margin.wait_idle(page)
+        assert expected.search(sentence), sentence
+        assert len(gemini_turns(fake)) == 1
+        assert [(r["role"], r["content"]) for r in margin.history()] == [("user", f"Question for {case}")]
