@@ -48,6 +48,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import fake_gemini
+
 # --- Provider error bodies, as OpenAI sends them --------------------------------------------
 
 BAD_KEY_BODY = {
@@ -601,6 +603,9 @@ class _Handler(BaseHTTPRequestHandler):
             fake_anthropic.respond(self, request)
             return
         fake = self.fake
+        if fake_gemini.handles(request.path):
+            fake_gemini.respond(self, request)
+            return
         path = request.path.split("?", 1)[0].rstrip("/")
         if not (path.endswith("/chat/completions") or path.endswith("/models")):
             self._send_json(

@@ -44,6 +44,7 @@ PROVIDER_TYPES: dict[str, dict[str, str]] = {
         "label": "OpenAI-compatible (OpenAI, Ollama, LM Studio, llama.cpp, vLLM, OpenRouter, Groq)",
     },
     "anthropic": {"module": "margin.providers.anthropic", "label": "Anthropic (Claude)"},
+    "gemini": {"module": "margin.providers.gemini", "label": "Google Gemini"},
 }
 
 DEFAULT_BASE_URLS: dict[str, str] = {

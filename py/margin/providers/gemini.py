@@ -1,0 +1,453 @@
+"""Google Gemini (the Generative Language API's `generateContent`), streamed as Server-Sent Events.
+
+Rules:
+1. A turn is `POST {baseUrl}/models/{model}:streamGenerateContent?alt=sse`; the key travels only
+   in the `x-goog-api-key` header, never in a URL (URLs end up in logs and in error pages).
+2. Records become `contents` of role "user" or "model" with `text` / `inline_data` parts; only
+   wire keys are sent. Consecutive records of one role (an attached page and the question) are
+   merged into one content, and empty records are skipped. The provider's `systemPrompt` and any
+   system records go, in that order, into `systemInstruction` (Gemini has no system role).
+   Bodies are compact, deterministic JSON so a turn's prefix is byte-identical to the last turn's.
+3. Each SSE event is a whole `GenerateContentResponse`: the text is the first candidate's
+   non-thought parts. A `finishReason` ends the answer honestly; SAFETY-like reasons and a
+   `promptFeedback.blockReason` are "content_refused" (the partial text stays on the error); a
+   body that ends with no `finishReason` was cut ("stream_cut", with the partial text).
+4. `usageMetadata` is reported in the OpenAI stream's shape (`prompt_tokens`,
+   `completion_tokens`, `total_tokens`, `prompt_tokens_details.cached_tokens`), so callers read
+   every provider's usage alike.
+5. Errors `{"error": {code, message, status, details}}` map to the shared codes: an invalid key
+   (`API_KEY_INVALID`, 401, 403 `PERMISSION_DENIED`) is "bad_key"; 429 waits the `RetryInfo`
+   delay; the token-count message is a context overflow; the rest as `http_error` says. An error
+   object inside a 200 stream maps the same way.
+6. The model list keeps models that can `generateContent`, follows `nextPageToken`, and drops
+   the "models/" prefix.
+
+One wire protocol, kept whole (a little over 400 lines): the request, the stream, the error
+mapping, "Test connection" and the model list share its helpers and read best together.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import re
+from typing import Any
+from urllib.parse import quote as url_quote
+from urllib.parse import urlencode
+
+from ..errors import ProviderError
+from ..history import Record
+from ..ports import HttpRequest, Platform, Transport, TransportError
+from ..sse import SSEDecoder, SSEEvent
+from . import (
+    extract_error_message,
+    header,
+    host_of,
+    http_error,
+    normalize_base_url,
+    quote,
+    stream_cut,
+    transport_error,
+)
+from .openai import BODY_LIMIT, HEADERS_TIMEOUT, dumps, read_body
+
+DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
+# Reasons that mean Google withheld the answer, not that it ended.
+REFUSED_REASONS = frozenset(
+    {"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY", "LANGUAGE"}
+)
+MODEL_PAGES = 10  # a guard against a server that always answers with a next page
+_DATA_URL = re.compile(r"^data:([\w.+-]+/[\w.+-]+);base64,(.*)$", re.DOTALL)
+
+
+def model_url(provider: dict[str, Any], method: str) -> str:
+    model = str(provider["model"]).removeprefix("models/")
+    return f"{normalize_base_url(provider['baseUrl'])}/models/{url_quote(model, safe='-._~')}:{method}"
+
+
+def headers_for(provider: dict[str, Any], *, stream: bool) -> dict[str, str]:
+    headers = {"Content-Type": "application/json"}
+    if stream:
+        headers["Accept"] = "text/event-stream"
+    key = (provider.get("apiKey") or "").strip()
+    if key:
+        headers["x-goog-api-key"] = key
+    return headers
+
+
+# -- requests (sans-IO) ---------------------------------------------------------------------
+
+
+def wire_parts(content: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"text": content}] if content else []
+    parts: list[dict[str, Any]] = []
+    for part in content:
+        kind = part.get("type")
+        if kind == "text" and part.get("text"):
+            parts.append({"text": str(part["text"])})
+        elif kind == "image_url":
+            url = str((part.get("image_url") or {}).get("url", ""))
+            match = _DATA_URL.match(url)
+            if match:
+                parts.append({"inline_data": {"mime_type": match.group(1), "data": match.group(2)}})
+            elif url:  # Gemini fetches no URLs: say where the image was
+                parts.append({"text": f"[Image: {url}]"})
+    return parts
+
+
+def wire_contents(records: list[Record]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(contents, system parts) for the records (rule 2)."""
+    contents: list[dict[str, Any]] = []
+    system: list[dict[str, Any]] = []
+    for record in records:
+        parts = wire_parts(record.content)
+        if not parts:
+            continue
+        if record.role == "system":
+            system.extend(parts)
+            continue
+        role = "model" if record.role == "assistant" else "user"
+        if contents and contents[-1]["role"] == role:
+            contents[-1]["parts"].extend(parts)
+        else:
+            contents.append({"role": role, "parts": parts})
+    return contents, system
+
+
+def build_body(provider: dict[str, Any], records: list[Record], **config: Any) -> dict[str, Any]:
+    contents, system = wire_contents(records)
+    prompt = provider.get("systemPrompt")
+    if isinstance(prompt, str) and prompt.strip():
+        system = [{"text": prompt}, *system]
+    body: dict[str, Any] = {"contents": contents}
+    if system:
+        body["systemInstruction"] = {"parts": system}
+    if config:
+        body["generationConfig"] = config
+    return body
+
+
+def build_chat_request(
+    provider: dict[str, Any], records: list[Record], *, stream: bool, include_usage: bool = True
+) -> HttpRequest:
+    """`include_usage` is accepted for the shared seam; Gemini always reports usage."""
+    method = "streamGenerateContent?alt=sse" if stream else "generateContent"
+    return HttpRequest(
+        method="POST",
+        url=model_url(provider, method),
+        headers=headers_for(provider, stream=stream),
+        body=dumps(build_body(provider, records)),
+        timeout=HEADERS_TIMEOUT,
+    )
+
+
+# -- errors ---------------------------------------------------------------------------------
+
+
+def _error_object(body: Any) -> dict[str, Any]:
+    value = body
+    if isinstance(body, str):
+        try:
+            value = json.loads(body)
+        except ValueError:
+            return {}
+    if isinstance(value, list) and value:
+        value = value[0]
+    error = value.get("error") if isinstance(value, dict) else None
+    return error if isinstance(error, dict) else {}
+
+
+def _status_of(error: dict[str, Any]) -> int:
+    code = error.get("code")
+    return code if isinstance(code, int) and not isinstance(code, bool) else 500
+
+
+def _details(error: dict[str, Any]) -> list[dict[str, Any]]:
+    return [d for d in error.get("details") or [] if isinstance(d, dict)]
+
+
+def retry_seconds(error: dict[str, Any]) -> int | None:
+    """RetryInfo's `retryDelay` ("37s", "1.5s") in whole seconds."""
+    for detail in _details(error):
+        delay = detail.get("retryDelay")
+        if isinstance(delay, str) and re.fullmatch(r"\d+(\.\d+)?s", delay.strip()):
+            return math.ceil(float(delay.strip()[:-1]))
+    return None
+
+
+def gemini_error(status: int, body: str, headers: dict[str, str], provider: dict[str, Any]) -> ProviderError:
+    """The ProviderError for a Gemini error body (rule 5)."""
+    error = _error_object(body)
+    reasons = {d.get("reason") for d in _details(error)}
+    if "API_KEY_INVALID" in reasons or status == 401 or error.get("status") == "PERMISSION_DENIED":
+        # Google says 400 for a bad key; the sentence is the shared one all the same.
+        said = extract_error_message(body)
+        tail = f" The provider said: {quote(said)}." if said else ""
+        return ProviderError(
+            "bad_key",
+            f"The provider rejected the API key ({status}). Check the key in Margin's options.{tail}",
+        )
+    if status == 429:
+        seconds = retry_seconds(error)
+        if seconds is not None and header(headers, "retry-after") is None:
+            headers = {**headers, "retry-after": str(seconds)}
+    return http_error(status, body, headers, provider)
+
+
+def refused(reason: str) -> ProviderError:
+    return ProviderError(
+        "content_refused",
+        f"Google withheld the answer (reason: {reason}). Rephrase the question, or attach a different page.",
+    )
+
+
+# -- the stream (sans-IO) -------------------------------------------------------------------
+
+
+class StreamParser:
+    """SSE events of a `streamGenerateContent?alt=sse` body in, text pieces out (rule 3)."""
+
+    def __init__(self, provider: dict[str, Any]) -> None:
+        self.provider = provider
+        self.pieces: list[str] = []
+        self.finish_reason: str | None = None
+        self.usage: dict[str, Any] | None = None
+
+    @property
+    def text(self) -> str:
+        return "".join(self.pieces)
+
+    def _fail(self, error: ProviderError) -> ProviderError:
+        if self.pieces:
+            error.partial_text = self.text
+        return error
+
+    def feed(self, event: SSEEvent) -> list[str]:
+        data = event.data.strip()
+        if not data or self.finish_reason is not None:
+            return []
+        try:
+            chunk = json.loads(data)
+        except ValueError:
+            raise self._fail(
+                ProviderError(
+                    "bad_stream",
+                    f"Google sent something that is not an answer stream: {quote(data)}. Check that the "
+                    f"Base URL is {DEFAULT_BASE_URL}.",
+                )
+            ) from None
+        if isinstance(chunk, list) and len(chunk) == 1:
+            chunk = chunk[0]
+        if not isinstance(chunk, dict):
+            raise self._fail(
+                ProviderError("bad_stream", f"Google sent an unexpected stream item: {quote(data)}.")
+            )
+        error = chunk.get("error")
+        if isinstance(error, dict):
+            raise self._fail(gemini_error(_status_of(error), data, {}, self.provider))
+        usage = chunk.get("usageMetadata")
+        if isinstance(usage, dict):
+            self.usage = openai_usage(usage)
+        feedback = chunk.get("promptFeedback")
+        if isinstance(feedback, dict) and feedback.get("blockReason"):
+            raise self._fail(refused(str(feedback["blockReason"])))
+        candidates = chunk.get("candidates")
+        candidate = candidates[0] if isinstance(candidates, list) and candidates else {}
+        if not isinstance(candidate, dict):
+            return []
+        content = candidate.get("content")
+        parts = content.get("parts") if isinstance(content, dict) else None
+        out = [
+            p["text"]
+            for p in parts or []
+            if isinstance(p, dict) and isinstance(p.get("text"), str) and p["text"] and not p.get("thought")
+        ]
+        self.pieces.extend(out)
+        reason = candidate.get("finishReason")
+        if isinstance(reason, str) and reason and reason != "FINISH_REASON_UNSPECIFIED":
+            if reason in REFUSED_REASONS:
+                raise self._fail(refused(reason))
+            self.finish_reason = reason
+        return out
+
+    def check_end(self) -> None:
+        """The body ended: fine after a finishReason; otherwise the stream was cut."""
+        if self.finish_reason is not None:
+            return
+        error = stream_cut()
+        error.partial_text = self.text
+        raise error
+
+
+def openai_usage(usage: dict[str, Any]) -> dict[str, Any]:
+    """Gemini's usageMetadata in the OpenAI stream's key names (rule 4)."""
+
+    def count(key: str) -> int:
+        value = usage.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+    prompt = count("promptTokenCount")
+    # Thinking tokens are billed as output; OpenAI counts reasoning inside completion_tokens.
+    completion = count("candidatesTokenCount") + count("thoughtsTokenCount")
+    shaped: dict[str, Any] = {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": count("totalTokenCount") or prompt + completion,
+    }
+    if count("cachedContentTokenCount"):
+        shaped["prompt_tokens_details"] = {"cached_tokens": count("cachedContentTokenCount")}
+    return shaped
+
+
+class ChatStream:
+    """An open streaming answer: `read()` gives text pieces per body chunk, None at the end."""
+
+    usage_unsupported = False
+
+    def __init__(self, response: Any, provider: dict[str, Any]) -> None:
+        self._response = response
+        self._provider = provider
+        self._decoder = SSEDecoder()
+        self._parser = StreamParser(provider)
+        self._finished = False
+
+    @property
+    def text(self) -> str:
+        return self._parser.text
+
+    @property
+    def usage(self) -> dict[str, Any] | None:
+        return self._parser.usage
+
+    @property
+    def finish_reason(self) -> str | None:
+        return self._parser.finish_reason
+
+    async def read(self) -> list[str] | None:
+        if self._finished:
+            return None
+        try:
+            chunk = await self._response.read_chunk()
+        except TransportError as error:
+            self._finished = True
+            raised = transport_error(error, self._provider)
+            raised.partial_text = self.text
+            raise raised from None
+        try:
+            if chunk is None:
+                self._finished = True
+                pieces = self._feed(self._decoder.close())
+                self._parser.check_end()
+                return pieces or None
+            return self._feed(self._decoder.feed(chunk))
+        except ProviderError:
+            await self.aclose()
+            raise
+
+    def _feed(self, events: list[SSEEvent]) -> list[str]:
+        pieces: list[str] = []
+        for event in events:
+            pieces.extend(self._parser.feed(event))
+        return pieces
+
+    async def aclose(self) -> None:
+        self._finished = True
+        # Aborting a fetch that already finished may complain; there is nothing left to do.
+        with contextlib.suppress(Exception):
+            await self._response.aclose()
+
+
+async def _send(transport: Transport, request: HttpRequest, provider: dict[str, Any]) -> Any:
+    try:
+        return await transport.open(request)
+    except TransportError as error:
+        raise transport_error(error, provider) from None
+
+
+async def open_stream(transport: Transport, provider: dict[str, Any], records: list[Record]) -> ChatStream:
+    """Send the turn; raise the mapped ProviderError unless an event stream is coming."""
+    response = await _send(transport, build_chat_request(provider, records, stream=True), provider)
+    if not 200 <= response.status < 300:
+        body = await read_body(response)
+        raise gemini_error(response.status, body, response.headers, provider)
+    content_type = (header(response.headers, "content-type") or "").lower()
+    if content_type and "text/event-stream" not in content_type:
+        body = await read_body(response)
+        error = _error_object(body)
+        if error:
+            raise gemini_error(_status_of(error), body, {}, provider)
+        raise ProviderError(
+            "bad_stream",
+            f"Google answered, but not with a stream (content type “{content_type}”). Check that the "
+            f"Base URL is {DEFAULT_BASE_URL}.",
+        )
+    return ChatStream(response, provider)
+
+
+# -- "Test connection" and the model list ---------------------------------------------------
+
+
+async def test_connection(platform: Platform, provider: dict[str, Any]) -> dict[str, Any]:
+    """One tiny non-streaming request; a sentence the options page shows as it is."""
+    host = host_of(provider["baseUrl"])
+    request = HttpRequest(
+        method="POST",
+        url=model_url(provider, "generateContent"),
+        headers=headers_for(provider, stream=False),
+        body=dumps(build_body(provider, [Record("user", "Reply with OK.")], maxOutputTokens=1)),
+        timeout=HEADERS_TIMEOUT,
+    )
+    try:
+        response = await _send(platform.transport, request, provider)
+        body = await read_body(response)
+        if not 200 <= response.status < 300:
+            raise gemini_error(response.status, body, response.headers, provider)
+    except ProviderError as error:
+        return {"ok": False, "message": error.message}
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict) or not ("candidates" in answer or "promptFeedback" in answer):
+        return {
+            "ok": False,
+            "message": f"{host} answered, but not like the Gemini API. Check the Base URL "
+            f"(usually {DEFAULT_BASE_URL}).",
+        }
+    return {"ok": True, "message": f"Connected to {host}: model {provider['model']} answered."}
+
+
+async def list_models(platform: Platform, provider: dict[str, Any]) -> list[str]:
+    """Model ids that can chat, across every page (rule 6); a ProviderError if the list fails."""
+    ids: list[str] = []
+    token = ""
+    for _ in range(MODEL_PAGES):
+        query = {"pageSize": "1000", **({"pageToken": token} if token else {})}
+        request = HttpRequest(
+            method="GET",
+            url=f"{normalize_base_url(provider['baseUrl'])}/models?{urlencode(query)}",
+            headers=headers_for(provider, stream=False),
+            body=None,
+            timeout=HEADERS_TIMEOUT,
+        )
+        response = await _send(platform.transport, request, provider)
+        body = await read_body(response, BODY_LIMIT * 8)
+        if not 200 <= response.status < 300:
+            raise gemini_error(response.status, body, response.headers, provider)
+        try:
+            page = json.loads(body)
+        except ValueError:
+            page = None
+        if not isinstance(page, dict):
+            raise ProviderError("bad_response", f"{host_of(provider['baseUrl'])} sent no model list.")
+        for model in page.get("models") or []:
+            if not isinstance(model, dict) or not isinstance(model.get("name"), str):
+                continue
+            if "generateContent" in (model.get("supportedGenerationMethods") or []):
+                ids.append(model["name"].removeprefix("models/"))
+        token = page.get("nextPageToken") or ""
+        if not isinstance(token, str) or not token:
+            break
+    return ids
