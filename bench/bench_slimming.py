@@ -38,7 +38,7 @@ from bench_result import result
 from margin import figures, slimming
 from margin.history import Record, user_record
 from margin.page_context import attachment_record
-from margin.providers import openai
+from margin.providers import openai, streaming
 
 TURNS = 30
 ATTACHED_AT = (1, 10, 20)
@@ -112,8 +112,8 @@ def turn_requests(*, aging: bool) -> list[tuple[list[Record], str]]:
 
 
 def wire_messages(body: str) -> str:
-    """The messages of a request body as they are on the wire (openai.dumps is deterministic)."""
-    return openai.dumps(json.loads(body)["messages"])
+    """The messages of a request body as they are on the wire (streaming.dumps is deterministic)."""
+    return streaming.dumps(json.loads(body)["messages"])
 
 
 def extends(before: str, after: str) -> bool:

@@ -37,9 +37,9 @@ from ..data_urls import parse_data_url
 from ..errors import ProviderError
 from ..history import Record
 from ..ports import HttpRequest, Platform, Transport
-from ..sse import SSEDecoder, SSEEvent
+from ..sse import SSEEvent
 from . import extract_error_message, header, host_of, http_error, normalize_base_url, quote, stream_cut
-from .openai import BODY_LIMIT, HEADERS_TIMEOUT, ChatStream, _send, dumps, read_body
+from .streaming import BODY_LIMIT, HEADERS_TIMEOUT, SSEChatStream, dumps, read_body, send
 
 API_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 8192
@@ -292,21 +292,9 @@ class StreamParser:
         raise error
 
 
-class MessagesStream(ChatStream):
-    """An open streaming answer; the reading loop is the OpenAI one, the parser this module's."""
-
-    def __init__(self, response: Any, provider: dict[str, Any]):
-        super().__init__(response, provider)
-        self._decoder = SSEDecoder()
-        # Duck-typed: ChatStream needs only feed/check_end/done/text/usage/finish_reason.
-        self._parser = StreamParser(provider)  # type: ignore[assignment]
-
-
-async def open_stream(
-    transport: Transport, provider: dict[str, Any], records: list[Record]
-) -> MessagesStream:
+async def open_stream(transport: Transport, provider: dict[str, Any], records: list[Record]) -> SSEChatStream:
     """Send the request; raise the mapped ProviderError unless an event stream is coming."""
-    response = await _send(transport, build_chat_request(provider, records, stream=True), provider)
+    response = await send(transport, build_chat_request(provider, records, stream=True), provider)
     if not 200 <= response.status < 300:
         body = await read_body(response)
         raise map_error(response.status, body, response.headers, provider)
@@ -318,7 +306,7 @@ async def open_stream(
             f"The provider answered, but not with a stream (content type “{content_type}”). Check "
             "that the Base URL is https://api.anthropic.com/v1.",
         )
-    return MessagesStream(response, provider)
+    return SSEChatStream(response, provider, StreamParser(provider))
 
 
 # -- "Test connection" and the model list ----------------------------------------------------
@@ -333,7 +321,7 @@ async def test_connection(platform: Platform, provider: dict[str, Any]) -> dict[
         "messages": [{"role": "user", "content": "Reply with OK."}],
     }
     try:
-        response = await _send(platform.transport, _post(provider, body, stream=False), provider)
+        response = await send(platform.transport, _post(provider, body, stream=False), provider)
         text = await read_body(response)
         if not 200 <= response.status < 300:
             raise map_error(response.status, text, response.headers, provider)
@@ -369,7 +357,7 @@ async def list_models(platform: Platform, provider: dict[str, Any]) -> list[str]
     names: list[str] = []
     after_id: str | None = None
     for _ in range(MODEL_PAGES):
-        response = await _send(platform.transport, models_request(provider, after_id), provider)
+        response = await send(platform.transport, models_request(provider, after_id), provider)
         text = await read_body(response, BODY_LIMIT)
         if not 200 <= response.status < 300:
             raise map_error(response.status, text, response.headers, provider)

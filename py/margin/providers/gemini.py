@@ -22,13 +22,11 @@ Rules:
 6. The model list keeps models that can `generateContent`, follows `nextPageToken`, and drops
    the "models/" prefix.
 
-One wire protocol, kept whole (a little over 400 lines): the request, the stream, the error
-mapping, "Test connection" and the model list share its helpers and read best together.
+HTTP and the reading loop are `margin.providers.streaming`'s, shared with the other providers.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import re
@@ -38,8 +36,8 @@ from urllib.parse import urlencode
 
 from ..errors import ProviderError
 from ..history import Record
-from ..ports import HttpRequest, Platform, Transport, TransportError
-from ..sse import SSEDecoder, SSEEvent
+from ..ports import HttpRequest, Platform, Transport
+from ..sse import SSEEvent
 from . import (
     extract_error_message,
     header,
@@ -48,9 +46,8 @@ from . import (
     normalize_base_url,
     quote,
     stream_cut,
-    transport_error,
 )
-from .openai import BODY_LIMIT, HEADERS_TIMEOUT, dumps, read_body
+from .streaming import BODY_LIMIT, HEADERS_TIMEOUT, SSEChatStream, dumps, read_body, send
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
 # Reasons that mean Google withheld the answer, not that it ended.
@@ -209,6 +206,9 @@ def refused(reason: str) -> ProviderError:
 class StreamParser:
     """SSE events of a `streamGenerateContent?alt=sse` body in, text pieces out (rule 3)."""
 
+    # Gemini has no end-of-stream event (usage may follow the finish reason): the body's end ends it.
+    done = False
+
     def __init__(self, provider: dict[str, Any]) -> None:
         self.provider = provider
         self.pieces: list[str] = []
@@ -301,74 +301,9 @@ def openai_usage(usage: dict[str, Any]) -> dict[str, Any]:
     return shaped
 
 
-class ChatStream:
-    """An open streaming answer: `read()` gives text pieces per body chunk, None at the end."""
-
-    usage_unsupported = False
-
-    def __init__(self, response: Any, provider: dict[str, Any]) -> None:
-        self._response = response
-        self._provider = provider
-        self._decoder = SSEDecoder()
-        self._parser = StreamParser(provider)
-        self._finished = False
-
-    @property
-    def text(self) -> str:
-        return self._parser.text
-
-    @property
-    def usage(self) -> dict[str, Any] | None:
-        return self._parser.usage
-
-    @property
-    def finish_reason(self) -> str | None:
-        return self._parser.finish_reason
-
-    async def read(self) -> list[str] | None:
-        if self._finished:
-            return None
-        try:
-            chunk = await self._response.read_chunk()
-        except TransportError as error:
-            self._finished = True
-            raised = transport_error(error, self._provider)
-            raised.partial_text = self.text
-            raise raised from None
-        try:
-            if chunk is None:
-                self._finished = True
-                pieces = self._feed(self._decoder.close())
-                self._parser.check_end()
-                return pieces or None
-            return self._feed(self._decoder.feed(chunk))
-        except ProviderError:
-            await self.aclose()
-            raise
-
-    def _feed(self, events: list[SSEEvent]) -> list[str]:
-        pieces: list[str] = []
-        for event in events:
-            pieces.extend(self._parser.feed(event))
-        return pieces
-
-    async def aclose(self) -> None:
-        self._finished = True
-        # Aborting a fetch that already finished may complain; there is nothing left to do.
-        with contextlib.suppress(Exception):
-            await self._response.aclose()
-
-
-async def _send(transport: Transport, request: HttpRequest, provider: dict[str, Any]) -> Any:
-    try:
-        return await transport.open(request)
-    except TransportError as error:
-        raise transport_error(error, provider) from None
-
-
-async def open_stream(transport: Transport, provider: dict[str, Any], records: list[Record]) -> ChatStream:
+async def open_stream(transport: Transport, provider: dict[str, Any], records: list[Record]) -> SSEChatStream:
     """Send the turn; raise the mapped ProviderError unless an event stream is coming."""
-    response = await _send(transport, build_chat_request(provider, records, stream=True), provider)
+    response = await send(transport, build_chat_request(provider, records, stream=True), provider)
     if not 200 <= response.status < 300:
         body = await read_body(response)
         raise gemini_error(response.status, body, response.headers, provider)
@@ -383,7 +318,7 @@ async def open_stream(transport: Transport, provider: dict[str, Any], records: l
             f"Google answered, but not with a stream (content type “{content_type}”). Check that the "
             f"Base URL is {DEFAULT_BASE_URL}.",
         )
-    return ChatStream(response, provider)
+    return SSEChatStream(response, provider, StreamParser(provider))
 
 
 # -- "Test connection" and the model list ---------------------------------------------------
@@ -400,7 +335,7 @@ async def test_connection(platform: Platform, provider: dict[str, Any]) -> dict[
         timeout=HEADERS_TIMEOUT,
     )
     try:
-        response = await _send(platform.transport, request, provider)
+        response = await send(platform.transport, request, provider)
         body = await read_body(response)
         if not 200 <= response.status < 300:
             raise gemini_error(response.status, body, response.headers, provider)
@@ -432,7 +367,7 @@ async def list_models(platform: Platform, provider: dict[str, Any]) -> list[str]
             body=None,
             timeout=HEADERS_TIMEOUT,
         )
-        response = await _send(platform.transport, request, provider)
+        response = await send(platform.transport, request, provider)
         body = await read_body(response, BODY_LIMIT * 8)
         if not 200 <= response.status < 300:
             raise gemini_error(response.status, body, response.headers, provider)

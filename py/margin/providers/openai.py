@@ -24,16 +24,14 @@ Rules:
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 from typing import Any
 
 from ..errors import ProviderError
 from ..history import Record
 from ..overflow import ContextOverflowError, context_overflow, too_long_for
-from ..ports import HttpRequest, Platform, Transport, TransportError
-from ..sse import SSEDecoder, SSEEvent
+from ..ports import HttpRequest, Platform, Transport
+from ..sse import SSEEvent
 from . import (
     extract_error_message,
     header,
@@ -42,22 +40,12 @@ from . import (
     normalize_base_url,
     quote,
     stream_cut,
-    transport_error,
 )
-
-# Seconds to wait for the status line and headers (a local server may load the model first).
-HEADERS_TIMEOUT = 120.0
-# Seconds to read an error body or a non-streaming answer; bytes kept of it.
-BODY_TIMEOUT = 30.0
-BODY_LIMIT = 256 * 1024
+from .streaming import BODY_TIMEOUT, HEADERS_TIMEOUT, SSEChatStream, dumps, read_body, send
 
 
 def chat_url(base_url: str) -> str:
     return normalize_base_url(base_url) + "/chat/completions"
-
-
-def dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 def wire_part(part: dict[str, Any]) -> dict[str, Any] | None:
@@ -197,107 +185,19 @@ def _error_in(chunk: Any) -> str | None:
     return str(error)
 
 
-class ChatStream:
-    """An open streaming answer: `read()` gives text pieces per body chunk, None at the end."""
-
-    def __init__(self, response: Any, provider: dict[str, Any], *, usage_unsupported: bool = False):
-        self._response = response
-        self._provider = provider
-        self._decoder = SSEDecoder()
-        self._parser = StreamParser(str(provider.get("model") or ""))
-        self._finished = False
-        self.usage_unsupported = usage_unsupported
-
-    @property
-    def text(self) -> str:
-        return self._parser.text
-
-    @property
-    def usage(self) -> dict[str, Any] | None:
-        return self._parser.usage
-
-    @property
-    def finish_reason(self) -> str | None:
-        return self._parser.finish_reason
-
-    async def read(self) -> list[str] | None:
-        if self._finished:
-            return None
-        try:
-            chunk = await self._response.read_chunk()
-        except TransportError as error:
-            self._finished = True
-            raised = transport_error(error, self._provider)
-            raised.partial_text = self.text
-            raise raised from None
-        if chunk is None:
-            self._finished = True
-            pieces = self._feed(self._decoder.close())
-            self._parser.check_end()
-            return pieces or None
-        pieces = self._feed(self._decoder.feed(chunk))
-        if self._parser.done:
-            self._finished = True
-            await self.aclose()
-        return pieces
-
-    def _feed(self, events: list[SSEEvent]) -> list[str]:
-        pieces: list[str] = []
-        for event in events:
-            pieces.extend(self._parser.feed(event))
-        return pieces
-
-    async def aclose(self) -> None:
-        self._finished = True
-        # Aborting a fetch that already finished may complain; there is nothing left to do.
-        with contextlib.suppress(Exception):
-            await self._response.aclose()
-
-
-async def read_body(response: Any, limit: int = BODY_LIMIT, timeout: float = BODY_TIMEOUT) -> str:
-    """The whole (bounded) body as text; what arrived before a failure or timeout."""
-    pieces: list[str] = []
-    size = 0
-
-    async def collect() -> None:
-        nonlocal size
-        while size < limit:
-            chunk = await response.read_chunk()
-            if chunk is None:
-                return
-            pieces.append(chunk)
-            size += len(chunk)
-
-    try:
-        await asyncio.wait_for(collect(), timeout)
-    except (TimeoutError, TransportError):
-        pass
-    finally:
-        with contextlib.suppress(Exception):  # as in aclose above
-            await response.aclose()
-    return "".join(pieces)[:limit]
-
-
-async def _send(transport: Transport, request: HttpRequest, provider: dict[str, Any]) -> Any:
-    try:
-        return await transport.open(request)
-    except TransportError as error:
-        raise transport_error(error, provider) from None
-
-
-async def open_stream(transport: Transport, provider: dict[str, Any], records: list[Record]) -> ChatStream:
+async def open_stream(transport: Transport, provider: dict[str, Any], records: list[Record]) -> SSEChatStream:
     """Send the request; raise the mapped ProviderError unless an event stream is coming."""
     include_usage = provider.get("supportsUsage", True) is not False
     usage_unsupported = False
     request = build_chat_request(provider, records, stream=True, include_usage=include_usage)
-    response = await _send(transport, request, provider)
+    response = await send(transport, request, provider)
     if response.status == 400 and include_usage:
         body = await read_body(response)
         if "stream_options" not in body:
             raise http_error(response.status, body, response.headers, provider)
         usage_unsupported = True
         request = build_chat_request(provider, records, stream=True, include_usage=False)
-        response = await _send(transport, request, provider)
+        response = await send(transport, request, provider)
     if not 200 <= response.status < 300:
         body = await read_body(response)
         raise http_error(response.status, body, response.headers, provider)
@@ -316,7 +216,8 @@ async def open_stream(transport: Transport, provider: dict[str, Any], records: l
             f"The provider answered, but not with a stream (content type “{content_type}”). Check that "
             "the Base URL points at an OpenAI-compatible API (it usually ends in /v1).",
         )
-    return ChatStream(response, provider, usage_unsupported=usage_unsupported)
+    parser = StreamParser(str(provider.get("model") or ""))
+    return SSEChatStream(response, provider, parser, usage_unsupported=usage_unsupported)
 
 
 # -- "Test connection" ----------------------------------------------------------------------
@@ -347,11 +248,11 @@ async def test_connection(platform: Platform, provider: dict[str, Any]) -> dict[
     """One tiny non-streaming request; a sentence the options page shows as it is."""
     host = host_of(provider["baseUrl"])
     try:
-        response = await _send(platform.transport, _test_request(provider, max_tokens=True), provider)
+        response = await send(platform.transport, _test_request(provider, max_tokens=True), provider)
         body = await read_body(response)
         if response.status == 400 and "max_tokens" in body:
             # Some OpenAI models accept only max_completion_tokens: ask again without a limit.
-            response = await _send(platform.transport, _test_request(provider, max_tokens=False), provider)
+            response = await send(platform.transport, _test_request(provider, max_tokens=False), provider)
             body = await read_body(response)
         if not 200 <= response.status < 300:
             raise http_error(response.status, body, response.headers, provider)
@@ -403,7 +304,7 @@ def model_ids(body: str) -> list[str] | None:
 
 async def list_models(platform: Platform, provider: dict[str, Any]) -> list[str]:
     """The models the server offers; a ProviderError with a sentence when it will not say."""
-    response = await _send(platform.transport, models_request(provider), provider)
+    response = await send(platform.transport, models_request(provider), provider)
     body = await read_body(response)
     if not 200 <= response.status < 300:
         raise http_error(response.status, body, response.headers, provider)
