@@ -48,7 +48,9 @@ def forgotten():
             "code": "previous_response_not_found",
         }
     }
-    return ScriptedResponse(status=400, chunks=[json.dumps(body)], headers={"content-type": "application/json"})
+    return ScriptedResponse(
+        status=400, chunks=[json.dumps(body)], headers={"content-type": "application/json"}
+    )
 
 
 def attachment(text):
@@ -110,7 +112,13 @@ def test_only_what_follows_the_last_answer_with_an_id_is_new():
 
 
 def test_an_answer_without_an_id_is_sent_again_with_its_question():
-    records = [Record("user", "Q1"), answer("A1", "resp_1"), Record("user", "Q2"), answer("half"), Record("user", "Q3")]
+    records = [
+        Record("user", "Q1"),
+        answer("A1", "resp_1"),
+        Record("user", "Q2"),
+        answer("half"),
+        Record("user", "Q3"),
+    ]
     assert build_agent_turn(records) == ("resp_1", records[2:])
 
 
@@ -201,7 +209,9 @@ def test_a_second_failure_after_the_replay_is_reported():
         {"role": "assistant", "content": "A1", "responseId": "resp_a"},
     ]
     down = ScriptedResponse(
-        status=500, chunks=[json.dumps({"error": {"message": "boom"}})], headers={"content-type": "application/json"}
+        status=500,
+        chunks=[json.dumps({"error": {"message": "boom"}})],
+        headers={"content-type": "application/json"},
     )
     turn = Turn(history, [forgotten(), down])
     turn.go(send("Q2"))

@@ -20,7 +20,12 @@ PROVIDER = {
     "model": "gpt-4.1-mini",
 }
 PNG = "data:image/png;base64,iVBORw0KGgo="
-USAGE = {"input_tokens": 36, "input_tokens_details": {"cached_tokens": 8}, "output_tokens": 7, "total_tokens": 43}
+USAGE = {
+    "input_tokens": 36,
+    "input_tokens_details": {"cached_tokens": 8},
+    "output_tokens": 7,
+    "total_tokens": 43,
+}
 
 
 def event(kind, **data):
@@ -32,7 +37,10 @@ def created(rid="resp_1"):
 
 
 def completed(rid="resp_1", usage=USAGE):
-    return event("response.completed", response={"id": rid, "object": "response", "status": "completed", "usage": usage})
+    return event(
+        "response.completed",
+        response={"id": rid, "object": "response", "status": "completed", "usage": usage},
+    )
 
 
 TRANSCRIPT = "".join(
@@ -63,7 +71,9 @@ async def collect(transport, records=None, **kwargs):
 
 
 def error_response(status, body):
-    return ScriptedResponse(status=status, chunks=[json.dumps(body)], headers={"content-type": "application/json"})
+    return ScriptedResponse(
+        status=status, chunks=[json.dumps(body)], headers={"content-type": "application/json"}
+    )
 
 
 def forgotten_body(rid="resp_old"):
@@ -94,7 +104,10 @@ def test_the_type_is_registered_with_its_default_address():
 def test_the_request_sends_text_images_and_instructions_as_input_items():
     provider = {**PROVIDER, "systemPrompt": "Be brief."}
     records = [
-        Record("user", [{"type": "text", "text": "What is this?"}, {"type": "image_url", "image_url": {"url": PNG}}]),
+        Record(
+            "user",
+            [{"type": "text", "text": "What is this?"}, {"type": "image_url", "image_url": {"url": PNG}}],
+        ),
         Record("assistant", "A dot.", {"responseId": "resp_0", "model": "m"}),
         Record("user", "And now?", {"createdAt": 1}),
     ]
@@ -107,7 +120,10 @@ def test_the_request_sends_text_images_and_instructions_as_input_items():
         "input": [
             {
                 "role": "user",
-                "content": [{"type": "input_text", "text": "What is this?"}, {"type": "input_image", "image_url": PNG}],
+                "content": [
+                    {"type": "input_text", "text": "What is this?"},
+                    {"type": "input_image", "image_url": PNG},
+                ],
             },
             {"role": "assistant", "content": [{"type": "output_text", "text": "A dot."}]},
             {"role": "user", "content": [{"type": "input_text", "text": "And now?"}]},
@@ -123,7 +139,9 @@ def test_previous_response_id_is_sent_only_when_given_and_empty_text_never():
     plain = body_of(responses.build_chat_request(PROVIDER, records, stream=True))
     assert "previous_response_id" not in plain and "instructions" not in plain
     assert plain["input"] == [{"role": "user", "content": [{"type": "input_text", "text": "Next"}]}]
-    chained = body_of(responses.build_chat_request(PROVIDER, records, stream=True, previous_response_id="resp_9"))
+    chained = body_of(
+        responses.build_chat_request(PROVIDER, records, stream=True, previous_response_id="resp_9")
+    )
     assert chained["previous_response_id"] == "resp_9"
 
 
@@ -169,7 +187,11 @@ def test_a_failed_response_mid_stream_is_mapped_and_keeps_the_partial_text():
         + event("response.output_text.delta", delta="Par")
         + event(
             "response.failed",
-            response={"id": "resp_1", "status": "failed", "error": {"code": "server_error", "message": "boom"}},
+            response={
+                "id": "resp_1",
+                "status": "failed",
+                "error": {"code": "server_error", "message": "boom"},
+            },
         )
     )
     with pytest.raises(Exception) as raised:
@@ -194,7 +216,9 @@ def test_an_unknown_previous_response_id_is_conversation_forgotten():
         with pytest.raises(Exception) as raised:
             run(collect(transport, previous_response_id="resp_old"))
         assert raised.value.code == "conversation_forgotten"
-    terse = {"error": {"message": "Previous response with id 'resp_x' not found.", "type": "invalid_request_error"}}
+    terse = {
+        "error": {"message": "Previous response with id 'resp_x' not found.", "type": "invalid_request_error"}
+    }
     with pytest.raises(Exception) as raised:
         run(collect(ScriptedTransport([error_response(400, terse)])))
     assert raised.value.code == "conversation_forgotten"
@@ -202,11 +226,45 @@ def test_an_unknown_previous_response_id_is_conversation_forgotten():
 
 def test_other_http_errors_use_the_shared_codes():
     cases = [
-        (401, {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error", "code": "invalid_api_key"}}, "bad_key"),
-        (404, {"error": {"message": "The model `x` does not exist", "type": "invalid_request_error", "code": "model_not_found"}}, "not_found"),
-        (429, {"error": {"message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}}, "rate_limited"),
+        (
+            401,
+            {
+                "error": {
+                    "message": "Incorrect API key provided",
+                    "type": "invalid_request_error",
+                    "code": "invalid_api_key",
+                }
+            },
+            "bad_key",
+        ),
+        (
+            404,
+            {
+                "error": {
+                    "message": "The model `x` does not exist",
+                    "type": "invalid_request_error",
+                    "code": "model_not_found",
+                }
+            },
+            "not_found",
+        ),
+        (
+            429,
+            {"error": {"message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}},
+            "rate_limited",
+        ),
         (500, {"error": {"message": "server error", "type": "server_error"}}, "provider_down"),
-        (400, {"error": {"message": "Invalid value for 'input'", "type": "invalid_request_error", "param": "input"}}, "bad_request"),
+        (
+            400,
+            {
+                "error": {
+                    "message": "Invalid value for 'input'",
+                    "type": "invalid_request_error",
+                    "param": "input",
+                }
+            },
+            "bad_request",
+        ),
     ]
     for status, body, code in cases:
         with pytest.raises(Exception) as raised:

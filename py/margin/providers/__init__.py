@@ -45,7 +45,10 @@ PROVIDER_TYPES: dict[str, dict[str, str]] = {
     },
     "anthropic": {"module": "margin.providers.anthropic", "label": "Anthropic (Claude)"},
     "gemini": {"module": "margin.providers.gemini", "label": "Google Gemini"},
-    "openai-responses": {"module": "margin.providers.responses", "label": "OpenAI Responses (agent: the provider keeps the conversation)"},
+    "openai-responses": {
+        "module": "margin.providers.responses",
+        "label": "OpenAI Responses (agent: the provider keeps the conversation)",
+    },
 }
 
 DEFAULT_BASE_URLS: dict[str, str] = {

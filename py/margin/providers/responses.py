@@ -190,7 +190,8 @@ class StreamParser:
         if not isinstance(data, dict):
             return []
         kind = data.get("type") or event.event
-        response = data.get("response") if isinstance(data.get("response"), dict) else {}
+        found = data.get("response")
+        response: dict[str, Any] = found if isinstance(found, dict) else {}
         if isinstance(response.get("id"), str) and response["id"]:
             self.response_id = response["id"]
         if kind == "response.output_text.delta":
