@@ -7,6 +7,7 @@ import json
 from margin import chat
 from margin.agent_turn import REPLAY_NOTICE, build_agent_turn
 from margin.history import PAGE_CONTEXT_PREFIX, Record
+from margin.page_context import attachment_record
 from margin.platform_memory import ScriptedResponse, ScriptedTransport, memory_platform
 
 PROVIDER = {
@@ -147,6 +148,21 @@ def test_images_go_as_input_image_parts_of_the_new_message():
     content = body["input"][0]["content"]
     assert content[0] == {"type": "input_text", "text": "look"}
     assert [p["image_url"] for p in content if p["type"] == "input_image"] == [PNG]
+
+
+def test_pages_attached_since_the_last_answer_go_with_the_new_question():
+    turn = Turn(responses=[reply("A1", "resp_a"), reply("A2", "resp_b")])
+    turn.go(send("first"))
+    payload = {"kind": "page", "title": "A page", "url": "https://example.com/a", "body": "The page's text."}
+    page = attachment_record(payload, captured_at=1764547200000).to_json()
+    asyncio.run(turn.platform.local.set({"history": [*turn.history, page]}))  # as Attach stores it
+    turn.go(send("about it"))
+    body = turn.request(1)
+    assert body["previous_response_id"] == "resp_a"
+    (page_item, question) = body["input"]
+    assert page_item["role"] == "user" and page_item["content"][0]["text"].startswith(PAGE_CONTEXT_PREFIX)
+    assert "The page's text." in page_item["content"][0]["text"]
+    assert question == {"role": "user", "content": [{"type": "input_text", "text": "about it"}]}
 
 
 def test_regenerate_branches_from_the_answer_before_the_one_replaced():

@@ -173,6 +173,23 @@ def test_the_parser_gives_the_same_answer_split_at_every_character():
         assert parser.response_id == "resp_1" and parser.usage == {"input": 36, "cachedInput": 8, "output": 7}
 
 
+def test_an_incomplete_response_ends_the_stream_as_length():
+    body = (
+        created()
+        + event("response.output_text.delta", delta="Long")
+        + event(
+            "response.incomplete",
+            response={
+                "id": "resp_1",
+                "status": "incomplete",
+                "incomplete_details": {"reason": "max_output_tokens"},
+            },
+        )
+    )
+    stream, pieces = run(collect(ScriptedTransport([ScriptedResponse(chunks=[body])])))
+    assert pieces == ["Long"] and stream.finish_reason == "length" and stream.response_id == "resp_1"
+
+
 def test_a_cut_stream_keeps_the_partial_text():
     cut = created() + event("response.output_text.delta", delta="Half an ")
     with pytest.raises(Exception) as raised:

@@ -203,7 +203,8 @@ class StreamParser:
             self._take_usage(response.get("usage"))
             details = response.get("incomplete_details")
             reason = details.get("reason") if isinstance(details, dict) else None
-            self.finish_reason = str(reason) if reason else "stop"
+            # "length" as in Chat Completions, so callers (summaries) read a cut-short answer alike.
+            self.finish_reason = "length" if reason == "max_output_tokens" else str(reason or "stop")
             self.done = True
         elif kind == "response.failed":
             raise self._stream_error(_error_object(response))
