@@ -95,6 +95,10 @@ function onTurnEvent(turn, message) {
       turn.questionStored = true;
       if (state.turnState === "starting") setTurnState("streaming");
       break;
+    case "notice":
+      // A one-time word from the backend (e.g. a forgotten agent conversation sent again in full).
+      if (message.text) showAlert(message.text);
+      break;
     case "delta":
       turn.text += message.text ?? "";
       scheduleStreamPaint(turn);

@@ -28,6 +28,10 @@ Rules:
    failed or stopped retry stores nothing of them. A second overflow is the error "This
    conversation is too long for <model> even with the attached pages shortened. ..."; with
    nothing to shorten, the provider's overflow sentence stands.
+9. An agent provider (`margin.agent_turn`) is sent only what is new since its last stored
+   answer, with that answer's `responseId`; a provider that forgot the conversation gets the
+   full history once, after a `notice` event. A done answer stores the new response's id as
+   `responseId` (a stopped one does not, so the next turn sends its text again).
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
-from . import clock, figures, images, options, rescue, slimming
+from . import agent_turn, clock, figures, images, options, rescue, slimming
 from .errors import MarginError, ProviderError, StorageError
 from .history import Record, for_edit, for_regenerate, read_history, user_record, write_history
 from .image_attachments import attachment_to_part, check_attachment
@@ -185,9 +189,13 @@ class _Turn:
                 self.platform, slimming.age_stale_attachments(records), language=language
             )
             module = provider_module(provider["type"])
-            stream = await race(
-                module.open_stream(self.platform.transport, provider, request_records), self.stop
-            )
+            if agent_turn.is_agent_provider(provider):  # rule 9
+                opening = agent_turn.open_agent_stream(
+                    module, self.platform.transport, provider, request_records, self._notify_replay
+                )
+            else:
+                opening = module.open_stream(self.platform.transport, provider, request_records)
+            stream = await race(opening, self.stop)
             while True:
                 got = await race(stream.read(), self.stop, timeout=BODY_IDLE_TIMEOUT)
                 if got is None:
@@ -209,13 +217,20 @@ class _Turn:
             if stream is not None:
                 await stream.aclose()
 
+    def _notify_replay(self) -> None:
+        self.emit({"event": "notice", "text": agent_turn.REPLAY_NOTICE})
+
     async def _finish_done(
         self, question: list[Record], provider: dict[str, Any], stream: Any, plan: rescue.Rescue | None
     ) -> None:
         if stream.usage_unsupported:
             with contextlib.suppress(StorageError):  # only an optimisation is lost; the answer matters
                 await options.mark_usage_unsupported(self.platform, provider["id"])
-        answer = Record("assistant", stream.text, self._answer_fields(provider, stream.usage))
+        fields = self._answer_fields(provider, stream.usage)
+        response_id = getattr(stream, "response_id", None)
+        if isinstance(response_id, str) and response_id:  # rule 9
+            fields["responseId"] = response_id
+        answer = Record("assistant", stream.text, fields)
         if await self._save_answer_or_report(question, answer, stamp=True, shortened=plan):
             self.emit({"event": "done"})
 

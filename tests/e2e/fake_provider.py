@@ -33,6 +33,7 @@ Rules:
    each kind; `chat_requests` is both.
 8. Anthropic-shaped requests (`/v1/messages`, or `/v1/models` with `anthropic-version`) are
    recorded the same way and answered by `fake_anthropic` with the same behaviours.
+9. Responses API requests (`/v1/responses`) are answered by `fake_responses`, likewise.
 """
 
 from __future__ import annotations
@@ -255,7 +256,7 @@ class RecordedRequest:
     @property
     def is_chat(self) -> bool:
         path = self.path.split("?", 1)[0].rstrip("/")
-        return self.method == "POST" and path.endswith(("/chat/completions", "/messages"))
+        return self.method == "POST" and path.endswith(("/chat/completions", "/messages", "/responses"))
 
 
 def split_text(text: str, chunks: int) -> list[str]:
@@ -598,6 +599,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _respond(self, request: RecordedRequest) -> None:
         import fake_anthropic  # imported here: it imports this module's behaviours
+        import fake_responses  # the same
 
         if fake_anthropic.is_anthropic(request):
             fake_anthropic.respond(self, request)
@@ -605,6 +607,9 @@ class _Handler(BaseHTTPRequestHandler):
         fake = self.fake
         if fake_gemini.handles(request.path):
             fake_gemini.respond(self, request)
+            return
+        if fake_responses.handles(request.path):
+            fake_responses.respond(self, request)
             return
         path = request.path.split("?", 1)[0].rstrip("/")
         if not (path.endswith("/chat/completions") or path.endswith("/models")):

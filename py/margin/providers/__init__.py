@@ -45,12 +45,17 @@ PROVIDER_TYPES: dict[str, dict[str, str]] = {
     },
     "anthropic": {"module": "margin.providers.anthropic", "label": "Anthropic (Claude)"},
     "gemini": {"module": "margin.providers.gemini", "label": "Google Gemini"},
+    "openai-responses": {
+        "module": "margin.providers.responses",
+        "label": "OpenAI Responses (agent: the provider keeps the conversation)",
+    },
 }
 
 DEFAULT_BASE_URLS: dict[str, str] = {
     "openai": "https://api.openai.com/v1",
     "anthropic": "https://api.anthropic.com/v1",
     "gemini": "https://generativelanguage.googleapis.com/v1beta",
+    "openai-responses": "https://api.openai.com/v1",
 }
 
 PROVIDER_FIELDS = ("id", "type", "name", "baseUrl", "apiKey", "model", "systemPrompt", "supportsUsage")

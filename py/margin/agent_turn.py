@@ -1,0 +1,62 @@
+"""The agent turn (docs/storage-model.md, "Agent providers"): with a provider that keeps the
+conversation (`openai-responses`), a turn sends only what is new since the provider's last answer.
+
+Rules:
+1. `build_agent_turn(records)` = (the `responseId` of the last answer that has one, everything
+   after that answer): the question's trailing page-context run and the question itself, plus any
+   answer without a `responseId` (stopped, or from another provider) and what came with it. With
+   no such answer it is (None, all records): the full history.
+2. Regenerate and Edit need nothing special: the records before the question decide which earlier
+   response the new one branches from.
+3. A provider that has forgotten the conversation (`conversation_forgotten`) is sent the full
+   history once, without `previous_response_id`, and `on_replay` is called first so the user is
+   told; a second failure is the turn's error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+from .errors import ProviderError
+from .history import Record
+from .ports import Transport
+
+AGENT_PROVIDER_TYPES = ("openai-responses",)
+FORGOTTEN = "conversation_forgotten"
+REPLAY_NOTICE = "The provider had forgotten this conversation, so Margin sent it again in full."
+
+
+def is_agent_provider(provider: dict[str, Any]) -> bool:
+    return provider.get("type") in AGENT_PROVIDER_TYPES
+
+
+def build_agent_turn(records: list[Record]) -> tuple[str | None, list[Record]]:
+    """Rule 1."""
+    for index in range(len(records) - 1, -1, -1):
+        record = records[index]
+        response_id = record.fields.get("responseId")
+        if record.role == "assistant" and isinstance(response_id, str) and response_id:
+            return response_id, records[index + 1 :]
+    return None, list(records)
+
+
+async def open_agent_stream(
+    module: ModuleType,
+    transport: Transport,
+    provider: dict[str, Any],
+    records: list[Record],
+    on_replay: Callable[[], None],
+) -> Any:
+    """Rules 1 and 3: the stream of the new turn, replayed in full once if the provider forgot."""
+    previous, new_records = build_agent_turn(records)
+    if previous is None:
+        return await module.open_stream(transport, provider, records)
+    try:
+        return await module.open_stream(transport, provider, new_records, previous_response_id=previous)
+    except ProviderError as error:
+        if error.code != FORGOTTEN:
+            raise
+    on_replay()
+    return await module.open_stream(transport, provider, records)
