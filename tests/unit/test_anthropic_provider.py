@@ -185,7 +185,7 @@ def test_a_recorded_stream_gives_text_usage_and_stop_reason():
     assert pieces == ["Hello", ", wörld ✓"]
     assert stream.text == "Hello, wörld ✓"
     assert stream.finish_reason == "end_turn"
-    assert stream.usage == {"input": 2360, "cachedInput": 2048, "cacheWriteInput": 300, "output": 15}
+    assert stream.usage == {"input": 2360, "cachedInput": 2048, "output": 15}
     assert stream.usage_unsupported is False
 
 

@@ -128,7 +128,8 @@ def test_a_successful_turn_streams_pieces_and_stores_the_answer_once():
     assert user["role"] == "user" and user["content"] == "Hi"
     assert assistant["role"] == "assistant" and assistant["content"] == "Hello"
     assert assistant["model"] == "llama3.2"
-    assert assistant["usage"] == {"prompt_tokens": 4, "completion_tokens": 2}
+    assert assistant["usage"] == {"input": 4, "cachedInput": 0, "output": 2}
+    assert "cost" not in assistant  # the provider has no prices
     assert isinstance(assistant["createdAt"], int) and "stopped" not in assistant
     assert len(turn.platform.local.writes) - writes_before == 2  # the question, then the answer
 

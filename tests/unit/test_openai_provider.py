@@ -143,7 +143,7 @@ def test_stream_yields_pieces_in_order_and_captures_usage_and_finish_reason():
     stream, pieces = run(collect(transport))
     assert pieces == ["Hel", "lo"]
     assert stream.finish_reason == "stop"
-    assert stream.usage == {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}
+    assert stream.usage == {"input": 5, "cachedInput": 0, "output": 2}
     assert stream.text == "Hello"
 
 

@@ -5,7 +5,9 @@ Rules:
    (plus `supportsUsage: false` once a server has refused `stream_options`). `normalize_provider`
    is the only gate into storage: it names the first bad field in a plain sentence.
    `systemPrompt` is trimmed text of at most `SYSTEM_PROMPT_MAX_CHARS` (empty = none), sent as
-   the provider's own system instruction; it is kept only when not empty.
+   the provider's own system instruction; it is kept only when not empty. `prices` (optional)
+   is `{input?, cachedInput?, output?}` in US dollars per 1 million tokens, each a finite number
+   of 0 or more (`margin.usage.clean_prices`); kept only when at least one is given.
 2. `PROVIDER_TYPES` maps a `type` to its module, imported on first use (a cold start imports
    only the provider it needs). Every provider module offers the same four functions:
    - `build_chat_request(provider, records, *, stream, include_usage) -> HttpRequest`
@@ -37,6 +39,7 @@ from urllib.parse import urlsplit
 from ..errors import MarginError, ProviderError
 from ..overflow import ContextOverflowError, context_overflow, too_long_for
 from ..ports import TransportError
+from ..usage import clean_prices
 
 PROVIDER_TYPES: dict[str, dict[str, str]] = {
     "openai": {
@@ -53,7 +56,7 @@ DEFAULT_BASE_URLS: dict[str, str] = {
     "gemini": "https://generativelanguage.googleapis.com/v1beta",
 }
 
-PROVIDER_FIELDS = ("id", "type", "name", "baseUrl", "apiKey", "model", "systemPrompt", "supportsUsage")
+PROVIDER_FIELDS = ("id", "type", "name", "baseUrl", "apiKey", "model", "systemPrompt", "prices", "supportsUsage")
 SYSTEM_PROMPT_MAX_CHARS = 20_000
 QUOTE_LIMIT = 200
 
@@ -152,6 +155,12 @@ def normalize_provider(value: Any, position: int | None = None) -> dict[str, Any
     }
     if system_prompt:
         clean["systemPrompt"] = system_prompt
+    try:
+        prices = clean_prices(value.get("prices"))
+    except ValueError as error:
+        raise bad(str(error)) from None
+    if prices:
+        clean["prices"] = prices
     if value.get("supportsUsage") is False:
         clean["supportsUsage"] = False
     return clean
