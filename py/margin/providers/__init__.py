@@ -56,7 +56,17 @@ DEFAULT_BASE_URLS: dict[str, str] = {
     "gemini": "https://generativelanguage.googleapis.com/v1beta",
 }
 
-PROVIDER_FIELDS = ("id", "type", "name", "baseUrl", "apiKey", "model", "systemPrompt", "prices", "supportsUsage")
+PROVIDER_FIELDS = (
+    "id",
+    "type",
+    "name",
+    "baseUrl",
+    "apiKey",
+    "model",
+    "systemPrompt",
+    "prices",
+    "supportsUsage",
+)
 SYSTEM_PROMPT_MAX_CHARS = 20_000
 QUOTE_LIMIT = 200
 
