@@ -13,7 +13,8 @@ Rules:
    - `build_chat_request(provider, records, *, stream, include_usage) -> HttpRequest`
    - `async open_stream(transport, provider, records) -> stream` whose `read()` returns the next
      text pieces (a list, maybe empty, per body chunk) or None at the end, and `aclose()`;
-     after the end it tells `usage`, `finish_reason`, `usage_unsupported`, `text`;
+     after the end it tells `usage` (`margin.usage`'s `{input, cachedInput, output}` or None),
+     `finish_reason`, `usage_unsupported`, `text`;
    - `async test_connection(platform, provider) -> {ok, message}`;
    - `async list_models(platform, provider) -> list[str]`: the model ids the provider offers,
      for the options page's picker (a failure is a `ProviderError` like a turn's).
