@@ -17,6 +17,7 @@
 
 import { CONTRACT } from "./generated/contract.js";
 import { call, el, svg } from "./ui_common.js";
+import { fillPrices, formPrices, pricesProblem } from "./options_prices.js";
 
 const TYPES = CONTRACT.providerTypes;
 const defaultBaseUrl = (type) => TYPES.find((t) => t.type === type)?.defaultBaseUrl || "";
@@ -115,6 +116,7 @@ function fillForm(provider) {
   form.apiKey.value = provider?.apiKey || "";
   form.model.value = provider?.model || "";
   form.systemPrompt.value = provider?.systemPrompt || "";
+  fillPrices(provider);
   form.title.textContent = provider ? `Edit “${provider.name || "provider"}”` : "New provider";
   showKey(false);
   showTypeHints();
@@ -132,6 +134,7 @@ function formProvider() {
     apiKey: form.apiKey.value.trim(),
     model: form.model.value.trim(),
     systemPrompt: form.systemPrompt.value.trim(),
+    prices: formPrices(),
   };
 }
 
@@ -148,7 +151,7 @@ function problemWith(provider) {
   if (!provider.model) return "Enter the model name, for example gpt-4o-mini.";
   const limit = CONTRACT.limits.systemPromptMaxChars;
   if (provider.systemPrompt.length > limit) return `The System prompt is too long: shorten it to ${limit.toLocaleString("en-US")} characters or fewer.`;
-  return null;
+  return pricesProblem(provider.prices);
 }
 
 // --- Provider types -------------------------------------------------------------------------------

@@ -11,7 +11,8 @@
 // 4. The one place "Regenerate" is offered is decided here (`regenerateIndex`).
 // 5. Page-context records are cards (attachments.js), not bubbles; an answer that follows a video
 //    record gets "Seek to" capsules for that video (capsules.js).
-// 6. `init()` wires scrolling, the bubble actions and the viewer, and follows "live-changed" (the
+// 6. An answer with stored usage gets a quiet text line under its bubble (usage.js), not a control.
+// 7. `init()` wires scrolling, the bubble actions and the viewer, and follows "live-changed" (the
 //    streaming bubble came or went) for the empty state.
 
 import { call, el, svg, copyText, idle } from "../ui_common.js";
@@ -21,6 +22,7 @@ import { startEdit, cancelEdit } from "./composer.js";
 import { startTurn, reconcileStreamingWithHistory } from "./turn.js";
 import { isAttachment, isVideoRecord, waitingFrom, attachmentSignature, buildAttachmentCard, updateComposerHint } from "./attachments.js";
 import { addCapsules } from "./capsules.js";
+import { usageLine } from "./usage.js";
 
 const EAGER_BUBBLES = 12;
 const EAGER_IMAGE_BUBBLES = 12;
@@ -150,7 +152,10 @@ function buildBubble(record, index, { regenerate, lite, deferImages, videoIndex 
   actions.append(copy);
   if (role === "user") actions.append(actionButton("edit", "Edit", "edit"));
   if (regenerate) actions.append(actionButton("regenerate", "Regenerate", "regenerate"));
-  article.append(body, actions);
+  article.append(body);
+  const usage = role === "assistant" ? usageLine(record) : "";
+  if (usage) article.append(el("p", { class: "usage-line", text: usage }));
+  article.append(actions);
   return article;
 }
 
@@ -222,7 +227,7 @@ export function applyHistory(raw, { initial = false } = {}) {
       return;
     }
     const capsulesFor = record.role === "assistant" ? videoIndex : -1;
-    const sig = `${recordSignature(record)}|${index === regen ? "R" : ""}|v${capsulesFor}`;
+    const sig = `${recordSignature(record)}|${index === regen ? "R" : ""}|v${capsulesFor}|${usageLine(record)}`;
     const old = state.bubbles[index];
     if (old && old.sig === sig) {
       old.node.dataset.index = String(index);

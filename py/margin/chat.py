@@ -43,6 +43,7 @@ from enum import Enum
 from typing import Any
 
 from . import agent_turn, clock, figures, images, options, rescue, slimming
+from . import usage as token_usage
 from .errors import MarginError, ProviderError, StorageError
 from .history import Record, for_edit, for_regenerate, read_history, user_record, write_history
 from .image_attachments import attachment_to_part, check_attachment
@@ -287,11 +288,15 @@ class _Turn:
 
     @staticmethod
     def _answer_fields(provider: dict[str, Any], usage: dict[str, Any] | None) -> dict[str, Any]:
+        """The answer record's own fields; `usage` is the normalized shape (margin.usage rule 1),
+        `cost` its estimate in US dollars when the provider has prices."""
         fields: dict[str, Any] = {"createdAt": clock.now_ms(), "model": provider["model"]}
-        if usage:
-            kept = {k: v for k, v in usage.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
-            if kept:
-                fields["usage"] = kept
+        kept = token_usage.clean(usage)
+        if kept:
+            fields["usage"] = kept
+            dollars = token_usage.cost(kept, provider.get("prices"))
+            if dollars is not None:
+                fields["cost"] = round(dollars, 6)
         return fields
 
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -58,14 +59,19 @@ class _Instance:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
-_instances: dict[tuple[int, int], _Instance] = {}
+# Per storage area, per event loop (its lock belongs to one loop). Weak keys, not id()s: a new
+# area or loop must never inherit a dead one's memory because it got the same address.
+_instances: weakref.WeakKeyDictionary[Any, weakref.WeakKeyDictionary[Any, _Instance]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def _instance_for(platform: Platform) -> _Instance:
-    key = (id(platform.session), id(asyncio.get_running_loop()))
-    instance = _instances.get(key)
+    per_loop = _instances.setdefault(platform.session, weakref.WeakKeyDictionary())
+    loop = asyncio.get_running_loop()
+    instance = per_loop.get(loop)
     if instance is None:
-        instance = _instances[key] = _Instance()
+        instance = per_loop[loop] = _Instance()
     return instance
 
 

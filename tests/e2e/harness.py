@@ -210,7 +210,7 @@ WATCH_ALERTS_JS = """() => {
 
 BUBBLE_TEXT_JS = """(node) => {
     const copy = node.cloneNode(true);
-    copy.querySelectorAll('button, [role=button], [aria-hidden=true], [hidden]').forEach((n) => n.remove());
+    copy.querySelectorAll('button, [role=button], [aria-hidden=true], [hidden], .usage-line').forEach((n) => n.remove());
     return copy.textContent.replace(/\\s+/g, ' ').trim();
 }"""
 

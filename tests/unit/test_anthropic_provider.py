@@ -185,7 +185,7 @@ def test_a_recorded_stream_gives_text_usage_and_stop_reason():
     assert pieces == ["Hello", ", wörld ✓"]
     assert stream.text == "Hello, wörld ✓"
     assert stream.finish_reason == "end_turn"
-    assert stream.usage == {"input": 2360, "cachedInput": 2048, "cacheWriteInput": 300, "output": 15}
+    assert stream.usage == {"input": 2360, "cachedInput": 2048, "output": 15}
     assert stream.usage_unsupported is False
 
 
@@ -399,3 +399,17 @@ def test_list_models_maps_errors():
     with pytest.raises(Exception) as caught:
         run(anthropic.list_models(memory_platform(transport=transport), normalize_provider(PROVIDER)))
     assert caught.value.code == "bad_key"
+
+
+def test_usage_merges_message_start_and_delta_and_drops_garbage():
+    parser = anthropic.StreamParser(PROVIDER)
+    decoder = SSEDecoder()
+    events = decoder.feed(
+        'event: message_start\ndata: {"type":"message_start","message":{"usage":'
+        '{"input_tokens":10,"cache_read_input_tokens":NaN,"cache_creation_input_tokens":5,"output_tokens":1}}}\n\n'
+        'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn"},'
+        '"usage":{"output_tokens":42}}\n\n'
+    )
+    for event in events:
+        parser.feed(event)
+    assert parser.usage == {"input": 15, "cachedInput": 0, "output": 42}

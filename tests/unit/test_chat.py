@@ -128,7 +128,8 @@ def test_a_successful_turn_streams_pieces_and_stores_the_answer_once():
     assert user["role"] == "user" and user["content"] == "Hi"
     assert assistant["role"] == "assistant" and assistant["content"] == "Hello"
     assert assistant["model"] == "llama3.2"
-    assert assistant["usage"] == {"prompt_tokens": 4, "completion_tokens": 2}
+    assert assistant["usage"] == {"input": 4, "cachedInput": 0, "output": 2}
+    assert "cost" not in assistant  # the provider has no prices
     assert isinstance(assistant["createdAt"], int) and "stopped" not in assistant
     assert len(turn.platform.local.writes) - writes_before == 2  # the question, then the answer
 
@@ -584,3 +585,14 @@ def test_a_page_changed_during_the_retry_is_left_as_it_now_is():
     assert turn.kinds[-1] == "done"
     assert turn.history[0] == summarized  # the summary written meanwhile wins; no half-merged record
     assert [r["content"] for r in turn.history[1:]] == ["Sum it up", "Fits now."]
+
+
+def test_an_answer_of_a_provider_with_prices_stores_its_estimated_cost():
+    priced = {**PROVIDER, "prices": {"input": 2.5, "cachedInput": 1.25, "output": 10}}
+    usage = {"prompt_tokens": 1234, "completion_tokens": 56, "prompt_tokens_details": {"cached_tokens": 1000}}
+    turn = Turn(local={"providers": [priced]}, responses=[answer("Hi", usage=usage)])
+    asyncio.run(turn.run(send("Hi")))
+    assistant = turn.history[-1]
+    assert assistant["usage"] == {"input": 1234, "cachedInput": 1000, "output": 56}
+    # 234 * 2.5 + 1000 * 1.25 + 56 * 10 = 2395 dollars per 1M tokens
+    assert assistant["cost"] == 0.002395

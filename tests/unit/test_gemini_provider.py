@@ -164,12 +164,7 @@ def test_a_recorded_stream_parses_the_same_split_at_every_byte():
         stream, pieces = streamed(*(c for c in (head, tail) if c))
         assert "".join(pieces) == "Bonjour ! Comment ça va ? ✓", cut
         assert stream.finish_reason == "STOP"
-        assert stream.usage == {
-            "prompt_tokens": 12,
-            "completion_tokens": 9,
-            "total_tokens": 21,
-            "prompt_tokens_details": {"cached_tokens": 4},
-        }
+        assert stream.usage == {"input": 12, "cachedInput": 4, "output": 9}
 
 
 def test_the_decoder_sees_the_same_events_for_every_split_of_the_transcript():
@@ -187,7 +182,7 @@ def test_thought_parts_are_not_answer_text_and_thinking_counts_as_output():
     usage = {"promptTokenCount": 5, "candidatesTokenCount": 2, "thoughtsTokenCount": 7, "totalTokenCount": 14}
     stream, pieces = streamed(event(thought) + event(chunk("Yes.", "STOP", usage)))
     assert pieces == ["Yes."]
-    assert stream.usage == {"prompt_tokens": 5, "completion_tokens": 9, "total_tokens": 14}
+    assert stream.usage == {"input": 5, "cachedInput": 0, "output": 9}
 
 
 def test_max_tokens_is_an_honest_end():

@@ -143,7 +143,7 @@ def test_stream_yields_pieces_in_order_and_captures_usage_and_finish_reason():
     stream, pieces = run(collect(transport))
     assert pieces == ["Hel", "lo"]
     assert stream.finish_reason == "stop"
-    assert stream.usage == {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}
+    assert stream.usage == {"input": 5, "cachedInput": 0, "output": 2}
     assert stream.text == "Hello"
 
 
@@ -530,3 +530,22 @@ def test_list_models_that_is_not_a_list_says_so():
         run(openai.list_models(memory_platform(transport=transport), normalize_provider(PROVIDER)))
     assert caught.value.code == "bad_models"
     assert "model" in caught.value.message
+
+
+def test_stream_usage_is_normalized_with_the_cached_prompt_tokens():
+    usage = {
+        "prompt_tokens": 1234,
+        "completion_tokens": 56,
+        "total_tokens": 1290,
+        "prompt_tokens_details": {"cached_tokens": 1000},
+    }
+    transport = ScriptedTransport(
+        [stream_response(delta("Hi", "stop"), {"choices": [], "usage": usage}, "[DONE]")]
+    )
+    stream, _ = run(collect(transport))
+    assert stream.usage == {"input": 1234, "cachedInput": 1000, "output": 56}
+
+
+def test_a_stream_without_a_usage_chunk_has_no_usage():
+    stream, _ = run(collect(ScriptedTransport([stream_response(delta("Hi", "stop"), "[DONE]")])))
+    assert stream.usage is None

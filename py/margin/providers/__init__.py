@@ -5,13 +5,16 @@ Rules:
    (plus `supportsUsage: false` once a server has refused `stream_options`). `normalize_provider`
    is the only gate into storage: it names the first bad field in a plain sentence.
    `systemPrompt` is trimmed text of at most `SYSTEM_PROMPT_MAX_CHARS` (empty = none), sent as
-   the provider's own system instruction; it is kept only when not empty.
+   the provider's own system instruction; it is kept only when not empty. `prices` (optional)
+   is `{input?, cachedInput?, output?}` in US dollars per 1 million tokens, each a finite number
+   of 0 or more (`margin.usage.clean_prices`); kept only when at least one is given.
 2. `PROVIDER_TYPES` maps a `type` to its module, imported on first use (a cold start imports
    only the provider it needs). Every provider module offers the same four functions:
    - `build_chat_request(provider, records, *, stream, include_usage) -> HttpRequest`
    - `async open_stream(transport, provider, records) -> stream` whose `read()` returns the next
      text pieces (a list, maybe empty, per body chunk) or None at the end, and `aclose()`;
-     after the end it tells `usage`, `finish_reason`, `usage_unsupported`, `text`;
+     after the end it tells `usage` (`margin.usage`'s `{input, cachedInput, output}` or None),
+     `finish_reason`, `usage_unsupported`, `text`;
    - `async test_connection(platform, provider) -> {ok, message}`;
    - `async list_models(platform, provider) -> list[str]`: the model ids the provider offers,
      for the options page's picker (a failure is a `ProviderError` like a turn's).
@@ -37,6 +40,7 @@ from urllib.parse import urlsplit
 from ..errors import MarginError, ProviderError
 from ..overflow import ContextOverflowError, context_overflow, too_long_for
 from ..ports import TransportError
+from ..usage import clean_prices
 
 PROVIDER_TYPES: dict[str, dict[str, str]] = {
     "openai": {
@@ -58,7 +62,17 @@ DEFAULT_BASE_URLS: dict[str, str] = {
     "openai-responses": "https://api.openai.com/v1",
 }
 
-PROVIDER_FIELDS = ("id", "type", "name", "baseUrl", "apiKey", "model", "systemPrompt", "supportsUsage")
+PROVIDER_FIELDS = (
+    "id",
+    "type",
+    "name",
+    "baseUrl",
+    "apiKey",
+    "model",
+    "systemPrompt",
+    "prices",
+    "supportsUsage",
+)
 SYSTEM_PROMPT_MAX_CHARS = 20_000
 QUOTE_LIMIT = 200
 
@@ -157,6 +171,12 @@ def normalize_provider(value: Any, position: int | None = None) -> dict[str, Any
     }
     if system_prompt:
         clean["systemPrompt"] = system_prompt
+    try:
+        prices = clean_prices(value.get("prices"))
+    except ValueError as error:
+        raise bad(str(error)) from None
+    if prices:
+        clean["prices"] = prices
     if value.get("supportsUsage") is False:
         clean["supportsUsage"] = False
     return clean

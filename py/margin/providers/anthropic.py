@@ -19,8 +19,8 @@ Rules:
    `ping` and unknown events are ignored. An `error` event is a `ProviderError` mapped like the
    same error over HTTP; a body that ends before `message_stop` was cut ("stream_cut") and the
    partial text stays on the stream and the error.
-6. Usage is reported as `{input, cachedInput, output}` (plus `cacheWriteInput`): `input` counts
-   every prompt token, cached or not, as OpenAI's `prompt_tokens` does.
+6. Usage is reported in `margin.usage`'s shape `{input, cachedInput, output}`: `input` counts
+   every prompt token (uncached, cache reads and cache writes), as OpenAI's `prompt_tokens` does.
 7. Error bodies are `{type: "error", error: {type, message}}`; the error type picks the code
    (`authentication_error` bad_key, `not_found_error` not_found, `rate_limit_error` rate_limited
    with `retry-after`, `overloaded_error` provider_down, "prompt is too long" context_overflow,
@@ -38,6 +38,7 @@ from ..errors import ProviderError
 from ..history import Record
 from ..ports import HttpRequest, Platform, Transport
 from ..sse import SSEEvent
+from ..usage import normalize as normalize_usage
 from . import extract_error_message, header, host_of, http_error, normalize_base_url, quote, stream_cut
 from .streaming import BODY_LIMIT, HEADERS_TIMEOUT, SSEChatStream, dumps, read_body, send
 
@@ -196,10 +197,6 @@ def map_error(status: int, body: str, headers: dict[str, str], provider: dict[st
 # -- the stream, sans-IO ---------------------------------------------------------------------
 
 
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
 class StreamParser:
     """SSE events of a Messages stream in, text pieces out (rule 5)."""
 
@@ -208,7 +205,7 @@ class StreamParser:
         self.pieces: list[str] = []
         self.done = False  # message_stop arrived
         self.finish_reason: str | None = None
-        self._usage: dict[str, int] = {}
+        self._usage: dict[str, Any] = {}
 
     @property
     def text(self) -> str:
@@ -217,29 +214,12 @@ class StreamParser:
     @property
     def usage(self) -> dict[str, int] | None:
         """Rule 6; None until the provider reported any usage."""
-        if not self._usage:
-            return None
-        fresh = self._usage.get("input_tokens", 0)
-        read = self._usage.get("cache_read_input_tokens", 0)
-        written = self._usage.get("cache_creation_input_tokens", 0)
-        return {
-            "input": fresh + read + written,
-            "cachedInput": read,
-            "cacheWriteInput": written,
-            "output": self._usage.get("output_tokens", 0),
-        }
+        return normalize_usage(self._usage, "anthropic")
 
     def _take_usage(self, usage: Any) -> None:
-        if not isinstance(usage, dict):
-            return
-        for key in (
-            "input_tokens",
-            "cache_read_input_tokens",
-            "cache_creation_input_tokens",
-            "output_tokens",
-        ):
-            if key in usage and usage[key] is not None:
-                self._usage[key] = _count(usage[key])
+        """`message_start` brings the input counts, `message_delta` the output: later values win."""
+        if isinstance(usage, dict):
+            self._usage.update({k: v for k, v in usage.items() if v is not None})
 
     def feed(self, event: SSEEvent) -> list[str]:
         if self.done or not event.data.strip():

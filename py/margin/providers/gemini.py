@@ -12,9 +12,9 @@ Rules:
    non-thought parts. A `finishReason` ends the answer honestly; SAFETY-like reasons and a
    `promptFeedback.blockReason` are "content_refused" (the partial text stays on the error); a
    body that ends with no `finishReason` was cut ("stream_cut", with the partial text).
-4. `usageMetadata` is reported in the OpenAI stream's shape (`prompt_tokens`,
-   `completion_tokens`, `total_tokens`, `prompt_tokens_details.cached_tokens`), so callers read
-   every provider's usage alike.
+4. `usageMetadata` is reported in `margin.usage`'s shape `{input, cachedInput, output}`
+   (cached input from `cachedContentTokenCount`; thinking tokens count as output, as billed), so
+   callers read every provider's usage alike.
 5. Errors `{"error": {code, message, status, details}}` map to the shared codes: an invalid key
    (`API_KEY_INVALID`, 401, 403 `PERMISSION_DENIED`) is "bad_key"; 429 waits the `RetryInfo`
    delay; the token-count message is a context overflow; the rest as `http_error` says. An error
@@ -38,6 +38,7 @@ from ..errors import ProviderError
 from ..history import Record
 from ..ports import HttpRequest, Platform, Transport
 from ..sse import SSEEvent
+from ..usage import normalize as normalize_usage
 from . import (
     extract_error_message,
     header,
@@ -213,7 +214,7 @@ class StreamParser:
         self.provider = provider
         self.pieces: list[str] = []
         self.finish_reason: str | None = None
-        self.usage: dict[str, Any] | None = None
+        self.usage: dict[str, int] | None = None
 
     @property
     def text(self) -> str:
@@ -249,7 +250,7 @@ class StreamParser:
             raise self._fail(gemini_error(_status_of(error), data, {}, self.provider))
         usage = chunk.get("usageMetadata")
         if isinstance(usage, dict):
-            self.usage = openai_usage(usage)
+            self.usage = normalize_usage(usage, "gemini") or self.usage
         feedback = chunk.get("promptFeedback")
         if isinstance(feedback, dict) and feedback.get("blockReason"):
             raise self._fail(refused(str(feedback["blockReason"])))
@@ -279,26 +280,6 @@ class StreamParser:
         error = stream_cut()
         error.partial_text = self.text
         raise error
-
-
-def openai_usage(usage: dict[str, Any]) -> dict[str, Any]:
-    """Gemini's usageMetadata in the OpenAI stream's key names (rule 4)."""
-
-    def count(key: str) -> int:
-        value = usage.get(key)
-        return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-    prompt = count("promptTokenCount")
-    # Thinking tokens are billed as output; OpenAI counts reasoning inside completion_tokens.
-    completion = count("candidatesTokenCount") + count("thoughtsTokenCount")
-    shaped: dict[str, Any] = {
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "total_tokens": count("totalTokenCount") or prompt + completion,
-    }
-    if count("cachedContentTokenCount"):
-        shaped["prompt_tokens_details"] = {"cached_tokens": count("cachedContentTokenCount")}
-    return shaped
 
 
 async def open_stream(transport: Transport, provider: dict[str, Any], records: list[Record]) -> SSEChatStream:

@@ -20,6 +20,8 @@ Rules:
    the records (so the cached prefix stays stable turn after turn).
 8. `list_models` is `GET {baseUrl}/models` → `data[].id` (OpenAI, and Ollama's and LM Studio's
    OpenAI-compatible lists), sorted, without duplicates.
+9. The stream's `usage` is `margin.usage`'s shape `{input, cachedInput, output}` (cached input
+   from `prompt_tokens_details.cached_tokens`), or None when no usage chunk came.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from ..history import Record
 from ..overflow import ContextOverflowError, context_overflow, too_long_for
 from ..ports import HttpRequest, Platform, Transport
 from ..sse import SSEEvent
+from ..usage import normalize as normalize_usage
 from . import (
     extract_error_message,
     header,
@@ -112,11 +115,16 @@ class StreamParser:
         self.pieces: list[str] = []
         self.done = False  # "[DONE]" arrived
         self.finish_reason: str | None = None
-        self.usage: dict[str, Any] | None = None
+        self.raw_usage: dict[str, Any] | None = None
 
     @property
     def text(self) -> str:
         return "".join(self.pieces)
+
+    @property
+    def usage(self) -> dict[str, int] | None:
+        """Rule 9: the last usage chunk, normalized."""
+        return normalize_usage(self.raw_usage, "openai")
 
     def feed(self, event: SSEEvent) -> list[str]:
         if self.done:
@@ -152,7 +160,7 @@ class StreamParser:
         out: list[str] = []
         usage = chunk.get("usage")
         if isinstance(usage, dict):
-            self.usage = usage
+            self.raw_usage = usage
         for choice in chunk.get("choices") or []:
             if not isinstance(choice, dict) or choice.get("index", 0) != 0:
                 continue

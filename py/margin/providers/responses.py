@@ -33,6 +33,7 @@ from ..errors import ProviderError
 from ..history import Record
 from ..ports import HttpRequest, Platform, Transport
 from ..sse import SSEEvent
+from ..usage import normalize as normalize_usage
 from . import extract_error_message, header, host_of, http_error, normalize_base_url, quote, stream_cut
 from . import openai as openai_provider
 from .streaming import HEADERS_TIMEOUT, SSEChatStream, dumps, read_body, send
@@ -157,9 +158,6 @@ def map_error(status: int, body: str, headers: dict[str, str], provider: dict[st
 # -- the stream, sans-IO ---------------------------------------------------------------------
 
 
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
 
 class StreamParser:
     """SSE events of a Responses stream in, text pieces out (rule 3)."""
@@ -213,15 +211,8 @@ class StreamParser:
         return []
 
     def _take_usage(self, usage: Any) -> None:
-        if not isinstance(usage, dict):
-            return
-        details = usage.get("input_tokens_details")
-        cached = details.get("cached_tokens") if isinstance(details, dict) else 0
-        self.usage = {
-            "input": _count(usage.get("input_tokens")),
-            "cachedInput": _count(cached),
-            "output": _count(usage.get("output_tokens")),
-        }
+        # margin.usage knows the Responses API's field names (input_tokens_details.cached_tokens).
+        self.usage = normalize_usage(usage, "openai") or self.usage
 
     def _stream_error(self, error: dict[str, Any]) -> ProviderError:
         code = str(error.get("code") or "")

@@ -1,0 +1,32 @@
+// An answer's usage line: "1,234 in (1,000 cached) · 56 out · ≈ $0.0031" (pure; no DOM).
+//
+// Rules:
+// 1. The line is made only from what is stored on the record: `usage` ({input, cachedInput,
+//    output}, docs/storage.md) and `cost` (US dollars, present only when the provider has prices).
+// 2. A count that is not a finite number of 0 or more is left out; no usage, no line ("").
+// 3. The cached part shows only when it is above 0; the cost only when it was stored.
+// 4. A cost under a dollar keeps two significant digits ($0.0031), else cents ($1.25).
+
+const COUNT = new Intl.NumberFormat("en-US", { maximumFractionDigits: 0 });
+const SMALL_COST = new Intl.NumberFormat("en-US", { style: "currency", currency: "USD", maximumSignificantDigits: 2 });
+const COST = new Intl.NumberFormat("en-US", { style: "currency", currency: "USD", minimumFractionDigits: 2, maximumFractionDigits: 2 });
+
+const isCount = (value) => typeof value === "number" && Number.isFinite(value) && value >= 0;
+
+export function formatCost(dollars) {
+  return dollars < 1 ? SMALL_COST.format(dollars) : COST.format(dollars);
+}
+
+export function usageLine(record) {
+  const usage = record?.usage;
+  if (!usage || typeof usage !== "object") return "";
+  const parts = [];
+  if (isCount(usage.input)) {
+    const cached = isCount(usage.cachedInput) && usage.cachedInput > 0 ? ` (${COUNT.format(usage.cachedInput)} cached)` : "";
+    parts.push(`${COUNT.format(usage.input)} in${cached}`);
+  }
+  if (isCount(usage.output)) parts.push(`${COUNT.format(usage.output)} out`);
+  if (!parts.length) return "";
+  if (isCount(record.cost)) parts.push(`≈ ${formatCost(record.cost)}`);
+  return parts.join(" · ");
+}

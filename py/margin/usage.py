@@ -1,0 +1,142 @@
+"""Token usage and its estimated cost: one shape for every provider, sans-IO.
+
+Rules:
+1. Usage is `{input, cachedInput, output}`: `input` counts every prompt token (cached ones
+   included, as OpenAI's `prompt_tokens` does), `cachedInput` the part read from the provider's
+   prompt cache, `output` the answer's tokens (thinking included: it is billed as output).
+2. `normalize(raw, provider_type)` reads each provider's own usage object:
+   - "openai" (Chat Completions): `prompt_tokens`, `prompt_tokens_details.cached_tokens`,
+     `completion_tokens` (the Responses API's `input_tokens`, `input_tokens_details.cached_tokens`,
+     `output_tokens` are read too, so an agent provider needs no shape of its own);
+   - "anthropic": `input_tokens` counts only the uncached rest, so
+     input = `input_tokens` + `cache_read_input_tokens` + `cache_creation_input_tokens`, and
+     cachedInput = `cache_read_input_tokens`;
+   - "gemini": `promptTokenCount`, `cachedContentTokenCount`,
+     `candidatesTokenCount` + `thoughtsTokenCount`.
+   None when the provider reported no count at all.
+3. Only finite, non-negative integers are counts: NaN, infinities, bools, strings and negative
+   numbers are dropped (a NaN must never reach storage). `clean` applies the same gate to an
+   already normalized dict (what chat stores), and keeps `cachedInput <= input`.
+4. `cost(usage, prices)` is in US dollars, prices per 1 million tokens:
+   (input - cachedInput) * input + cachedInput * (cachedInput price, else input price)
+   + output * output. None without prices (no input and no output price), or without usage.
+5. `clean_prices` is the gate for a provider's `prices`: `{input?, cachedInput?, output?}`, each
+   a finite non-negative number; anything else is a `ValueError` naming the field.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+USAGE_KEYS = ("input", "cachedInput", "output")
+PRICE_KEYS = ("input", "cachedInput", "output")
+PRICE_LABELS = {"input": "Input price", "cachedInput": "Cached input price", "output": "Output price"}
+PER_TOKENS = 1_000_000
+
+
+def count(value: Any) -> int | None:
+    """A token count, or None (rule 3). A float with no fraction (3.0) counts as 3."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if isinstance(value, float):
+        if not math.isfinite(value) or not value.is_integer():
+            return None
+        value = int(value)
+    return value if value >= 0 else None
+
+
+def _field(raw: Any, *path: str) -> int | None:
+    for key in path:
+        if not isinstance(raw, dict):
+            return None
+        raw = raw.get(key)
+    return count(raw)
+
+
+def _sum(*values: int | None) -> int | None:
+    present = [v for v in values if v is not None]
+    return sum(present) if present else None
+
+
+def _shape(input_tokens: int | None, cached: int | None, output: int | None) -> dict[str, int] | None:
+    if input_tokens is None and cached is None and output is None:
+        return None
+    total_in = max(input_tokens or 0, cached or 0)
+    return {"input": total_in, "cachedInput": min(cached or 0, total_in), "output": output or 0}
+
+
+def normalize(raw: Any, provider_type: str) -> dict[str, int] | None:
+    """The provider's usage object in the shape of rule 1, or None (rule 2)."""
+    if not isinstance(raw, dict):
+        return None
+    if provider_type == "anthropic":
+        read = _field(raw, "cache_read_input_tokens")
+        written = _field(raw, "cache_creation_input_tokens")
+        fresh = _field(raw, "input_tokens")
+        return _shape(_sum(fresh, read, written), read, _field(raw, "output_tokens"))
+    if provider_type == "gemini":
+        output = _sum(_field(raw, "candidatesTokenCount"), _field(raw, "thoughtsTokenCount"))
+        return _shape(_field(raw, "promptTokenCount"), _field(raw, "cachedContentTokenCount"), output)
+    if "prompt_tokens" in raw or "completion_tokens" in raw:
+        return _shape(
+            _field(raw, "prompt_tokens"),
+            _field(raw, "prompt_tokens_details", "cached_tokens"),
+            _field(raw, "completion_tokens"),
+        )
+    return _shape(
+        _field(raw, "input_tokens"),
+        _field(raw, "input_tokens_details", "cached_tokens"),
+        _field(raw, "output_tokens"),
+    )
+
+
+def clean(usage: Any) -> dict[str, int] | None:
+    """An already normalized usage dict through rule 3's gate; None if nothing is left."""
+    if not isinstance(usage, dict):
+        return None
+    return _shape(count(usage.get("input")), count(usage.get("cachedInput")), count(usage.get("output")))
+
+
+def _price(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) and value >= 0 else None
+
+
+def cost(usage: dict[str, Any] | None, prices: dict[str, Any] | None) -> float | None:
+    """Rule 4: the estimated cost in US dollars, or None."""
+    kept = clean(usage)
+    if kept is None or not isinstance(prices, dict):
+        return None
+    input_price = _price(prices.get("input"))
+    output_price = _price(prices.get("output"))
+    if input_price is None and output_price is None:
+        return None
+    cached_price = _price(prices.get("cachedInput"))
+    if cached_price is None:
+        cached_price = input_price or 0.0
+    fresh = kept["input"] - kept["cachedInput"]
+    dollars = fresh * (input_price or 0.0) + kept["cachedInput"] * cached_price
+    dollars += kept["output"] * (output_price or 0.0)
+    return dollars / PER_TOKENS
+
+
+def clean_prices(value: Any) -> dict[str, float]:
+    """Rule 5: the prices kept (only the ones given); `ValueError(sentence)` for a bad one."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValueError("the prices must be an object with input, cachedInput and output.")
+    kept: dict[str, float] = {}
+    for key in PRICE_KEYS:
+        given = value.get(key)
+        if given is None or given == "":
+            continue
+        price = _price(given)
+        if price is None:
+            raise ValueError(
+                f"the {PRICE_LABELS[key]} must be a number of US dollars per 1 million tokens, 0 or more."
+            )
+        kept[key] = price
+    return kept
