@@ -285,13 +285,19 @@ def test_the_contract_lists_every_provider_type_with_its_default_base_url():
 def test_prices_are_saved_only_as_given():
     platform = memory_platform()
     priced = {**OPENAI, "prices": {"input": 2.5, "cachedInput": None, "output": 10}}
-    run(options.handle_save(platform, {"providers": [priced, {**OLLAMA, "prices": {}}], "activeProviderId": "a"}))
+    run(
+        options.handle_save(
+            platform, {"providers": [priced, {**OLLAMA, "prices": {}}], "activeProviderId": "a"}
+        )
+    )
     first, second = run(options.handle_get(platform, {}))["providers"]
     assert first["prices"] == {"input": 2.5, "output": 10.0}
     assert "prices" not in second
 
 
-@pytest.mark.parametrize("bad", [{"input": -1}, {"output": float("nan")}, {"input": "cheap"}, {"output": True}, "1"])
+@pytest.mark.parametrize(
+    "bad", [{"input": -1}, {"output": float("nan")}, {"input": "cheap"}, {"output": True}, "1"]
+)
 def test_a_bad_price_writes_nothing_and_names_the_field(bad):
     platform = memory_platform()
     with pytest.raises(MarginError) as caught:

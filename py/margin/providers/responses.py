@@ -158,7 +158,6 @@ def map_error(status: int, body: str, headers: dict[str, str], provider: dict[st
 # -- the stream, sans-IO ---------------------------------------------------------------------
 
 
-
 class StreamParser:
     """SSE events of a Responses stream in, text pieces out (rule 3)."""
 
