@@ -25,6 +25,7 @@ import { addCapsules } from "./capsules.js";
 import { usageLine } from "./usage.js";
 
 const EAGER_BUBBLES = 12;
+const INCOMPLETE_NOTE = "Incomplete: the connection broke.";
 const EAGER_IMAGE_BUBBLES = 12;
 
 export function init() {
@@ -145,6 +146,8 @@ function buildBubble(record, index, { regenerate, lite, deferImages, videoIndex 
     if (videoIndex >= 0) article.dataset.video = String(videoIndex);
     body.append(content);
     if (record.stopped) body.append(el("span", { class: "tag", text: "Stopped" }));
+    // A turn that failed mid-answer keeps what arrived (py/margin/chat.py rule 3); never let it look whole.
+    if (record.incomplete) body.append(el("p", { class: "answer-note", text: INCOMPLETE_NOTE }));
   }
   const actions = el("div", { class: "actions" });
   const copy = actionButton("copy", "Copy", "copy");

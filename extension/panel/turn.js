@@ -109,7 +109,11 @@ function onTurnEvent(turn, message) {
       endTurn(turn, { removeNow: false });
       break;
     case "error": {
-      endTurn(turn, { removeNow: true });
+      // Text that arrived is stored as an incomplete answer (py/margin/chat.py rule 3): the stored
+      // bubble takes over from the streaming one, as after a stop; otherwise it goes now.
+      const kept = turn.questionStored && turn.text !== "";
+      if (kept) paintStream(turn);
+      endTurn(turn, { removeNow: !kept });
       if (!turn.quietErrors.includes(message.error?.code)) {
         showAlert(message.error?.message || "The model did not answer. Please try again.");
       }

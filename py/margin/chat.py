@@ -6,8 +6,9 @@ Rules:
 2. One send = one user bubble: regenerate drops the old answer, edit drops the edited bubble and
    everything after it, each before the new turn (`margin.history`).
 3. The answer is stored once, at the end: `done` -> the full answer; `stopped` -> what arrived,
-   marked `stopped: True` (nothing if nothing arrived); `error` -> no answer record at all (a cut
-   stream too: a half answer that looks whole would mislead).
+   marked `stopped: True` (nothing if nothing arrived); `error` after some text arrived (a cut
+   stream, an idle timeout, a broken transport) -> what arrived, marked `incomplete: True` so it
+   never looks whole, then the error event; `error` before any text -> no answer record at all.
 4. Images are stamped `imagesSeen` only after a successful answer, so a failed or stopped turn
    sends the pixels again next time.
 5. Storage is never trusted across an await: the answer is put into a fresh read, right after this
@@ -63,7 +64,7 @@ class Outcome(Enum):
 
     DONE = "done"  # the whole answer arrived: stored, then `done`
     STOPPED = "stopped"  # stop, a closed panel, or our own abort: what arrived is stored, then `stopped`
-    FAILED = "failed"  # the provider or storage failed: `error`, no answer record
+    FAILED = "failed"  # the provider or storage failed: what arrived is stored incomplete, then `error`
 
 
 async def run_turn(
@@ -172,7 +173,7 @@ class _Turn:
         # Rule 7: the outcome decides the one terminal event.
         if outcome is Outcome.FAILED:
             assert failure is not None
-            self.emit(_error_event(failure))
+            await self._finish_failed(question, provider, failure, _arrived_text(failure, stream))
         elif outcome is Outcome.STOPPED:
             await self._finish_stopped(question, provider, stream.text if stream is not None else "")
         else:
@@ -273,6 +274,17 @@ class _Turn:
                 return
         self.emit({"event": "stopped"})
 
+    async def _finish_failed(
+        self, question: list[Record], provider: dict[str, Any], failure: MarginError, text: str
+    ) -> None:
+        """Rule 3: text that arrived before the failure is kept, marked incomplete; no
+        `imagesSeen` stamp (rule 4). A storage failure is then the one error reported (rule 7)."""
+        if text:
+            answer = Record("assistant", text, {**self._answer_fields(provider, None), "incomplete": True})
+            if not await self._save_answer_or_report(question, answer, stamp=False):
+                return
+        self.emit(_error_event(failure))
+
     async def _save_answer_or_report(
         self, question: list[Record], answer: Record, *, stamp: bool, shortened: rescue.Rescue | None = None
     ) -> bool:
@@ -298,6 +310,15 @@ class _Turn:
             if dollars is not None:
                 fields["cost"] = round(dollars, 6)
         return fields
+
+
+def _arrived_text(failure: MarginError, stream: Any) -> str:
+    """What had streamed before `failure`: the error's `partial_text`, else the open stream's
+    text (an idle timeout is raised by the race, not by the stream)."""
+    if isinstance(failure, ProviderError) and failure.partial_text:
+        return failure.partial_text
+    text = getattr(stream, "text", "") if stream is not None else ""
+    return text if isinstance(text, str) else ""
 
 
 def _conversation_changed() -> MarginError:

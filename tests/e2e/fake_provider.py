@@ -166,6 +166,9 @@ class Cut:
     text: str = "This answer is cut"
     chunks: int = 3
     applies_to_models: bool = False
+    # Seconds between the text and the cut: Chromium drops body bytes it has not handed to the
+    # reader when the connection breaks at once, so a client that should see the text needs this.
+    pause: float = 0.0
 
 
 @dataclass
@@ -739,6 +742,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._event(chunk({"role": "assistant", "content": ""}))
             for piece in split_text(behaviour.text, behaviour.chunks):
                 self._event(chunk({"content": piece}))
+            if behaviour.pause and not self.fake.sleep(behaviour.pause):
+                return
             # Close without the terminating chunk: the body is incomplete, as when a proxy drops it.
             self.close_connection = True
             with contextlib.suppress(OSError):

@@ -282,7 +282,7 @@ ERROR_CASES = {
     "server_error": (server_error(), re.compile(r"server at 127\.0\.0\.1:\d+ failed \(500\)\. Try again")),
     "garbage_stream": (Garbage(), re.compile(r"not a chat stream.*Base URL", re.I)),
     "cut_stream": (
-        Cut("The answer starts", chunks=2),
+        Cut("The answer starts", chunks=2, pause=0.5),
         re.compile(r"broke before the answer was finished", re.I),
     ),
 }
@@ -313,7 +313,25 @@ def test_provider_errors_show_a_sentence_and_keep_the_question(
     )
 
     assert margin.bubble_texts(page, "user") == [f"Question for {case}"]
-    assert margin.bubbles(page, "assistant").count() == 0
-    assert [(r["role"], r["content"]) for r in margin.history()] == [("user", f"Question for {case}")]
+    if case == "cut_stream":
+        # What arrived before the cut is kept, marked incomplete, in storage and on screen.
+        history = margin.history()
+        assert [(r["role"], r["content"]) for r in history] == [
+            ("user", f"Question for {case}"),
+            ("assistant", "The answer starts"),
+        ]
+        assert history[-1]["incomplete"] is True and "imagesSeen" not in history[0]
+        assistant = margin.bubbles(page, "assistant")
+        poll(
+            lambda: assistant.count() == 1 and assistant.locator("p.answer-note").count() == 1,
+            timeout=5,
+            message="the incomplete answer is not shown with its note",
+        )
+        assert "The answer starts" in margin.bubble_texts(page, "assistant")[0]
+        assert assistant.locator("p.answer-note").inner_text() == "Incomplete: the connection broke."
+        assert assistant.get_by_role("button", name="Regenerate").count() == 1
+    else:
+        assert margin.bubbles(page, "assistant").count() == 0
+        assert [(r["role"], r["content"]) for r in margin.history()] == [("user", f"Question for {case}")]
     if case != "connection_refused":
         assert len(fake_provider.chat_requests) == 1

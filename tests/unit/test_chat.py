@@ -248,16 +248,43 @@ def test_a_provider_error_keeps_the_question_and_adds_no_answer():
     assert user["role"] == "user" and "imagesSeen" not in user
 
 
-def test_a_cut_stream_is_an_error_and_the_half_answer_is_not_stored():
+def test_a_cut_stream_is_an_error_and_the_half_answer_is_kept_marked_incomplete():
     cut = ScriptedResponse(chunks=[sse(delta("Half"))])
     turn = Turn(responses=[cut])
-    asyncio.run(turn.run(send("Hi")))
+    asyncio.run(turn.run(send("look", [{"dataUrl": PNG, "name": "dot.png"}])))
     assert turn.kinds == ["started", "delta", "error"]
     assert turn.events[-1]["error"]["code"] == "stream_cut"
+    assert "broke before the answer was finished" in turn.events[-1]["error"]["message"]
+    user, assistant = turn.history
+    assert assistant == {
+        "role": "assistant",
+        "content": "Half",
+        "incomplete": True,
+        "model": "llama3.2",
+        "createdAt": assistant["createdAt"],
+    }
+    assert "imagesSeen" not in user  # a failed turn sends the pixels again
+
+
+def test_a_broken_transport_after_some_text_keeps_the_text_marked_incomplete():
+    broken = ScriptedResponse(
+        chunks=[sse(delta("So far")), sse(delta(" more"))], fail_at=1, fail_kind="broken"
+    )
+    turn = Turn(responses=[broken])
+    asyncio.run(turn.run(send("Hi")))
+    assert turn.kinds == ["started", "delta", "error"]
+    assert turn.history[-1]["content"] == "So far" and turn.history[-1]["incomplete"] is True
+
+
+def test_storage_refusing_the_incomplete_answer_reports_one_storage_error():
+    turn = Turn(responses=[ScriptedResponse(chunks=[sse(delta("Half"))])], fail_after_writes=1)
+    asyncio.run(turn.run(send("Hi")))
+    assert turn.kinds == ["started", "delta", "error"]
+    assert turn.events[-1]["error"]["code"] == "storage_failed"
     assert [r["role"] for r in turn.history] == ["user"]
 
 
-def test_a_silent_body_times_out(monkeypatch):
+def test_a_silent_body_times_out_and_keeps_what_arrived(monkeypatch):
     monkeypatch.setattr(chat, "BODY_IDLE_TIMEOUT", 0.05)
     hanging = HangingResponse(sse(delta("slow")))
     turn = Turn(responses=[hanging])
@@ -265,6 +292,14 @@ def test_a_silent_body_times_out(monkeypatch):
     assert turn.kinds == ["started", "delta", "error"]
     assert turn.events[-1]["error"]["code"] == "timeout"
     assert hanging.closed
+    assert turn.history[-1]["content"] == "slow" and turn.history[-1]["incomplete"] is True
+
+
+def test_a_silent_body_before_any_text_stores_no_answer(monkeypatch):
+    monkeypatch.setattr(chat, "BODY_IDLE_TIMEOUT", 0.05)
+    turn = Turn(responses=[HangingResponse()])
+    asyncio.run(turn.run(send("Hi")))
+    assert turn.kinds == ["started", "error"] and turn.events[-1]["error"]["code"] == "timeout"
     assert [r["role"] for r in turn.history] == ["user"]
 
 
