@@ -155,6 +155,8 @@ def _stream(handler: Any, body: dict[str, Any], behaviour: Any) -> None:
             {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}},
         )
     if isinstance(behaviour, Cut):  # rule 3
+        if behaviour.pause and not handler.fake.sleep(behaviour.pause):
+            return
         handler.close_connection = True
         with contextlib.suppress(OSError):
             handler.connection.shutdown(socket.SHUT_RDWR)

@@ -146,6 +146,8 @@ def respond(handler: _Handler, request: RecordedRequest) -> None:
         last = i == len(pieces) - 1 and not isinstance(behaviour, Cut)
         event(response(piece, "STOP" if last else None, usage_for(request.body, text) if last else None))
     if isinstance(behaviour, Cut):
+        if behaviour.pause and not fake.sleep(behaviour.pause):
+            return
         handler.close_connection = True
         with contextlib.suppress(OSError):
             handler.connection.shutdown(socket.SHUT_RDWR)

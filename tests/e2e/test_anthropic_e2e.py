@@ -104,7 +104,10 @@ ERROR_CASES = {
         HttpError(529, {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
         re.compile(r"Anthropic is overloaded right now \(529\)\. Try again in a moment"),
     ),
-    "cut_stream": (Cut("The answer starts", chunks=2), re.compile(r"broke before the answer was finished")),
+    "cut_stream": (
+        Cut("The answer starts", chunks=2, pause=0.5),
+        re.compile(r"broke before the answer was finished"),
+    ),
     "unknown_model": (
         HttpError(
             404, {"type": "error", "error": {"type": "not_found_error", "message": "model: claude-fake"}}
@@ -124,4 +127,11 @@ def test_anthropic_failures_show_their_sentence(margin: Margin, fake_provider: F
     sentence = margin.wait_alert(page)
     margin.wait_idle(page)
     assert expected.search(sentence), sentence
-    assert [(r["role"], r["content"]) for r in margin.history()] == [("user", f"Question for {case}")]
+    question, *answer = margin.history()
+    assert (question["role"], question["content"]) == ("user", f"Question for {case}")
+    if case == "cut_stream":  # what arrived before the cut is kept, marked incomplete
+        ((kept,),) = (answer,)
+        assert kept["role"] == "assistant" and kept["incomplete"] is True
+        assert kept["content"].startswith("The answer")
+    else:
+        assert answer == []

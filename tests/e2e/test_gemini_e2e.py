@@ -105,7 +105,10 @@ RATE_LIMIT_BODY = {
 ERROR_CASES = {
     "bad_key": (HttpError(400, BAD_KEY_BODY), re.compile(r"rejected the API key \(400\).*options")),
     "rate_limited": (HttpError(429, RATE_LIMIT_BODY), re.compile(r"\(429\)\. Wait 38 seconds and try again")),
-    "cut_stream": (Cut("The answer starts", chunks=2), re.compile(r"broke before the answer was finished")),
+    "cut_stream": (
+        Cut("The answer starts", chunks=2, pause=0.5),
+        re.compile(r"broke before the answer was finished"),
+    ),
 }
 
 
@@ -121,4 +124,11 @@ def test_gemini_errors_read_as_the_shared_sentences_in_the_panel(margin: Margin,
         margin.wait_idle(page)
         assert expected.search(sentence), sentence
         assert len(gemini_turns(fake)) == 1
-        assert [(r["role"], r["content"]) for r in margin.history()] == [("user", f"Question for {case}")]
+        question, *answer = margin.history()
+        assert (question["role"], question["content"]) == ("user", f"Question for {case}")
+        if case == "cut_stream":  # what arrived before the cut is kept, marked incomplete
+            ((kept,),) = (answer,)
+            assert kept["role"] == "assistant" and kept["incomplete"] is True
+            assert kept["content"].startswith("The answer")
+        else:
+            assert answer == []
