@@ -40,7 +40,7 @@ from ..ports import HttpRequest, Platform, Transport
 from ..sse import SSEEvent
 from ..usage import normalize as normalize_usage
 from . import extract_error_message, header, host_of, http_error, normalize_base_url, quote, stream_cut
-from .streaming import BODY_LIMIT, HEADERS_TIMEOUT, SSEChatStream, dumps, read_body, send
+from .streaming import BODY_LIMIT, HEADERS_TIMEOUT, SSEChatStream, connection_verdict, dumps, read_body, send
 
 API_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 8192
@@ -294,7 +294,6 @@ async def open_stream(transport: Transport, provider: dict[str, Any], records: l
 
 async def test_connection(platform: Platform, provider: dict[str, Any]) -> dict[str, Any]:
     """One tiny non-streaming request; a sentence the options page shows as it is."""
-    host = host_of(provider["baseUrl"])
     body = {
         "model": provider["model"],
         "max_tokens": 1,
@@ -307,20 +306,13 @@ async def test_connection(platform: Platform, provider: dict[str, Any]) -> dict[
             raise map_error(response.status, text, response.headers, provider)
     except ProviderError as error:
         return {"ok": False, "message": error.message}
-    try:
-        answer = json.loads(text)
-    except ValueError:
-        answer = None
-    if not isinstance(answer, dict) or answer.get("type") != "message":
-        said = extract_error_message(text)
-        if said:
-            return {"ok": False, "message": f"{host} answered with an error: {quote(said)}."}
-        return {
-            "ok": False,
-            "message": f"{host} answered, but not like the Anthropic API. Check the Base URL "
-            "(it is usually https://api.anthropic.com/v1).",
-        }
-    return {"ok": True, "message": f"Connected to {host}: model {provider['model']} answered."}
+    return connection_verdict(
+        provider,
+        text,
+        lambda answer: isinstance(answer, dict) and answer.get("type") == "message",
+        api="the Anthropic API",
+        usual="it is usually https://api.anthropic.com/v1",
+    )
 
 
 def models_request(provider: dict[str, Any], after_id: str | None = None) -> HttpRequest:

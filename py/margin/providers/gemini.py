@@ -48,7 +48,7 @@ from . import (
     quote,
     stream_cut,
 )
-from .streaming import BODY_LIMIT, HEADERS_TIMEOUT, SSEChatStream, dumps, read_body, send
+from .streaming import BODY_LIMIT, HEADERS_TIMEOUT, SSEChatStream, connection_verdict, dumps, read_body, send
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
 # Reasons that mean Google withheld the answer, not that it ended.
@@ -307,7 +307,6 @@ async def open_stream(transport: Transport, provider: dict[str, Any], records: l
 
 async def test_connection(platform: Platform, provider: dict[str, Any]) -> dict[str, Any]:
     """One tiny non-streaming request; a sentence the options page shows as it is."""
-    host = host_of(provider["baseUrl"])
     request = HttpRequest(
         method="POST",
         url=model_url(provider, "generateContent"),
@@ -322,17 +321,13 @@ async def test_connection(platform: Platform, provider: dict[str, Any]) -> dict[
             raise gemini_error(response.status, body, response.headers, provider)
     except ProviderError as error:
         return {"ok": False, "message": error.message}
-    try:
-        answer = json.loads(body)
-    except ValueError:
-        answer = None
-    if not isinstance(answer, dict) or not ("candidates" in answer or "promptFeedback" in answer):
-        return {
-            "ok": False,
-            "message": f"{host} answered, but not like the Gemini API. Check the Base URL "
-            f"(usually {DEFAULT_BASE_URL}).",
-        }
-    return {"ok": True, "message": f"Connected to {host}: model {provider['model']} answered."}
+    return connection_verdict(
+        provider,
+        body,
+        lambda answer: isinstance(answer, dict) and ("candidates" in answer or "promptFeedback" in answer),
+        api="the Gemini API",
+        usual=f"usually {DEFAULT_BASE_URL}",
+    )
 
 
 async def list_models(platform: Platform, provider: dict[str, Any]) -> list[str]:

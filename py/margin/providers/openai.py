@@ -44,7 +44,15 @@ from . import (
     quote,
     stream_cut,
 )
-from .streaming import BODY_TIMEOUT, HEADERS_TIMEOUT, SSEChatStream, dumps, read_body, send
+from .streaming import (
+    BODY_TIMEOUT,
+    HEADERS_TIMEOUT,
+    SSEChatStream,
+    connection_verdict,
+    dumps,
+    read_body,
+    send,
+)
 
 
 def chat_url(base_url: str) -> str:
@@ -254,7 +262,6 @@ def _chat_post(provider: dict[str, Any], body: dict[str, Any], *, stream: bool) 
 
 async def test_connection(platform: Platform, provider: dict[str, Any]) -> dict[str, Any]:
     """One tiny non-streaming request; a sentence the options page shows as it is."""
-    host = host_of(provider["baseUrl"])
     try:
         response = await send(platform.transport, _test_request(provider, max_tokens=True), provider)
         body = await read_body(response)
@@ -266,20 +273,13 @@ async def test_connection(platform: Platform, provider: dict[str, Any]) -> dict[
             raise http_error(response.status, body, response.headers, provider)
     except ProviderError as error:
         return {"ok": False, "message": error.message}
-    try:
-        answer = json.loads(body)
-    except ValueError:
-        answer = None
-    if not isinstance(answer, dict) or not isinstance(answer.get("choices"), list):
-        said = extract_error_message(body)
-        if said:
-            return {"ok": False, "message": f"{host} answered with an error: {quote(said)}."}
-        return {
-            "ok": False,
-            "message": f"{host} answered, but not like an OpenAI-compatible API. Check the Base URL "
-            "(it usually ends in /v1).",
-        }
-    return {"ok": True, "message": f"Connected to {host}: model {provider['model']} answered."}
+    return connection_verdict(
+        provider,
+        body,
+        lambda answer: isinstance(answer, dict) and isinstance(answer.get("choices"), list),
+        api="an OpenAI-compatible API",
+        usual="it usually ends in /v1",
+    )
 
 
 # -- the model picker -----------------------------------------------------------------------

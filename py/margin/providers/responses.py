@@ -34,9 +34,9 @@ from ..history import Record
 from ..ports import HttpRequest, Platform, Transport
 from ..sse import SSEEvent
 from ..usage import normalize as normalize_usage
-from . import extract_error_message, header, host_of, http_error, normalize_base_url, quote, stream_cut
+from . import header, http_error, normalize_base_url, quote, stream_cut
 from . import openai as openai_provider
-from .streaming import HEADERS_TIMEOUT, SSEChatStream, dumps, read_body, send
+from .streaming import HEADERS_TIMEOUT, SSEChatStream, connection_verdict, dumps, read_body, send
 
 FORGOTTEN = "conversation_forgotten"
 _FORGOTTEN_MESSAGE = re.compile(r"previous[ _]response.*not found", re.IGNORECASE)
@@ -271,7 +271,6 @@ async def open_stream(
 
 async def test_connection(platform: Platform, provider: dict[str, Any]) -> dict[str, Any]:
     """Rule 6: a sentence the options page shows as it is."""
-    host = host_of(provider["baseUrl"])
     body = {"model": provider["model"], "input": "Reply with OK.", "max_output_tokens": 16, "store": False}
     try:
         response = await send(platform.transport, _post(provider, body, stream=False), provider)
@@ -280,20 +279,13 @@ async def test_connection(platform: Platform, provider: dict[str, Any]) -> dict[
             raise map_error(response.status, text, response.headers, provider)
     except ProviderError as error:
         return {"ok": False, "message": error.message}
-    try:
-        answer = json.loads(text)
-    except ValueError:
-        answer = None
-    if not isinstance(answer, dict) or answer.get("object") != "response":
-        said = extract_error_message(text)
-        if said:
-            return {"ok": False, "message": f"{host} answered with an error: {quote(said)}."}
-        return {
-            "ok": False,
-            "message": f"{host} answered, but not like the Responses API. Check the Base URL "
-            "(it is usually https://api.openai.com/v1).",
-        }
-    return {"ok": True, "message": f"Connected to {host}: model {provider['model']} answered."}
+    return connection_verdict(
+        provider,
+        text,
+        lambda answer: isinstance(answer, dict) and answer.get("object") == "response",
+        api="the Responses API",
+        usual="it is usually https://api.openai.com/v1",
+    )
 
 
 async def list_models(platform: Platform, provider: dict[str, Any]) -> list[str]:

@@ -9,6 +9,9 @@ Rules:
    `EventParser`, which turns events into text pieces and knows when the answer is whole
    (`done`) or cut (`check_end` raises). Whatever failed, the text that had arrived is kept on
    the error (`partial_text`) and the response is closed.
+4. "Test connection" ends in one of three sentences (`connection_verdict`): connected, the
+   provider's own error, or "answered, but not like <the API>" with where the Base URL usually
+   points.
 """
 
 from __future__ import annotations
@@ -16,12 +19,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from ..errors import ProviderError
 from ..ports import HttpRequest, Transport, TransportError
 from ..sse import SSEDecoder, SSEEvent
-from . import transport_error
+from . import extract_error_message, host_of, quote, transport_error
 
 # Seconds to wait for the status line and headers (a local server may load the model first).
 HEADERS_TIMEOUT = 120.0
@@ -149,3 +153,20 @@ class SSEChatStream:
         self._finished = True
         with contextlib.suppress(Exception):  # as in read_body
             await self._response.aclose()
+
+
+def connection_verdict(
+    provider: dict[str, Any], body: str, looks_right: Callable[[Any], bool], *, api: str, usual: str
+) -> dict[str, Any]:
+    """Rule 4, for a successful status: does `body` look like this provider's answer?"""
+    host = host_of(provider["baseUrl"])
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        answer = None
+    if looks_right(answer):
+        return {"ok": True, "message": f"Connected to {host}: model {provider['model']} answered."}
+    said = extract_error_message(body)
+    if said:
+        return {"ok": False, "message": f"{host} answered with an error: {quote(said)}."}
+    return {"ok": False, "message": f"{host} answered, but not like {api}. Check the Base URL ({usual})."}
