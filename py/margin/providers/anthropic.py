@@ -40,7 +40,17 @@ from ..ports import HttpRequest, Platform, Transport
 from ..sse import SSEEvent
 from ..usage import normalize as normalize_usage
 from . import extract_error_message, header, host_of, http_error, normalize_base_url, quote, stream_cut
-from .streaming import BODY_LIMIT, HEADERS_TIMEOUT, SSEChatStream, connection_verdict, dumps, read_body, send
+from .streaming import (
+    BODY_LIMIT,
+    HEADERS_TIMEOUT,
+    SSEChatStream,
+    connection_verdict,
+    dumps,
+    fetch_text,
+    raise_unless_success,
+    read_body,
+    send,
+)
 
 API_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 8192
@@ -275,12 +285,10 @@ class StreamParser:
 async def open_stream(transport: Transport, provider: dict[str, Any], records: list[Record]) -> SSEChatStream:
     """Send the request; raise the mapped ProviderError unless an event stream is coming."""
     response = await send(transport, build_chat_request(provider, records, stream=True), provider)
-    if not 200 <= response.status < 300:
-        body = await read_body(response)
-        raise map_error(response.status, body, response.headers, provider)
+    await raise_unless_success(response, provider, map_error)
     content_type = (header(response.headers, "content-type") or "").lower()
     if content_type and "text/event-stream" not in content_type:
-        body = await read_body(response)
+        await read_body(response)  # read what there is, and close the response
         raise ProviderError(
             "bad_stream",
             f"The provider answered, but not with a stream (content type “{content_type}”). Check "
@@ -300,10 +308,7 @@ async def test_connection(platform: Platform, provider: dict[str, Any]) -> dict[
         "messages": [{"role": "user", "content": "Reply with OK."}],
     }
     try:
-        response = await send(platform.transport, _post(provider, body, stream=False), provider)
-        text = await read_body(response)
-        if not 200 <= response.status < 300:
-            raise map_error(response.status, text, response.headers, provider)
+        text = await fetch_text(platform.transport, _post(provider, body, stream=False), provider, map_error)
     except ProviderError as error:
         return {"ok": False, "message": error.message}
     return connection_verdict(
@@ -329,10 +334,9 @@ async def list_models(platform: Platform, provider: dict[str, Any]) -> list[str]
     names: list[str] = []
     after_id: str | None = None
     for _ in range(MODEL_PAGES):
-        response = await send(platform.transport, models_request(provider, after_id), provider)
-        text = await read_body(response, BODY_LIMIT)
-        if not 200 <= response.status < 300:
-            raise map_error(response.status, text, response.headers, provider)
+        text = await fetch_text(
+            platform.transport, models_request(provider, after_id), provider, map_error, BODY_LIMIT
+        )
         try:
             page = json.loads(text)
         except ValueError:

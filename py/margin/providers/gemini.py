@@ -48,7 +48,17 @@ from . import (
     quote,
     stream_cut,
 )
-from .streaming import BODY_LIMIT, HEADERS_TIMEOUT, SSEChatStream, connection_verdict, dumps, read_body, send
+from .streaming import (
+    BODY_LIMIT,
+    HEADERS_TIMEOUT,
+    SSEChatStream,
+    connection_verdict,
+    dumps,
+    fetch_text,
+    raise_unless_success,
+    read_body,
+    send,
+)
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
 # Reasons that mean Google withheld the answer, not that it ended.
@@ -285,9 +295,7 @@ class StreamParser:
 async def open_stream(transport: Transport, provider: dict[str, Any], records: list[Record]) -> SSEChatStream:
     """Send the turn; raise the mapped ProviderError unless an event stream is coming."""
     response = await send(transport, build_chat_request(provider, records, stream=True), provider)
-    if not 200 <= response.status < 300:
-        body = await read_body(response)
-        raise gemini_error(response.status, body, response.headers, provider)
+    await raise_unless_success(response, provider, gemini_error)
     content_type = (header(response.headers, "content-type") or "").lower()
     if content_type and "text/event-stream" not in content_type:
         body = await read_body(response)
@@ -315,10 +323,7 @@ async def test_connection(platform: Platform, provider: dict[str, Any]) -> dict[
         timeout=HEADERS_TIMEOUT,
     )
     try:
-        response = await send(platform.transport, request, provider)
-        body = await read_body(response)
-        if not 200 <= response.status < 300:
-            raise gemini_error(response.status, body, response.headers, provider)
+        body = await fetch_text(platform.transport, request, provider, gemini_error)
     except ProviderError as error:
         return {"ok": False, "message": error.message}
     return connection_verdict(
@@ -343,10 +348,7 @@ async def list_models(platform: Platform, provider: dict[str, Any]) -> list[str]
             body=None,
             timeout=HEADERS_TIMEOUT,
         )
-        response = await send(platform.transport, request, provider)
-        body = await read_body(response, BODY_LIMIT * 8)
-        if not 200 <= response.status < 300:
-            raise gemini_error(response.status, body, response.headers, provider)
+        body = await fetch_text(platform.transport, request, provider, gemini_error, BODY_LIMIT * 8)
         try:
             page = json.loads(body)
         except ValueError:

@@ -50,6 +50,8 @@ from .streaming import (
     SSEChatStream,
     connection_verdict,
     dumps,
+    fetch_text,
+    raise_unless_success,
     read_body,
     send,
 )
@@ -214,9 +216,7 @@ async def open_stream(transport: Transport, provider: dict[str, Any], records: l
         usage_unsupported = True
         request = build_chat_request(provider, records, stream=True, include_usage=False)
         response = await send(transport, request, provider)
-    if not 200 <= response.status < 300:
-        body = await read_body(response)
-        raise http_error(response.status, body, response.headers, provider)
+    await raise_unless_success(response, provider, http_error)
     content_type = (header(response.headers, "content-type") or "").lower()
     if content_type and "text/event-stream" not in content_type:
         body = await read_body(response)
@@ -312,10 +312,7 @@ def model_ids(body: str) -> list[str] | None:
 
 async def list_models(platform: Platform, provider: dict[str, Any]) -> list[str]:
     """The models the server offers; a ProviderError with a sentence when it will not say."""
-    response = await send(platform.transport, models_request(provider), provider)
-    body = await read_body(response)
-    if not 200 <= response.status < 300:
-        raise http_error(response.status, body, response.headers, provider)
+    body = await fetch_text(platform.transport, models_request(provider), provider, http_error)
     ids = model_ids(body)
     if ids is None:
         raise ProviderError(

@@ -36,7 +36,16 @@ from ..sse import SSEEvent
 from ..usage import normalize as normalize_usage
 from . import header, http_error, normalize_base_url, quote, stream_cut
 from . import openai as openai_provider
-from .streaming import HEADERS_TIMEOUT, SSEChatStream, connection_verdict, dumps, read_body, send
+from .streaming import (
+    HEADERS_TIMEOUT,
+    SSEChatStream,
+    connection_verdict,
+    dumps,
+    fetch_text,
+    raise_unless_success,
+    read_body,
+    send,
+)
 
 FORGOTTEN = "conversation_forgotten"
 _FORGOTTEN_MESSAGE = re.compile(r"previous[ _]response.*not found", re.IGNORECASE)
@@ -252,9 +261,7 @@ async def open_stream(
     """Send the request; raise the mapped ProviderError unless an event stream is coming."""
     request = build_chat_request(provider, records, stream=True, previous_response_id=previous_response_id)
     response = await send(transport, request, provider)
-    if not 200 <= response.status < 300:
-        body = await read_body(response)
-        raise map_error(response.status, body, response.headers, provider)
+    await raise_unless_success(response, provider, map_error)
     content_type = (header(response.headers, "content-type") or "").lower()
     if content_type and "text/event-stream" not in content_type:
         await read_body(response)
@@ -273,10 +280,7 @@ async def test_connection(platform: Platform, provider: dict[str, Any]) -> dict[
     """Rule 6: a sentence the options page shows as it is."""
     body = {"model": provider["model"], "input": "Reply with OK.", "max_output_tokens": 16, "store": False}
     try:
-        response = await send(platform.transport, _post(provider, body, stream=False), provider)
-        text = await read_body(response)
-        if not 200 <= response.status < 300:
-            raise map_error(response.status, text, response.headers, provider)
+        text = await fetch_text(platform.transport, _post(provider, body, stream=False), provider, map_error)
     except ProviderError as error:
         return {"ok": False, "message": error.message}
     return connection_verdict(

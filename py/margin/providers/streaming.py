@@ -72,6 +72,30 @@ async def read_body(response: Any, limit: int = BODY_LIMIT, timeout: float = BOD
     return "".join(pieces)[:limit]
 
 
+MapError = Callable[[int, str, dict[str, str], dict[str, Any]], ProviderError]
+
+
+async def fetch_text(
+    transport: Transport,
+    request: HttpRequest,
+    provider: dict[str, Any],
+    map_error: MapError,
+    limit: int = BODY_LIMIT,
+) -> str:
+    """A request answered by a whole body: its text, or the provider's mapped error (rules 1, 2)."""
+    response = await send(transport, request, provider)
+    body = await read_body(response, limit)
+    if not 200 <= response.status < 300:
+        raise map_error(response.status, body, response.headers, provider)
+    return body
+
+
+async def raise_unless_success(response: Any, provider: dict[str, Any], map_error: MapError) -> None:
+    """A streaming request's status: anything but success is the provider's mapped error."""
+    if not 200 <= response.status < 300:
+        raise map_error(response.status, await read_body(response), response.headers, provider)
+
+
 class EventParser(Protocol):
     """A wire protocol's stream events -> the answer (each provider module has one)."""
 
