@@ -26,6 +26,10 @@ Rules:
 4. A context overflow, in any provider's words (`margin.overflow`), is a `ContextOverflowError`:
    code "context_overflow", its `overflow` attribute holding the numbers the provider gave, so a
    turn can shorten the attached pages and retry (`margin.rescue`).
+5. A 403 from a local server (localhost, 127.0.0.1, ::1, *.local, or Ollama's port 11434) with
+   no API key set, or with an empty or "Forbidden" body, is code "origin_refused": the server's
+   CORS check refused the extension's origin (Ollama without `OLLAMA_ORIGINS`); the sentence
+   says how to allow it. Any other 401/403 is "bad_key".
 """
 
 from __future__ import annotations
@@ -253,6 +257,50 @@ def header(headers: dict[str, str], name: str) -> str | None:
     return None
 
 
+OLLAMA_PORT = 11434
+
+
+def _is_local_server(base_url: str) -> bool:
+    parts = urlsplit(base_url)
+    hostname = (parts.hostname or "").lower()
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    local = hostname in ("localhost", "127.0.0.1", "::1") or hostname.endswith(".local")
+    return local or port == OLLAMA_PORT
+
+
+def _origin_refused(body: str, provider: dict[str, Any]) -> bool:
+    """A local server's 403 with no key set, or with no reason given, is its CORS check refusing
+    the extension's origin (Ollama without OLLAMA_ORIGINS), not a bad key."""
+    if not _is_local_server(provider.get("baseUrl", "")):
+        return False
+    no_reason = body.strip().lower() in ("", "forbidden")
+    return no_reason or not str(provider.get("apiKey") or "").strip()
+
+
+def _origin_refused_error(provider: dict[str, Any]) -> ProviderError:
+    base_url = provider.get("baseUrl", "")
+    host = host_of(base_url)
+    try:
+        port = urlsplit(base_url).port
+    except ValueError:
+        port = None
+    if port == OLLAMA_PORT:
+        return ProviderError(
+            "origin_refused",
+            f"Ollama at {host} refused Margin's requests (403). Start it with "
+            "OLLAMA_ORIGINS=chrome-extension://* (for example: OLLAMA_ORIGINS=chrome-extension://* "
+            "ollama serve), then try again.",
+        )
+    return ProviderError(
+        "origin_refused",
+        f"The server at {host} refused Margin's requests (403). Allow the chrome-extension:// "
+        "origin (CORS) in the server's settings, then try again.",
+    )
+
+
 def http_error(status: int, body: str, headers: dict[str, str], provider: dict[str, Any]) -> ProviderError:
     """The ProviderError for an HTTP status that is not success."""
     said = extract_error_message(body)
@@ -262,6 +310,8 @@ def http_error(status: int, body: str, headers: dict[str, str], provider: dict[s
     overflow = context_overflow(status, body)
     if overflow is not None:  # rule 4
         return ContextOverflowError(too_long_for(model), overflow)
+    if status == 403 and _origin_refused(body, provider):
+        return _origin_refused_error(provider)
     if status in (401, 403):
         return ProviderError(
             "bad_key",
