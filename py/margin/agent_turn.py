@@ -6,6 +6,10 @@ Rules:
    after that answer): the question's trailing page-context run and the question itself, plus any
    answer without a `responseId` (stopped, or from another provider) and what came with it. With
    no such answer it is (None, all records): the full history.
+   Given the active provider's id, that answer counts only when its `responseProviderId` is
+   that id: an answer whose response another provider stored means (None, all records), the
+   full history without a notice (the other provider's response id would only be refused).
+   An answer stored without `responseProviderId` (before it existed) is chained as before.
 2. Regenerate and Edit need nothing special: the records before the question decide which earlier
    response the new one branches from.
 3. A provider that has forgotten the conversation (`conversation_forgotten`) is sent the full
@@ -32,12 +36,17 @@ def is_agent_provider(provider: dict[str, Any]) -> bool:
     return provider.get("type") in AGENT_PROVIDER_TYPES
 
 
-def build_agent_turn(records: list[Record]) -> tuple[str | None, list[Record]]:
+def build_agent_turn(
+    records: list[Record], provider_id: str | None = None
+) -> tuple[str | None, list[Record]]:
     """Rule 1."""
     for index in range(len(records) - 1, -1, -1):
         record = records[index]
         response_id = record.fields.get("responseId")
         if record.role == "assistant" and isinstance(response_id, str) and response_id:
+            made_by = record.fields.get("responseProviderId")
+            if provider_id is not None and made_by is not None and made_by != provider_id:
+                return None, list(records)
             return response_id, records[index + 1 :]
     return None, list(records)
 
@@ -50,7 +59,7 @@ async def open_agent_stream(
     on_replay: Callable[[], None],
 ) -> Any:
     """Rules 1 and 3: the stream of the new turn, replayed in full once if the provider forgot."""
-    previous, new_records = build_agent_turn(records)
+    previous, new_records = build_agent_turn(records, provider.get("id"))
     if previous is None:
         return await module.open_stream(transport, provider, records)
     try:

@@ -32,7 +32,8 @@ Rules:
 9. An agent provider (`margin.agent_turn`) is sent only what is new since its last stored
    answer, with that answer's `responseId`; a provider that forgot the conversation gets the
    full history once, after a `notice` event. A done answer stores the new response's id as
-   `responseId` (a stopped one does not, so the next turn sends its text again).
+   `responseId`, with the provider's id as `responseProviderId` (a stopped one does not, so the
+   next turn sends its text again).
 """
 
 from __future__ import annotations
@@ -232,6 +233,7 @@ class _Turn:
         response_id = getattr(stream, "response_id", None)
         if isinstance(response_id, str) and response_id:  # rule 9
             fields["responseId"] = response_id
+            fields["responseProviderId"] = provider["id"]
         answer = Record("assistant", stream.text, fields)
         if await self._save_answer_or_report(question, answer, stamp=True, shortened=plan):
             self.emit({"event": "done"})

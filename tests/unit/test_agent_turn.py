@@ -123,7 +123,55 @@ def test_an_answer_without_an_id_is_sent_again_with_its_question():
     assert build_agent_turn(records) == ("resp_1", records[2:])
 
 
+def answer_from(text, rid, provider_id):
+    return Record("assistant", text, {"responseId": rid, "responseProviderId": provider_id})
+
+
+def test_an_answer_from_the_active_provider_is_chained_from():
+    records = [Record("user", "Q1"), answer_from("A1", "resp_1", "agent"), Record("user", "Q2")]
+    assert build_agent_turn(records, "agent") == ("resp_1", records[2:])
+
+
+def test_an_answer_whose_response_another_provider_stored_means_the_full_history():
+    records = [
+        Record("user", "Q1"),
+        answer_from("A1", "resp_1", "agent"),
+        Record("user", "Q2"),
+        answer_from("A2", "resp_other", "other"),
+        Record("user", "Q3"),
+    ]
+    assert build_agent_turn(records, "agent") == (None, records)
+    assert build_agent_turn(records, "other") == ("resp_other", records[4:])
+
+
+def test_an_answer_stored_without_a_provider_id_is_chained_as_before():
+    records = [Record("user", "Q1"), answer("A1", "resp_1"), Record("user", "Q2")]
+    assert build_agent_turn(records, "agent") == ("resp_1", records[2:])
+
+
 # -- the turn flow ------------------------------------------------------------------------------
+
+
+def test_each_stored_response_id_names_the_provider_that_made_it():
+    turn = Turn(responses=[reply("A1", "resp_a")])
+    turn.go(send("first"))
+    assert turn.history[1]["responseId"] == "resp_a"
+    assert turn.history[1]["responseProviderId"] == "agent"
+
+
+def test_after_another_provider_the_full_history_goes_without_a_previous_id_or_notice():
+    history = [
+        {"role": "user", "content": "Q1"},
+        {"role": "assistant", "content": "A1", "responseId": "resp_o", "responseProviderId": "other"},
+    ]
+    turn = Turn(history=history, responses=[reply("A2", "resp_b")])
+    turn.go(send("Q2"))
+    assert len(turn.transport.json_bodies()) == 1
+    body = turn.request()
+    assert "previous_response_id" not in body
+    assert said(body) == [("user", "Q1"), ("assistant", "A1"), ("user", "Q2")]
+    assert [e["event"] for e in turn.events] == ["started", "delta", "done"]
+    assert turn.history[-1]["responseProviderId"] == "agent"
 
 
 def test_the_second_turn_sends_only_the_new_message_and_stores_each_response_id():
