@@ -9,8 +9,9 @@ Rules:
 1. Only the providers' own ways of saying it count: OpenAI's "Invalid content type. image_url is
    only supported by certain models", "does not support image input" / "image input is not
    supported" (vLLM, OpenRouter, llama.cpp with its "- hint: ... mmproj"), Ollama's "this model
-   is missing data required for image input", LM Studio's "Model does not support images", and
-   "does not support images" / "image input is not supported" worded alike by others.
+   is missing data required for image input", LM Studio's "Model does not support images",
+   Ollama cloud's "this model does not support image input", a gateway's "Model do not support
+   image input", and "does not support images" worded alike by others.
 2. Only a 400, 415 or 422 can be a refusal: a refused key, a missing model or a rate limit never
    is, whatever its words.
 """
@@ -25,7 +26,7 @@ _REFUSAL_STATUSES = (400, 415, 422)
 
 _REFUSAL_WORDINGS = re.compile(
     r"image_url is only supported by certain models"
-    r"|does not support (?:image input|images|image inputs|vision)"
+    r"|do(?:es)? not support (?:image input|images|image inputs|vision)"
     r"|image inputs? (?:is|are) not supported"
     r"|missing data required for image input"
     r"|model does not support images",

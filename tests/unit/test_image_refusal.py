@@ -31,6 +31,7 @@ REFUSALS = [
     body("This model does not support image input.", type="invalid_request_error"),
     body("Image input is not supported for this model", code=400),
     body("this model is missing data required for image input"),
+    body("Model do not support image input.\nRequest id: 021788846573420402c3547e09b7409e3"),
     body(
         "image input is not supported - hint: if this is unexpected, you may need to provide the mmproj",
         type="invalid_request_error",
