@@ -34,6 +34,11 @@ Rules:
    full history once, after a `notice` event. A done answer stores the new response's id as
    `responseId`, with the provider's id as `responseProviderId` (a stopped one does not, so the
    next turn sends its text again).
+10. Image refusal (`margin.image_refusal`): a request refused with `images_refused`, before any
+   delta, is sent once more with every image replaced by its `[Figure N: ...]` placeholder
+   (request side only: storage keeps the pixels), after ONE `notice` event (`IMAGES_NOTICE`),
+   and the provider is marked `supportsImages: false`; later turns to it send placeholders at
+   once, with no notice. A refusal of the retry is reported as itself.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ from . import usage as token_usage
 from .errors import MarginError, ProviderError, StorageError
 from .history import Record, for_edit, for_regenerate, read_history, user_record, write_history
 from .image_attachments import attachment_to_part, check_attachment
+from .image_refusal import ImagesRefusedError
 from .ports import Platform
 from .providers import provider_module
 from .stoppable import Stopped, guarded_emit, race
@@ -58,6 +64,8 @@ from .storage import lock_for
 BODY_IDLE_TIMEOUT = 60.0
 
 _turn_running = False
+
+IMAGES_NOTICE = "This model does not take images, so Margin sent a short description in their place."
 
 
 class Outcome(Enum):
@@ -163,11 +171,20 @@ class _Turn:
         self.emit({"event": "started"})
 
         language = options.model_language(settings, self.platform.browser_language)
-        outcome, failure, stream = await self._attempt(provider, question, language)
+        text_only = provider.get("supportsImages") is False  # rule 10
+        outcome, failure, stream = await self._attempt(provider, question, language, text_only=text_only)
+        if isinstance(failure, ImagesRefusedError) and not self.delta_sent and not text_only:
+            text_only = True
+            self.emit({"event": "notice", "text": IMAGES_NOTICE})
+            with contextlib.suppress(StorageError):  # only an optimisation is lost; the answer matters
+                await options.mark_images_unsupported(self.platform, provider["id"])
+            outcome, failure, stream = await self._attempt(provider, question, language, text_only=True)
         # Rule 8: an overflow before any delta is retried once, with the attached pages shortened.
         plan = rescue.plan(question, failure) if outcome is Outcome.FAILED and not self.delta_sent else None
         if plan is not None:
-            outcome, failure, stream = await self._attempt(provider, plan.records, language)
+            outcome, failure, stream = await self._attempt(
+                provider, plan.records, language, text_only=text_only
+            )
             if failure is not None:
                 failure = rescue.retry_failure(failure, provider["model"])
 
@@ -182,11 +199,14 @@ class _Turn:
             await self._finish_done(question, provider, stream, plan)
 
     async def _attempt(
-        self, provider: dict[str, Any], records: list[Record], language: str
+        self, provider: dict[str, Any], records: list[Record], language: str, *, text_only: bool = False
     ) -> tuple[Outcome, MarginError | None, Any]:
         """One request and its streamed answer: (outcome, failure, stream). The stream is closed
-        here, in one place, whatever happened (rule 7)."""
+        here, in one place, whatever happened (rule 7). `text_only` sends every image as its
+        placeholder, as if already seen (rule 10; a copy: storage is untouched)."""
         stream = None
+        if text_only:
+            records = images.stamp_images_seen(records)
         try:
             request_records = await figures.prepare_request_history(
                 self.platform, slimming.age_stale_attachments(records), language=language

@@ -11,8 +11,8 @@ Rules:
 3. `activeProviderId` always names a saved provider; when it does not (or is absent) the first
    provider is active. No provider at all is `no_provider` when a turn needs one.
 4. A storage refusal is the platform's `StorageError` (margin.ports, rule 2), passed on as it is.
-5. `supportsUsage: false` (the server refused `stream_options`) is learned by a turn and kept
-   across saves of the same provider at the same address.
+5. `supportsUsage: false` (the server refused `stream_options`) and `supportsImages: false` (the
+   model refused images) are learned by a turn and kept across saves of the same provider at the same address.
 6. `summarizeAboveChars` is 0 (off) or a whole number of characters from
    `SUMMARIZE_MIN_CHARS` to `SUMMARIZE_MAX_CHARS`; an attachment with more `chars` than that gets
    one summary pass (`should_summarize`, margin.summaries).
@@ -121,6 +121,15 @@ async def active_provider(platform: Platform) -> dict[str, Any]:
 
 async def mark_usage_unsupported(platform: Platform, provider_id: str) -> None:
     """Remember that this provider refuses `stream_options` (so later turns do not ask)."""
+    await _mark_unsupported(platform, provider_id, "supportsUsage")
+
+
+async def mark_images_unsupported(platform: Platform, provider_id: str) -> None:
+    """Remember that this provider's model refuses images (later turns send placeholders)."""
+    await _mark_unsupported(platform, provider_id, "supportsImages")
+
+
+async def _mark_unsupported(platform: Platform, provider_id: str, flag: str) -> None:
     stored = await platform.local.get([PROVIDERS])
     providers = stored.get(PROVIDERS)
     if not isinstance(providers, list):
@@ -131,9 +140,9 @@ async def mark_usage_unsupported(platform: Platform, provider_id: str) -> None:
         if (
             isinstance(provider, dict)
             and provider.get("id") == provider_id
-            and provider.get("supportsUsage") is not False
+            and provider.get(flag) is not False
         ):
-            provider = {**provider, "supportsUsage": False}
+            provider = {**provider, flag: False}
             changed = True
         updated.append(provider)
     if changed:
@@ -205,10 +214,11 @@ async def handle_save(platform: Platform, payload: dict) -> dict[str, Any]:
 
 
 def _keep_learned_usage(providers: list[dict[str, Any]], stored: list[dict[str, Any]]) -> None:
-    learned = {p.get("id"): p.get("baseUrl") for p in stored if p.get("supportsUsage") is False}
-    for provider in providers:
-        if provider["id"] in learned and learned[provider["id"]] == provider["baseUrl"]:
-            provider["supportsUsage"] = False
+    for flag in ("supportsUsage", "supportsImages"):
+        learned = {p.get("id"): p.get("baseUrl") for p in stored if p.get(flag) is False}
+        for provider in providers:
+            if provider["id"] in learned and learned[provider["id"]] == provider["baseUrl"]:
+                provider[flag] = False
 
 
 async def handle_test(platform: Platform, payload: dict) -> dict[str, Any]:

@@ -468,6 +468,51 @@ def test_usage_refusal_is_remembered_on_the_provider():
     assert turn.platform.local.snapshot()["providers"][0]["supportsUsage"] is False
 
 
+# -- image refusal: retried once with placeholders, remembered on the provider --------------------
+
+IMAGES_REFUSED = json.dumps(
+    {
+        "error": {
+            "message": "Invalid content type. image_url is only supported by certain models.",
+            "code": None,
+        }
+    }
+)
+
+
+def images_refused():
+    return ScriptedResponse(status=400, chunks=[IMAGES_REFUSED], headers={"content-type": "application/json"})
+
+
+def test_a_model_refusing_images_gets_placeholders_once_noticed_and_remembered():
+    turn = Turn(responses=[images_refused(), answer("A dot, I guess."), answer("Still.")])
+    asyncio.run(turn.run(send("What is this?", [{"dataUrl": PNG, "name": "dot.png"}])))
+    assert turn.kinds == ["started", "notice", "delta", "done"]
+    assert turn.events[1]["text"] == chat.IMAGES_NOTICE
+    assert PNG in json.dumps(turn.request(0))
+    retry = json.dumps(turn.request(1))
+    assert PNG not in retry and "Figure 1" in retry
+    assert turn.platform.local.snapshot()["providers"][0]["supportsImages"] is False
+    assert turn.history[0]["content"][1]["image_url"]["url"] == PNG  # storage keeps the pixels
+
+    turn.events.clear()
+    asyncio.run(turn.run(send("And this one?", [{"dataUrl": PNG, "name": "again.png"}])))
+    assert turn.kinds == ["started", "delta", "done"]  # no failed request, no notice
+    assert len(turn.transport.json_bodies()) == 3
+    third = json.dumps(turn.request(2))
+    assert PNG not in third and "Figure 2" in third
+    assert turn.history[2]["content"][1]["image_url"]["url"] == PNG
+
+
+def test_a_refusal_of_the_retry_is_reported():
+    turn = Turn(responses=[images_refused(), images_refused()])
+    asyncio.run(turn.run(send("What is this?", [{"dataUrl": PNG, "name": "dot.png"}])))
+    assert turn.kinds == ["started", "notice", "error"]
+    assert turn.events[-1]["error"]["code"] == "images_refused"
+    assert [r["role"] for r in turn.history] == ["user"]
+    assert turn.history[0]["content"][1]["image_url"]["url"] == PNG
+
+
 # -- overflow rescue: retried once with the pages shortened, stored only after success ----------------
 
 OVERFLOW_BODY = json.dumps(

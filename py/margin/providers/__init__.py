@@ -2,7 +2,8 @@
 
 Rules:
 1. A provider config is plain JSON: `{id, type, name, baseUrl, apiKey, model, systemPrompt}`
-   (plus `supportsUsage: false` once a server has refused `stream_options`). `normalize_provider`
+   (plus `supportsUsage: false` once a server has refused `stream_options`, and
+   `supportsImages: false` once a model has refused images, `margin.image_refusal`). `normalize_provider`
    is the only gate into storage: it names the first bad field in a plain sentence.
    `systemPrompt` is trimmed text of at most `SYSTEM_PROMPT_MAX_CHARS` (empty = none), sent as
    the provider's own system instruction; it is kept only when not empty. `prices` (optional)
@@ -42,6 +43,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import MarginError, ProviderError
+from ..image_refusal import ImagesRefusedError, images_refused_sentence, refuses_images
 from ..overflow import ContextOverflowError, context_overflow, too_long_for
 from ..ports import TransportError
 from ..usage import clean_prices
@@ -76,6 +78,7 @@ PROVIDER_FIELDS = (
     "systemPrompt",
     "prices",
     "supportsUsage",
+    "supportsImages",
 )
 SYSTEM_PROMPT_MAX_CHARS = 20_000
 QUOTE_LIMIT = 200
@@ -183,6 +186,8 @@ def normalize_provider(value: Any, position: int | None = None) -> dict[str, Any
         clean["prices"] = prices
     if value.get("supportsUsage") is False:
         clean["supportsUsage"] = False
+    if value.get("supportsImages") is False:
+        clean["supportsImages"] = False
     return clean
 
 
@@ -312,6 +317,8 @@ def http_error(status: int, body: str, headers: dict[str, str], provider: dict[s
         return ContextOverflowError(too_long_for(model), overflow)
     if status == 403 and _origin_refused(body, provider):
         return _origin_refused_error(provider)
+    if refuses_images(status, body):  # margin.image_refusal
+        return ImagesRefusedError(images_refused_sentence(model))
     if status in (401, 403):
         return ProviderError(
             "bad_key",
