@@ -362,8 +362,11 @@ def http_error(status: int, body: str, headers: dict[str, str], provider: dict[s
 STREAM_CUT = "The connection to the provider broke before the answer was finished. Try again."
 
 
-def stream_cut() -> ProviderError:
-    return ProviderError("stream_cut", STREAM_CUT)
+def stream_cut(partial_text: str | None = None) -> ProviderError:
+    """The body ended before the answer did; `partial_text` is what had arrived."""
+    error = ProviderError("stream_cut", STREAM_CUT)
+    error.partial_text = partial_text
+    return error
 
 
 def transport_error(error: TransportError, provider: dict[str, Any]) -> ProviderError:

@@ -39,7 +39,7 @@ from ..history import Record
 from ..ports import HttpRequest, Platform, Transport
 from ..sse import SSEEvent
 from ..usage import normalize as normalize_usage
-from . import extract_error_message, header, host_of, http_error, normalize_base_url, quote, stream_cut
+from . import extract_error_message, host_of, http_error, normalize_base_url, quote, stream_cut
 from .streaming import (
     BODY_LIMIT,
     HEADERS_TIMEOUT,
@@ -47,6 +47,7 @@ from .streaming import (
     connection_verdict,
     dumps,
     fetch_text,
+    not_an_event_stream,
     raise_unless_success,
     read_body,
     send,
@@ -277,17 +278,14 @@ class StreamParser:
         """The body ended: fine after message_stop; otherwise the stream was cut (rule 5)."""
         if self.done:
             return
-        error = stream_cut()
-        error.partial_text = self.text
-        raise error
+        raise stream_cut(self.text)
 
 
 async def open_stream(transport: Transport, provider: dict[str, Any], records: list[Record]) -> SSEChatStream:
     """Send the request; raise the mapped ProviderError unless an event stream is coming."""
     response = await send(transport, build_chat_request(provider, records, stream=True), provider)
     await raise_unless_success(response, provider, map_error)
-    content_type = (header(response.headers, "content-type") or "").lower()
-    if content_type and "text/event-stream" not in content_type:
+    if content_type := not_an_event_stream(response):
         await read_body(response)  # read what there is, and close the response
         raise ProviderError(
             "bad_stream",

@@ -55,6 +55,7 @@ from .streaming import (
     connection_verdict,
     dumps,
     fetch_text,
+    not_an_event_stream,
     raise_unless_success,
     read_body,
     send,
@@ -287,17 +288,14 @@ class StreamParser:
         """The body ended: fine after a finishReason; otherwise the stream was cut."""
         if self.finish_reason is not None:
             return
-        error = stream_cut()
-        error.partial_text = self.text
-        raise error
+        raise stream_cut(self.text)
 
 
 async def open_stream(transport: Transport, provider: dict[str, Any], records: list[Record]) -> SSEChatStream:
     """Send the turn; raise the mapped ProviderError unless an event stream is coming."""
     response = await send(transport, build_chat_request(provider, records, stream=True), provider)
     await raise_unless_success(response, provider, gemini_error)
-    content_type = (header(response.headers, "content-type") or "").lower()
-    if content_type and "text/event-stream" not in content_type:
+    if content_type := not_an_event_stream(response):
         body = await read_body(response)
         error = _error_object(body)
         if error:

@@ -37,7 +37,6 @@ from ..sse import SSEEvent
 from ..usage import normalize as normalize_usage
 from . import (
     extract_error_message,
-    header,
     host_of,
     http_error,
     normalize_base_url,
@@ -51,6 +50,7 @@ from .streaming import (
     connection_verdict,
     dumps,
     fetch_text,
+    not_an_event_stream,
     raise_unless_success,
     read_body,
     send,
@@ -187,9 +187,7 @@ class StreamParser:
         """The body ended: fine after [DONE] or a finish_reason; otherwise the stream was cut."""
         if self.done or self.finish_reason is not None:
             return
-        error = stream_cut()
-        error.partial_text = self.text
-        raise error
+        raise stream_cut(self.text)
 
 
 def _error_in(chunk: Any) -> str | None:
@@ -217,8 +215,7 @@ async def open_stream(transport: Transport, provider: dict[str, Any], records: l
         request = build_chat_request(provider, records, stream=True, include_usage=False)
         response = await send(transport, request, provider)
     await raise_unless_success(response, provider, http_error)
-    content_type = (header(response.headers, "content-type") or "").lower()
-    if content_type and "text/event-stream" not in content_type:
+    if content_type := not_an_event_stream(response):
         body = await read_body(response)
         said = extract_error_message(body)
         if said and "choices" not in body:

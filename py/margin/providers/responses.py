@@ -34,7 +34,7 @@ from ..history import Record
 from ..ports import HttpRequest, Platform, Transport
 from ..sse import SSEEvent
 from ..usage import normalize as normalize_usage
-from . import header, http_error, normalize_base_url, quote, stream_cut
+from . import http_error, normalize_base_url, quote, stream_cut
 from . import openai as openai_provider
 from .streaming import (
     HEADERS_TIMEOUT,
@@ -42,6 +42,7 @@ from .streaming import (
     connection_verdict,
     dumps,
     fetch_text,
+    not_an_event_stream,
     raise_unless_success,
     read_body,
     send,
@@ -234,9 +235,7 @@ class StreamParser:
     def check_end(self) -> None:
         if self.done:
             return
-        error = stream_cut()
-        error.partial_text = self.text
-        raise error
+        raise stream_cut(self.text)
 
 
 class ResponsesStream(SSEChatStream):
@@ -262,8 +261,7 @@ async def open_stream(
     request = build_chat_request(provider, records, stream=True, previous_response_id=previous_response_id)
     response = await send(transport, request, provider)
     await raise_unless_success(response, provider, map_error)
-    content_type = (header(response.headers, "content-type") or "").lower()
-    if content_type and "text/event-stream" not in content_type:
+    if content_type := not_an_event_stream(response):
         await read_body(response)
         raise ProviderError(
             "bad_stream",

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 from ..errors import ProviderError
 from ..ports import HttpRequest, Transport, TransportError
 from ..sse import SSEDecoder, SSEEvent
-from . import extract_error_message, host_of, quote, transport_error
+from . import extract_error_message, header, host_of, quote, transport_error
 
 # Seconds to wait for the status line and headers (a local server may load the model first).
 HEADERS_TIMEOUT = 120.0
@@ -94,6 +94,12 @@ async def raise_unless_success(response: Any, provider: dict[str, Any], map_erro
     """A streaming request's status: anything but success is the provider's mapped error."""
     if not 200 <= response.status < 300:
         raise map_error(response.status, await read_body(response), response.headers, provider)
+
+
+def not_an_event_stream(response: Any) -> str | None:
+    """The response's content type when it says the body is not an event stream (no type: trusted)."""
+    content_type = (header(response.headers, "content-type") or "").lower()
+    return content_type if content_type and "text/event-stream" not in content_type else None
 
 
 class EventParser(Protocol):
