@@ -5,6 +5,7 @@
     python3 build.py run [--profile DIR]   build, then open Chromium with the extension loaded
     python3 build.py test [pytest args]    set up .venv, lint, set up Chromium, build, run pytest
     python3 build.py bench                 set up as for test, build, run bench/run.py
+    python3 build.py reliability           the reliability suite and its table (tests/reliability)
 
 Rules:
 1. Standard library only: this file runs before anything is installed.
@@ -28,7 +29,13 @@ if HERE not in sys.path:
     sys.path.insert(0, HERE)  # buildsteps/, when build.py is loaded from elsewhere (the tests)
 
 from buildsteps import BuildError  # noqa: E402 (needs the version check and sys.path above)
-from buildsteps.commands import command_bench, command_build, command_run, command_test  # noqa: E402
+from buildsteps.commands import (  # noqa: E402
+    command_bench,
+    command_build,
+    command_reliability,
+    command_run,
+    command_test,
+)
 
 USAGE = __doc__.split("\n\n")[1] if __doc__ else ""
 
@@ -44,10 +51,13 @@ def main(argv: list[str]) -> int:
             return command_test(rest)
         if command == "bench":
             return command_bench()
+        if command == "reliability":
+            return command_reliability(rest)
         if command in ("-h", "--help", "help"):
             print(USAGE)
             return 0
-        print(f"Unknown command {command!r}. Commands: build (default), run, test, bench.", file=sys.stderr)
+        known = "build (default), run, test, bench, reliability"
+        print(f"Unknown command {command!r}. Commands: {known}.", file=sys.stderr)
         return 2
     except BuildError as exc:
         print(f"build.py: {exc}", file=sys.stderr)

@@ -1,4 +1,4 @@
-"""The commands of `build.py`: build, run, test and bench, each returning an exit status.
+"""The commands of `build.py`: build, run, test, bench and reliability, each returning an exit status.
 
 Rules:
 1. `test` and `bench` set up what they need first (.venv, Chromium, a fresh build) and hand the
@@ -40,13 +40,22 @@ def command_test(args: list[str], repo: Path = REPO) -> int:
     if run_lint(ensure_venv(repo), repo):
         return 1
     python, env = prepare(repo)
-    command = [str(python), "-m", "pytest", "tests/unit", "tests/e2e", "-q", "-p", "no:cacheprovider", *args]
+    suites = ["tests/unit", "tests/reliability", "tests/e2e"]
+    command = [str(python), "-m", "pytest", *suites, "-q", "-p", "no:cacheprovider", *args]
     return subprocess.run(command, cwd=repo, env=env).returncode
 
 
 def command_bench(repo: Path = REPO) -> int:
     python, env = prepare(repo)
     return subprocess.run([str(python), str(repo / "bench" / "run.py")], cwd=repo, env=env).returncode
+
+
+def command_reliability(args: list[str], repo: Path = REPO) -> int:
+    """The reliability suite alone (CPython, no browser); pytest prints its table
+    (tests/reliability/conftest.py)."""
+    python = ensure_venv(repo)
+    command = [str(python), "-m", "pytest", "tests/reliability", "-q", "-p", "no:cacheprovider", *args]
+    return subprocess.run(command, cwd=repo).returncode
 
 
 def command_run(args: list[str], repo: Path = REPO) -> int:
