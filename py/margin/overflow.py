@@ -24,12 +24,12 @@ Rules:
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from .errors import ProviderError
+from .wire_json import decode_or_none
 
 _NEVER_OVERFLOW = (401, 403, 404, 429)
 
@@ -175,10 +175,7 @@ def context_overflow(status: int, body_text: str) -> Overflow | None:
     if status in _NEVER_OVERFLOW or status < 400:
         return None
     text = body_text or ""
-    try:
-        error = _error_object(json.loads(text))
-    except ValueError:
-        error = {}
+    error = _error_object(decode_or_none(text))
     marked = (
         error.get("code") == "context_length_exceeded" or error.get("type") == "exceed_context_size_error"
     )

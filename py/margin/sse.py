@@ -12,6 +12,11 @@ Rules (the WHATWG "event stream interpretation", with one leniency):
    are ignored). `event` defaults to "message" and is reset after each dispatch.
 6. Leniency: `close()` dispatches an event that was still pending when the stream ended (the
    spec discards it). Servers that end with "data: [DONE]" and no blank line exist.
+7. Linear: each feed searches only its own text for line ends; an unterminated line is kept as
+   pieces and joined once, when its end arrives (a chunk without a line break costs O(chunk)).
+   `scanned` counts the characters searched, so a test can prove it.
+8. Bounded: a line, or an event's data, longer than `LINE_LIMIT` characters raises
+   `LineTooLong`, which carries the events decoded before it (nothing already decoded is lost).
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ import re
 from dataclasses import dataclass
 
 _LINE_END = re.compile(r"[\r\n]")
+# Characters one line (or one event's data) may hold: far above any real provider's event.
+LINE_LIMIT = 4 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -29,9 +36,22 @@ class SSEEvent:
     id: str | None = None
 
 
+class LineTooLong(ValueError):
+    """Rule 8: the stream holds a line (or an event) longer than the limit."""
+
+    def __init__(self, limit: int, events: list[SSEEvent]):
+        super().__init__(f"an event stream line is longer than {limit} characters")
+        self.limit = limit
+        self.events = events
+
+
 class SSEDecoder:
-    def __init__(self) -> None:
-        self._partial = ""  # an unterminated line carried to the next feed
+    def __init__(self, line_limit: int = LINE_LIMIT) -> None:
+        self.line_limit = line_limit
+        self.scanned = 0  # characters searched for line ends (rule 7)
+        self._pending: list[str] = []  # the pieces of an unterminated line (rule 7)
+        self._pending_size = 0
+        self._data_size = 0
         self._started = False  # a BOM is only skipped at the very start
         self._skip_lf = False  # the last feed ended with "\r": a "\n" next completes that line end
         self._data: list[str] = []
@@ -50,32 +70,57 @@ class SSEDecoder:
             self._skip_lf = False
             if text.startswith("\n"):
                 text = text[1:]
-        buffer = self._partial + text
         events: list[SSEEvent] = []
         position = 0
         while True:
-            match = _LINE_END.search(buffer, position)
-            if match is None:
+            end = self._find_line_end(text, position)
+            if end < 0:
                 break
-            end = match.start()
-            line = buffer[position:end]
-            if buffer[end] == "\r":
-                if end + 1 < len(buffer):
-                    position = end + 2 if buffer[end + 1] == "\n" else end + 1
+            line = self._take_line(text[position:end], events)
+            if text[end] == "\r":
+                if end + 1 < len(text):
+                    position = end + 2 if text[end + 1] == "\n" else end + 1
                 else:
                     position = end + 1
                     self._skip_lf = True
             else:
                 position = end + 1
             self._line(line, events)
-        self._partial = buffer[position:]
+        if position < len(text):
+            self._pending.append(text[position:])
+            self._pending_size += len(text) - position
+            if self._pending_size > self.line_limit:
+                raise LineTooLong(self.line_limit, events)
         return events
+
+    def _find_line_end(self, text: str, position: int) -> int:
+        """The index of the next "\r" or "\n" in `text` from `position`, or -1 (the seam rule 7's
+        `scanned` counts)."""
+        match = _LINE_END.search(text, position)
+        end = match.start() if match is not None else -1
+        self.scanned += (end + 1 if end >= 0 else len(text)) - position
+        return end
+
+    def _take_line(self, tail: str, events: list[SSEEvent]) -> str:
+        """The line ending here: the pending pieces and `tail`, joined once."""
+        if not self._pending:
+            line = tail
+        else:
+            self._pending.append(tail)
+            line = "".join(self._pending)
+            self._pending = []
+            self._pending_size = 0
+        if len(line) > self.line_limit:
+            raise LineTooLong(self.line_limit, events)
+        return line
 
     def close(self) -> list[SSEEvent]:
         """The stream ended: flush the unterminated line and the pending event."""
         events: list[SSEEvent] = []
-        if self._partial:
-            line, self._partial = self._partial, ""
+        if self._pending:
+            line = "".join(self._pending)
+            self._pending = []
+            self._pending_size = 0
             self._line(line, events)
         self._dispatch(events)
         return events
@@ -90,6 +135,9 @@ class SSEDecoder:
         if colon and value.startswith(" "):
             value = value[1:]
         if name == "data":
+            self._data_size += len(value) + 1
+            if self._data_size > self.line_limit:
+                raise LineTooLong(self.line_limit, events)
             self._data.append(value)
             self._has_data = True
         elif name == "event":
@@ -102,5 +150,6 @@ class SSEDecoder:
         if self._has_data:
             events.append(SSEEvent(self._event_type or "message", "\n".join(self._data), self._last_id))
         self._data = []
+        self._data_size = 0
         self._has_data = False
         self._event_type = ""

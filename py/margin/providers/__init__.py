@@ -47,6 +47,7 @@ from ..image_refusal import ImagesRefusedError, images_refused_sentence, refuses
 from ..overflow import ContextOverflowError, context_overflow, too_long_for
 from ..ports import TransportError
 from ..usage import clean_prices
+from ..wire_json import decode_or_none, too_deep
 
 PROVIDER_TYPES: dict[str, dict[str, str]] = {
     "openai": {
@@ -228,10 +229,9 @@ def extract_error_message(body: str) -> str | None:
     text = (body or "").strip()
     if not text:
         return None
-    try:
-        value = json.loads(text)
-    except ValueError:
-        if text.startswith("<"):
+    value = decode_or_none(text)
+    if value is None and text != "null":
+        if text.startswith("<") or too_deep(text):
             return None
         return text
     if isinstance(value, list) and value:

@@ -25,11 +25,13 @@ Rules:
    (`authentication_error` bad_key, `not_found_error` not_found, `rate_limit_error` rate_limited
    with `retry-after`, `overloaded_error` provider_down, "prompt is too long" context_overflow,
    other `invalid_request_error` bad_request) through the shared `http_error` sentences.
+8. Replies are read through `margin.wire_json`: unreadable JSON and wrong shapes (an event that
+   is not an object, a `delta` that is not an object, `text` or `stop_reason` that is not text, a
+   model list item's `id` that is not text) are "provider_bad_reply"; absent fields are fine.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 from urllib.parse import quote as url_quote
 
@@ -39,6 +41,7 @@ from ..history import Record
 from ..ports import HttpRequest, Platform, Transport
 from ..sse import SSEEvent
 from ..usage import normalize as normalize_usage
+from ..wire_json import NotJSON, bad_reply, decode, decode_or_none, kind_name, member
 from . import extract_error_message, host_of, http_error, normalize_base_url, quote, stream_cut
 from .streaming import (
     BODY_LIMIT,
@@ -73,6 +76,10 @@ _STATUS_OF_ERROR_TYPE = {
     "api_error": 500,
     "overloaded_error": 529,
 }
+
+
+def source_of(provider: dict[str, Any]) -> str:
+    return f"Anthropic's API at {host_of(provider.get('baseUrl', ''))}"
 
 
 def messages_url(base_url: str) -> str:
@@ -182,10 +189,7 @@ def _error_object(body: Any) -> dict[str, Any] | None:
 
 def map_error(status: int, body: str, headers: dict[str, str], provider: dict[str, Any]) -> ProviderError:
     """The ProviderError for a failed request, in the shared sentences (rule 7)."""
-    try:
-        error = _error_object(json.loads(body))
-    except ValueError:
-        error = None
+    error = _error_object(decode_or_none(body))
     kind = str(error.get("type") or "") if error else ""
     if status == 529 or kind == "overloaded_error":
         said = extract_error_message(body)
@@ -213,6 +217,7 @@ class StreamParser:
 
     def __init__(self, provider: dict[str, Any]) -> None:
         self.provider = provider
+        self.source = source_of(provider)
         self.pieces: list[str] = []
         self.done = False  # message_stop arrived
         self.finish_reason: str | None = None
@@ -236,32 +241,33 @@ class StreamParser:
         if self.done or not event.data.strip():
             return []
         try:
-            data = json.loads(event.data)
-        except ValueError:
+            data = decode(event.data, self.source)
+        except NotJSON:
             raise ProviderError(
                 "bad_stream",
                 f"The provider sent something that is not an Anthropic message stream: {quote(event.data)}. "
                 "Check that the Base URL is https://api.anthropic.com/v1.",
             ) from None
         if not isinstance(data, dict):
-            return []
-        kind = data.get("type") or event.event
+            raise bad_reply(self.source, f"a stream event is {kind_name(data)}, not an object")
+        kind = member(data, "type", str, self.source) or event.event
         if kind == "error" or event.event == "error":
             raise self._stream_error(data)
         if kind == "message_start":
-            message = data.get("message")
-            self._take_usage(message.get("usage") if isinstance(message, dict) else None)
+            message = member(data, "message", dict, self.source)
+            self._take_usage(message.get("usage") if message else None)
         elif kind == "content_block_delta":
-            delta = data.get("delta")
-            if isinstance(delta, dict) and delta.get("type") == "text_delta":
-                text = delta.get("text")
-                if isinstance(text, str) and text:
+            delta = member(data, "delta", dict, self.source) or {}
+            if delta.get("type") == "text_delta":
+                text = member(delta, "text", str, self.source, "delta")
+                if text:
                     self.pieces.append(text)
                     return [text]
         elif kind == "message_delta":
-            delta = data.get("delta")
-            if isinstance(delta, dict) and delta.get("stop_reason"):
-                self.finish_reason = str(delta["stop_reason"])
+            delta = member(data, "delta", dict, self.source) or {}
+            reason = member(delta, "stop_reason", str, self.source, "delta")
+            if reason:
+                self.finish_reason = reason
             self._take_usage(data.get("usage"))
         elif kind == "message_stop":
             self.done = True
@@ -270,7 +276,7 @@ class StreamParser:
     def _stream_error(self, data: dict[str, Any]) -> ProviderError:
         error = _error_object(data) or {}
         status = _STATUS_OF_ERROR_TYPE.get(str(error.get("type") or ""), 500)
-        raised = map_error(status, json.dumps(data), {}, self.provider)
+        raised = map_error(status, dumps(data), {}, self.provider)
         raised.partial_text = self.text or None
         return raised
 
@@ -336,8 +342,8 @@ async def list_models(platform: Platform, provider: dict[str, Any]) -> list[str]
             platform.transport, models_request(provider, after_id), provider, map_error, BODY_LIMIT
         )
         try:
-            page = json.loads(text)
-        except ValueError:
+            page = decode(text, source_of(provider))
+        except NotJSON:
             page = None
         if not isinstance(page, dict) or not isinstance(page.get("data"), list):
             raise ProviderError(
@@ -346,8 +352,9 @@ async def list_models(platform: Platform, provider: dict[str, Any]) -> list[str]
                 "name instead, for example claude-sonnet-4-5.",
             )
         for item in page["data"]:
-            if isinstance(item, dict) and isinstance(item.get("id"), str) and item["id"] not in names:
-                names.append(item["id"])
+            found = member(item, "id", str, source_of(provider), "data[]") if isinstance(item, dict) else None
+            if found and found not in names:
+                names.append(found)
         last_id = page.get("last_id")
         if not page.get("has_more") or not isinstance(last_id, str) or not last_id:
             break

@@ -21,13 +21,16 @@ Rules:
    object inside a 200 stream maps the same way.
 6. The model list keeps models that can `generateContent`, follows `nextPageToken`, and drops
    the "models/" prefix.
+7. Replies are read through `margin.wire_json`: unreadable JSON and wrong shapes (`candidates`,
+   `parts`, `models` or `supportedGenerationMethods` not a list, a candidate, `content` or part
+   not an object, `text` or `finishReason` not text) are "provider_bad_reply"; absent fields are
+   fine. An error body's odd `details` are ignored (the status still decides the error).
 
 HTTP and the reading loop are `margin.providers.streaming`'s, shared with the other providers.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from typing import Any
@@ -39,6 +42,7 @@ from ..history import Record
 from ..ports import HttpRequest, Platform, Transport
 from ..sse import SSEEvent
 from ..usage import normalize as normalize_usage
+from ..wire_json import NotJSON, bad_reply, decode, decode_or_none, item_of, kind_name, member
 from . import (
     extract_error_message,
     header,
@@ -68,6 +72,10 @@ REFUSED_REASONS = frozenset(
 )
 MODEL_PAGES = 10  # a guard against a server that always answers with a next page
 _DATA_URL = re.compile(r"^data:([\w.+-]+/[\w.+-]+);base64,(.*)$", re.DOTALL)
+
+
+def source_of(provider: dict[str, Any]) -> str:
+    return f"Google's API at {host_of(provider.get('baseUrl', ''))}"
 
 
 def model_url(provider: dict[str, Any], method: str) -> str:
@@ -156,12 +164,7 @@ def build_chat_request(
 
 
 def _error_object(body: Any) -> dict[str, Any]:
-    value = body
-    if isinstance(body, str):
-        try:
-            value = json.loads(body)
-        except ValueError:
-            return {}
+    value = decode_or_none(body) if isinstance(body, str) else body
     if isinstance(value, list) and value:
         value = value[0]
     error = value.get("error") if isinstance(value, dict) else None
@@ -174,7 +177,8 @@ def _status_of(error: dict[str, Any]) -> int:
 
 
 def _details(error: dict[str, Any]) -> list[dict[str, Any]]:
-    return [d for d in error.get("details") or [] if isinstance(d, dict)]
+    details = error.get("details")
+    return [d for d in details if isinstance(d, dict)] if isinstance(details, list) else []
 
 
 def retry_seconds(error: dict[str, Any]) -> int | None:
@@ -223,6 +227,7 @@ class StreamParser:
 
     def __init__(self, provider: dict[str, Any]) -> None:
         self.provider = provider
+        self.source = source_of(provider)
         self.pieces: list[str] = []
         self.finish_reason: str | None = None
         self.usage: dict[str, int] | None = None
@@ -241,8 +246,8 @@ class StreamParser:
         if not data or self.finish_reason is not None:
             return []
         try:
-            chunk = json.loads(data)
-        except ValueError:
+            chunk = decode(data, self.source)
+        except NotJSON:
             raise self._fail(
                 ProviderError(
                     "bad_stream",
@@ -253,34 +258,39 @@ class StreamParser:
         if isinstance(chunk, list) and len(chunk) == 1:
             chunk = chunk[0]
         if not isinstance(chunk, dict):
-            raise self._fail(
-                ProviderError("bad_stream", f"Google sent an unexpected stream item: {quote(data)}.")
-            )
+            raise self._fail(bad_reply(self.source, f"a stream item is {kind_name(chunk)}, not an object"))
+        try:
+            return self._read(chunk, data)
+        except ProviderError as error:
+            raise self._fail(error) from None
+
+    def _read(self, chunk: dict[str, Any], data: str) -> list[str]:
+        source = self.source
         error = chunk.get("error")
         if isinstance(error, dict):
-            raise self._fail(gemini_error(_status_of(error), data, {}, self.provider))
+            raise gemini_error(_status_of(error), data, {}, self.provider)
         usage = chunk.get("usageMetadata")
         if isinstance(usage, dict):
             self.usage = normalize_usage(usage, "gemini") or self.usage
-        feedback = chunk.get("promptFeedback")
-        if isinstance(feedback, dict) and feedback.get("blockReason"):
-            raise self._fail(refused(str(feedback["blockReason"])))
-        candidates = chunk.get("candidates")
-        candidate = candidates[0] if isinstance(candidates, list) and candidates else {}
-        if not isinstance(candidate, dict):
-            return []
-        content = candidate.get("content")
-        parts = content.get("parts") if isinstance(content, dict) else None
-        out = [
-            p["text"]
-            for p in parts or []
-            if isinstance(p, dict) and isinstance(p.get("text"), str) and p["text"] and not p.get("thought")
-        ]
+        feedback = member(chunk, "promptFeedback", dict, source)
+        if feedback and feedback.get("blockReason"):
+            raise refused(str(feedback["blockReason"]))
+        candidates = member(chunk, "candidates", list, source) or [{}]
+        candidate = item_of(candidates[0], source, "candidates[0]")
+        content = member(candidate, "content", dict, source, "candidates[0]") or {}
+        out: list[str] = []
+        for position, found in enumerate(
+            member(content, "parts", list, source, "candidates[0].content") or []
+        ):
+            part = item_of(found, source, f"candidates[0].content.parts[{position}]")
+            text = member(part, "text", str, source, f"candidates[0].content.parts[{position}]")
+            if text and not part.get("thought"):
+                out.append(text)
         self.pieces.extend(out)
-        reason = candidate.get("finishReason")
-        if isinstance(reason, str) and reason and reason != "FINISH_REASON_UNSPECIFIED":
+        reason = member(candidate, "finishReason", str, source, "candidates[0]")
+        if reason and reason != "FINISH_REASON_UNSPECIFIED":
             if reason in REFUSED_REASONS:
-                raise self._fail(refused(reason))
+                raise refused(reason)
             self.finish_reason = reason
         return out
 
@@ -347,17 +357,19 @@ async def list_models(platform: Platform, provider: dict[str, Any]) -> list[str]
             timeout=HEADERS_TIMEOUT,
         )
         body = await fetch_text(platform.transport, request, provider, gemini_error, BODY_LIMIT * 8)
+        source = source_of(provider)
         try:
-            page = json.loads(body)
-        except ValueError:
+            page = decode(body, source)
+        except NotJSON:
             page = None
         if not isinstance(page, dict):
             raise ProviderError("bad_response", f"{host_of(provider['baseUrl'])} sent no model list.")
-        for model in page.get("models") or []:
-            if not isinstance(model, dict) or not isinstance(model.get("name"), str):
-                continue
-            if "generateContent" in (model.get("supportedGenerationMethods") or []):
-                ids.append(model["name"].removeprefix("models/"))
+        for found in member(page, "models", list, source) or []:
+            model = item_of(found, source, "models[]")
+            name = member(model, "name", str, source, "models[]")
+            methods = member(model, "supportedGenerationMethods", list, source, "models[]") or []
+            if name and "generateContent" in methods:
+                ids.append(name.removeprefix("models/"))
         token = page.get("nextPageToken") or ""
         if not isinstance(token, str) or not token:
             break

@@ -22,11 +22,14 @@ Rules:
    OpenAI-compatible lists), sorted, without duplicates.
 9. The stream's `usage` is `margin.usage`'s shape `{input, cachedInput, output}` (cached input
    from `prompt_tokens_details.cached_tokens`), or None when no usage chunk came.
+10. Every reply is read through `margin.wire_json`: unreadable JSON (too deep, a number
+   too long or not finite) and a wrong shape (`choices` not a list, a choice or `delta` not an
+   object, `content` or `finish_reason` not text) are "provider_bad_reply", naming the server and
+   the field; absent or null fields are fine (servers leave them out).
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from ..errors import ProviderError
@@ -35,6 +38,7 @@ from ..overflow import ContextOverflowError, context_overflow, too_long_for
 from ..ports import HttpRequest, Platform, Transport
 from ..sse import SSEEvent
 from ..usage import normalize as normalize_usage
+from ..wire_json import NotJSON, bad_reply, decode, item_of, kind_name, member
 from . import (
     extract_error_message,
     host_of,
@@ -120,8 +124,9 @@ def build_chat_request(
 class StreamParser:
     """SSE events of a Chat Completions stream in, text pieces out."""
 
-    def __init__(self, model: str = "") -> None:
+    def __init__(self, model: str = "", source: str = "The provider") -> None:
         self.model = model
+        self.source = source  # who sent the stream, for rule 10's sentences
         self.pieces: list[str] = []
         self.done = False  # "[DONE]" arrived
         self.finish_reason: str | None = None
@@ -146,8 +151,8 @@ class StreamParser:
         if not data:
             return []
         try:
-            chunk = json.loads(data)
-        except ValueError:
+            chunk = decode(data, self.source)
+        except NotJSON:
             raise ProviderError(
                 "bad_stream",
                 f"The provider sent something that is not a chat stream: {quote(data)}. "
@@ -166,20 +171,22 @@ class StreamParser:
                 "in Margin's options.",
             )
         if not isinstance(chunk, dict):
-            raise ProviderError("bad_stream", f"The provider sent an unexpected stream item: {quote(data)}.")
+            raise bad_reply(self.source, f"a stream item is {kind_name(chunk)}, not an object")
         out: list[str] = []
         usage = chunk.get("usage")
         if isinstance(usage, dict):
             self.raw_usage = usage
-        for choice in chunk.get("choices") or []:
-            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+        for position, found in enumerate(member(chunk, "choices", list, self.source) or []):
+            choice = item_of(found, self.source, f"choices[{position}]")
+            if choice.get("index", 0) != 0:
                 continue
-            delta = choice.get("delta") or {}
-            content = delta.get("content") if isinstance(delta, dict) else None
-            if isinstance(content, str) and content:
+            delta = member(choice, "delta", dict, self.source, "choices[]") or {}
+            content = member(delta, "content", str, self.source, "choices[].delta")
+            if content:
                 out.append(content)
-            if choice.get("finish_reason"):
-                self.finish_reason = str(choice["finish_reason"])
+            reason = member(choice, "finish_reason", str, self.source, "choices[]")
+            if reason:
+                self.finish_reason = reason
         self.pieces.extend(out)
         return out
 
@@ -197,7 +204,7 @@ def _error_in(chunk: Any) -> str | None:
     if error is None:
         return None
     if isinstance(error, dict):
-        return str(error.get("message") or json.dumps(error, ensure_ascii=False))
+        return str(error.get("message") or dumps(error))
     return str(error)
 
 
@@ -229,7 +236,7 @@ async def open_stream(transport: Transport, provider: dict[str, Any], records: l
             f"The provider answered, but not with a stream (content type “{content_type}”). Check that "
             "the Base URL points at an OpenAI-compatible API (it usually ends in /v1).",
         )
-    parser = StreamParser(str(provider.get("model") or ""))
+    parser = StreamParser(str(provider.get("model") or ""), source_of(provider))
     return SSEChatStream(response, provider, parser, usage_unsupported=usage_unsupported)
 
 
@@ -294,11 +301,16 @@ def models_request(provider: dict[str, Any]) -> HttpRequest:
     )
 
 
-def model_ids(body: str) -> list[str] | None:
-    """`data[].id` of a model list (rule 8), or None when the body is not one."""
+def source_of(provider: dict[str, Any]) -> str:
+    return f"The server at {host_of(provider.get('baseUrl', ''))}"
+
+
+def model_ids(body: str, source: str = "The server") -> list[str] | None:
+    """`data[].id` of a model list (rule 8), or None when the body is not one (not JSON, or no
+    `data` list); JSON that cannot be read is rule 10's error."""
     try:
-        value = json.loads(body)
-    except ValueError:
+        value = decode(body, source)
+    except NotJSON:
         return None
     data = value.get("data") if isinstance(value, dict) else None
     if not isinstance(data, list):
@@ -310,7 +322,7 @@ def model_ids(body: str) -> list[str] | None:
 async def list_models(platform: Platform, provider: dict[str, Any]) -> list[str]:
     """The models the server offers; a ProviderError with a sentence when it will not say."""
     body = await fetch_text(platform.transport, models_request(provider), provider, http_error)
-    ids = model_ids(body)
+    ids = model_ids(body, source_of(provider))
     if ids is None:
         raise ProviderError(
             "bad_models",

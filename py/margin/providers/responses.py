@@ -21,11 +21,13 @@ Rules:
    `conversation_forgotten`, so the agent turn can replay the full history once.
 6. `test_connection` is one tiny non-streaming, unstored response; `list_models` is `GET /models`
    as for OpenAI (`margin.providers.openai`).
+7. Replies are read through `margin.wire_json`: unreadable JSON and wrong shapes (an event or
+   `response` that is not an object, `type`, a text `delta` or `response.id` that is not text)
+   are "provider_bad_reply"; absent fields are fine.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -34,7 +36,8 @@ from ..history import Record
 from ..ports import HttpRequest, Platform, Transport
 from ..sse import SSEEvent
 from ..usage import normalize as normalize_usage
-from . import http_error, normalize_base_url, quote, stream_cut
+from ..wire_json import NotJSON, bad_reply, decode, decode_or_none, kind_name, member
+from . import host_of, http_error, normalize_base_url, quote, stream_cut
 from . import openai as openai_provider
 from .streaming import (
     HEADERS_TIMEOUT,
@@ -152,10 +155,7 @@ def is_forgotten(status: int, error: dict[str, Any]) -> bool:
 
 
 def map_error(status: int, body: str, headers: dict[str, str], provider: dict[str, Any]) -> ProviderError:
-    try:
-        error = _error_object(json.loads(body))
-    except ValueError:
-        error = {}
+    error = _error_object(decode_or_none(body))
     if is_forgotten(status, error):
         return ProviderError(
             FORGOTTEN,
@@ -173,6 +173,7 @@ class StreamParser:
 
     def __init__(self, provider: dict[str, Any]) -> None:
         self.provider = provider
+        self.source = f"The Responses API at {host_of(provider.get('baseUrl', ''))}"
         self.pieces: list[str] = []
         self.done = False
         self.finish_reason: str | None = None
@@ -187,23 +188,23 @@ class StreamParser:
         if self.done or not event.data.strip() or event.data.strip() == "[DONE]":
             return []
         try:
-            data = json.loads(event.data)
-        except ValueError:
+            data = decode(event.data, self.source)
+        except NotJSON:
             raise ProviderError(
                 "bad_stream",
                 f"The provider sent something that is not a Responses stream: {quote(event.data)}. "
                 "Check that the Base URL is https://api.openai.com/v1.",
             ) from None
         if not isinstance(data, dict):
-            return []
-        kind = data.get("type") or event.event
-        found = data.get("response")
-        response: dict[str, Any] = found if isinstance(found, dict) else {}
-        if isinstance(response.get("id"), str) and response["id"]:
-            self.response_id = response["id"]
+            raise bad_reply(self.source, f"a stream event is {kind_name(data)}, not an object")
+        kind = member(data, "type", str, self.source) or event.event
+        response: dict[str, Any] = member(data, "response", dict, self.source) or {}
+        response_id = member(response, "id", str, self.source, "response")
+        if response_id:
+            self.response_id = response_id
         if kind == "response.output_text.delta":
-            delta = data.get("delta")
-            if isinstance(delta, str) and delta:
+            delta = member(data, "delta", str, self.source)
+            if delta:
                 self.pieces.append(delta)
                 return [delta]
         elif kind in ("response.completed", "response.incomplete"):
@@ -226,7 +227,7 @@ class StreamParser:
     def _stream_error(self, error: dict[str, Any]) -> ProviderError:
         code = str(error.get("code") or "")
         message = str(error.get("message") or "")
-        body = json.dumps({"error": {"code": code, "message": message, "param": error.get("param")}})
+        body = dumps({"error": {"code": code, "message": message, "param": error.get("param")}})
         # http_error (through map_error) also finds a context overflow in the message.
         raised = map_error(_STATUS_OF_CODE.get(code, 500), body, {}, self.provider)
         raised.partial_text = self.text or None

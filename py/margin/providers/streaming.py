@@ -9,7 +9,11 @@ Rules:
    `EventParser`, which turns events into text pieces and knows when the answer is whole
    (`done`) or cut (`check_end` raises). Whatever failed, the text that had arrived is kept on
    the error (`partial_text`) and the response is closed.
-4. "Test connection" ends in one of three sentences (`connection_verdict`): connected, the
+4. Bounded: a line of the event stream longer than `margin.sse.LINE_LIMIT` ends the answer with
+   "stream_garbage"; an answer longer than `ANSWER_LIMIT` bytes (UTF-8) ends with
+   "answer_too_long" ("The answer was cut at 2 MB"). Both keep the text that arrived (cut at the
+   limit), which `margin.chat` stores marked incomplete; no piece past the limit is handed out.
+5. "Test connection" ends in one of three sentences (`connection_verdict`): connected, the
    provider's own error, or "answered, but not like <the API>" with where the Base URL usually
    points.
 """
@@ -24,7 +28,8 @@ from typing import Any, Protocol
 
 from ..errors import ProviderError
 from ..ports import HttpRequest, Transport, TransportError
-from ..sse import SSEDecoder, SSEEvent
+from ..sse import LineTooLong, SSEDecoder, SSEEvent
+from ..wire_json import decode_or_none
 from . import extract_error_message, header, host_of, quote, transport_error
 
 # Seconds to wait for the status line and headers (a local server may load the model first).
@@ -32,6 +37,25 @@ HEADERS_TIMEOUT = 120.0
 # Seconds to read an error body or a non-streaming answer; bytes kept of it.
 BODY_TIMEOUT = 30.0
 BODY_LIMIT = 256 * 1024
+# Bytes of one answer's text (UTF-8) kept; past it the answer is cut (rule 4).
+ANSWER_LIMIT = 2 * 1024 * 1024
+
+
+def answer_too_long(limit: int = ANSWER_LIMIT) -> ProviderError:
+    return ProviderError(
+        "answer_too_long",
+        f"The answer was cut at {limit // (1024 * 1024)} MB, the most Margin keeps of one answer. "
+        "What arrived is kept; ask for the rest in a new message, or for a shorter answer.",
+    )
+
+
+def stream_garbage(provider: dict[str, Any], limit: int) -> ProviderError:
+    return ProviderError(
+        "stream_garbage",
+        f"{host_of(provider.get('baseUrl', ''))} sent a stream line longer than {limit // (1024 * 1024)} MB, "
+        "which no chat answer needs, so Margin stopped reading. What arrived is kept. Try again; if it "
+        "keeps happening, check the Base URL in Margin's options.",
+    )
 
 
 def dumps(value: Any) -> str:
@@ -126,7 +150,13 @@ class SSEChatStream:
     """Rule 3. An open streaming answer: `read()` gives text pieces per body chunk, None at the end."""
 
     def __init__(
-        self, response: Any, provider: dict[str, Any], parser: EventParser, *, usage_unsupported: bool = False
+        self,
+        response: Any,
+        provider: dict[str, Any],
+        parser: EventParser,
+        *,
+        usage_unsupported: bool = False,
+        answer_limit: int = ANSWER_LIMIT,
     ):
         self._response = response
         self._provider = provider
@@ -134,10 +164,15 @@ class SSEChatStream:
         self._parser = parser
         self._finished = False
         self.usage_unsupported = usage_unsupported
+        self._answer_limit = answer_limit
+        self._room = answer_limit  # bytes of answer still allowed (rule 4)
+        self._kept: list[str] | None = None  # the answer, once it was cut at the limit
+        self._handed = 0  # characters of the answer handed out by read()
+        self._cut_reported = False
 
     @property
     def text(self) -> str:
-        return self._parser.text
+        return "".join(self._kept) if self._kept is not None else self._parser.text
 
     @property
     def usage(self) -> dict[str, Any] | None:
@@ -148,36 +183,75 @@ class SSEChatStream:
         return self._parser.finish_reason
 
     async def read(self) -> list[str] | None:
+        if self._kept is not None and not self._cut_reported:
+            self._cut_reported = True
+            raise self._with_text(answer_too_long(self._answer_limit))
         if self._finished:
             return None
         try:
             chunk = await self._response.read_chunk()
         except TransportError as error:
             self._finished = True
-            raised = transport_error(error, self._provider)
-            raised.partial_text = self.text
-            raise raised from None
+            raise self._with_text(transport_error(error, self._provider)) from None
         try:
             if chunk is None:
                 self._finished = True
                 pieces = self._feed(self._decoder.close())
                 self._parser.check_end()
-                return pieces or None
+                return self._bounded(pieces) or None
             pieces = self._feed(self._decoder.feed(chunk))
+        except LineTooLong as error:
+            # The events decoded before the long line still count (margin.sse rule 8).
+            self._bounded(self._feed_quietly(error.events))
+            await self.aclose()
+            raise self._with_text(stream_garbage(self._provider, error.limit)) from None
         except ProviderError as error:
             if error.partial_text is None:
                 error.partial_text = self.text
             await self.aclose()
             raise
-        if self._parser.done:
-            await self.aclose()
+        pieces = self._bounded(pieces)
+        if self._parser.done or self._kept is not None:
+            await self.aclose()  # a cut answer still reports the cut at the next read
         return pieces
+
+    def _with_text(self, error: ProviderError) -> ProviderError:
+        error.partial_text = self.text
+        return error
 
     def _feed(self, events: list[SSEEvent]) -> list[str]:
         pieces: list[str] = []
         for event in events:
             pieces.extend(self._parser.feed(event))
         return pieces
+
+    def _feed_quietly(self, events: list[SSEEvent]) -> list[str]:
+        """Events before a failure: their text is kept; a bad one among them ends the feeding."""
+        pieces: list[str] = []
+        with contextlib.suppress(ProviderError):
+            for event in events:
+                pieces.extend(self._parser.feed(event))
+        return pieces
+
+    def _bounded(self, pieces: list[str]) -> list[str]:
+        """Rule 4: the pieces that fit in the answer's room; past it the answer is cut for good."""
+        if self._kept is not None:
+            return []
+        out: list[str] = []
+        for piece in pieces:
+            size = len(piece.encode("utf-8"))
+            if size > self._room:
+                head = piece.encode("utf-8")[: self._room].decode("utf-8", errors="ignore")
+                if head:
+                    out.append(head)
+                self._handed += len(head)
+                # The pieces handed out are the start of the parser's text, in order.
+                self._kept = [self._parser.text[: self._handed]]
+                break
+            self._room -= size
+            self._handed += len(piece)
+            out.append(piece)
+        return out
 
     async def aclose(self) -> None:
         self._finished = True
@@ -190,10 +264,7 @@ def connection_verdict(
 ) -> dict[str, Any]:
     """Rule 4, for a successful status: does `body` look like this provider's answer?"""
     host = host_of(provider["baseUrl"])
-    try:
-        answer = json.loads(body)
-    except ValueError:
-        answer = None
+    answer = decode_or_none(body)
     if looks_right(answer):
         return {"ok": True, "message": f"Connected to {host}: model {provider['model']} answered."}
     said = extract_error_message(body)
