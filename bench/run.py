@@ -215,7 +215,7 @@ METRICS: list[Callable[[Bench], Result | list[Result]]] = [
 ]
 
 
-METRIC_MODULES = ("bench_images", "bench_sessions", "bench_page_context", "bench_slimming")
+METRIC_MODULES = ("bench_images", "bench_sessions", "bench_page_context", "bench_slimming", "bench_streams")
 
 
 def _metric_modules() -> list[Any]:

@@ -21,10 +21,8 @@ Rules (the WHATWG "event stream interpretation", with one leniency):
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-_LINE_END = re.compile(r"[\r\n]")
 # Characters one line (or one event's data) may hold: far above any real provider's event.
 LINE_LIMIT = 4 * 1024 * 1024
 
@@ -70,49 +68,34 @@ class SSEDecoder:
             self._skip_lf = False
             if text.startswith("\n"):
                 text = text[1:]
+        if text.endswith("\r"):
+            self._skip_lf = True  # a "\n" opening the next feed belongs to this line end
+        if "\r" in text:
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        lines = self._split(text)
         events: list[SSEEvent] = []
-        position = 0
-        while True:
-            end = self._find_line_end(text, position)
-            if end < 0:
-                break
-            line = self._take_line(text[position:end], events)
-            if text[end] == "\r":
-                if end + 1 < len(text):
-                    position = end + 2 if text[end + 1] == "\n" else end + 1
-                else:
-                    position = end + 1
-                    self._skip_lf = True
-            else:
-                position = end + 1
+        tail = lines.pop()
+        if lines and self._pending:
+            self._pending.append(lines[0])
+            lines[0] = "".join(self._pending)
+            self._pending = []
+            self._pending_size = 0
+        for line in lines:
+            if len(line) > self.line_limit:
+                raise LineTooLong(self.line_limit, events)
             self._line(line, events)
-        if position < len(text):
-            self._pending.append(text[position:])
-            self._pending_size += len(text) - position
+        if tail:
+            self._pending.append(tail)
+            self._pending_size += len(tail)
             if self._pending_size > self.line_limit:
                 raise LineTooLong(self.line_limit, events)
         return events
 
-    def _find_line_end(self, text: str, position: int) -> int:
-        """The index of the next "\r" or "\n" in `text` from `position`, or -1 (the seam rule 7's
-        `scanned` counts)."""
-        match = _LINE_END.search(text, position)
-        end = match.start() if match is not None else -1
-        self.scanned += (end + 1 if end >= 0 else len(text)) - position
-        return end
-
-    def _take_line(self, tail: str, events: list[SSEEvent]) -> str:
-        """The line ending here: the pending pieces and `tail`, joined once."""
-        if not self._pending:
-            line = tail
-        else:
-            self._pending.append(tail)
-            line = "".join(self._pending)
-            self._pending = []
-            self._pending_size = 0
-        if len(line) > self.line_limit:
-            raise LineTooLong(self.line_limit, events)
-        return line
+    def _split(self, text: str) -> list[str]:
+        """`text` (line ends already "\n") split at its line ends, the unterminated rest last: the
+        seam rule 7's `scanned` counts."""
+        self.scanned += len(text)
+        return text.split("\n")
 
     def close(self) -> list[SSEEvent]:
         """The stream ended: flush the unterminated line and the pending event."""

@@ -2,7 +2,7 @@
 
 import pytest
 
-from margin.sse import SSEDecoder, SSEEvent
+from margin.sse import LineTooLong, SSEDecoder, SSEEvent
 
 REALISTIC = (
     "\ufeff: OPENROUTER PROCESSING\r\n\r\n"
@@ -80,3 +80,62 @@ def test_close_flushes_an_event_that_had_no_final_blank_line():
 
 def test_garbage_is_passed_through_as_data_for_the_parser_to_judge():
     assert decode(["<html>oops</html>\n\ndata: not json\n\n"]) == [SSEEvent("message", "not json")]
+
+
+# -- rule 7: linear in what is fed; rule 8: bounded --------------------------------------------
+
+
+@pytest.mark.parametrize("size", [1, 7, 1000])
+def test_a_line_without_a_break_is_searched_once_however_it_is_chunked(size):
+    """`scanned` counts the characters searched for line ends: rescanning the carried line at
+    every chunk (the old quadratic decoder) would count about total² / (2 × size)."""
+    body = "data: " + "x" * 20_000 + "\n\n"
+    decoder = SSEDecoder()
+    events = []
+    for i in range(0, len(body), size):
+        events.extend(decoder.feed(body[i : i + size]))
+    assert events == [SSEEvent("message", "x" * 20_000)]
+    assert decoder.scanned == len(body)
+
+
+def test_many_events_cost_what_was_fed():
+    body = REALISTIC * 50
+    decoder = SSEDecoder()
+    for i in range(0, len(body), 3):
+        decoder.feed(body[i : i + 3])
+    assert decoder.scanned <= len(body)
+
+
+def test_a_line_longer_than_the_limit_raises_with_the_events_before_it():
+    decoder = SSEDecoder(line_limit=100)
+    with pytest.raises(LineTooLong) as caught:
+        decoder.feed("data: one\n\ndata: " + "y" * 200)
+    assert caught.value.events == [SSEEvent("message", "one")]
+    assert caught.value.limit == 100
+
+
+def test_an_endless_line_is_refused_as_soon_as_the_carried_part_passes_the_limit():
+    decoder = SSEDecoder(line_limit=100)
+    for _ in range(9):
+        decoder.feed("x" * 10)
+    with pytest.raises(LineTooLong):
+        decoder.feed("x" * 11)
+
+
+def test_a_terminated_line_over_the_limit_is_refused_too():
+    decoder = SSEDecoder(line_limit=100)
+    decoder.feed("data: " + "z" * 60)
+    with pytest.raises(LineTooLong):
+        decoder.feed("z" * 60 + "\n")
+
+
+def test_an_event_made_of_many_short_data_lines_is_bounded_like_a_line():
+    decoder = SSEDecoder(line_limit=100)
+    with pytest.raises(LineTooLong):
+        decoder.feed("data: 0123456789\n" * 20)
+
+
+def test_lines_at_the_limit_are_fine():
+    decoder = SSEDecoder(line_limit=100)
+    line = "data: " + "a" * 94
+    assert decoder.feed(line + "\n\n") == [SSEEvent("message", "a" * 94)]

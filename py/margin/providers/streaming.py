@@ -28,7 +28,7 @@ from typing import Any, Protocol
 
 from ..errors import ProviderError
 from ..ports import HttpRequest, Transport, TransportError
-from ..sse import LineTooLong, SSEDecoder, SSEEvent
+from ..sse import LINE_LIMIT, LineTooLong, SSEDecoder, SSEEvent
 from ..wire_json import decode_or_none
 from . import extract_error_message, header, host_of, quote, transport_error
 
@@ -38,13 +38,14 @@ HEADERS_TIMEOUT = 120.0
 BODY_TIMEOUT = 30.0
 BODY_LIMIT = 256 * 1024
 # Bytes of one answer's text (UTF-8) kept; past it the answer is cut (rule 4).
-ANSWER_LIMIT = 2 * 1024 * 1024
+MIB = 1024 * 1024
+ANSWER_LIMIT = 2 * MIB
 
 
 def answer_too_long(limit: int = ANSWER_LIMIT) -> ProviderError:
     return ProviderError(
         "answer_too_long",
-        f"The answer was cut at {limit // (1024 * 1024)} MB, the most Margin keeps of one answer. "
+        f"The answer was cut at {max(1, limit // MIB)} MB, the most Margin keeps of one answer. "
         "What arrived is kept; ask for the rest in a new message, or for a shorter answer.",
     )
 
@@ -52,7 +53,7 @@ def answer_too_long(limit: int = ANSWER_LIMIT) -> ProviderError:
 def stream_garbage(provider: dict[str, Any], limit: int) -> ProviderError:
     return ProviderError(
         "stream_garbage",
-        f"{host_of(provider.get('baseUrl', ''))} sent a stream line longer than {limit // (1024 * 1024)} MB, "
+        f"{host_of(provider.get('baseUrl', ''))} sent a stream line longer than {max(1, limit // MIB)} MB, "
         "which no chat answer needs, so Margin stopped reading. What arrived is kept. Try again; if it "
         "keeps happening, check the Base URL in Margin's options.",
     )
@@ -157,10 +158,11 @@ class SSEChatStream:
         *,
         usage_unsupported: bool = False,
         answer_limit: int = ANSWER_LIMIT,
+        line_limit: int = LINE_LIMIT,
     ):
         self._response = response
         self._provider = provider
-        self._decoder = SSEDecoder()
+        self._decoder = SSEDecoder(line_limit)
         self._parser = parser
         self._finished = False
         self.usage_unsupported = usage_unsupported
