@@ -36,7 +36,7 @@ export function stablePrefix(tokens, tail) {
   // The last two blocks stay in the tail: the last may grow, and the one before it may still take
   // it in (a "2." after a list becomes its next item once its text arrives).
   const blocks = [];
-  tokens.forEach((token, i) => token.type !== "space" && blocks.push(i));
+  for (let i = 0; i < tokens.length; i += 1) if (tokens[i].type !== "space") blocks.push(i);
   const last = blocks.length >= 2 ? blocks[blocks.length - 2] : 0;
   let count = 0;
   let length = 0;

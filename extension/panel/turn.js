@@ -16,7 +16,7 @@
 
 import { CONTRACT } from "../generated/contract.js";
 import { el } from "../ui_common.js";
-import { renderMarkdown } from "../markdown.js";
+import { streamingMarkdown } from "../markdown.js";
 import { ui, state, emit, setTurnState, scrollToBottom, showAlert, clearAlert } from "./state.js";
 
 const LOST_CONNECTION =
@@ -54,6 +54,7 @@ export function startTurn(start, restore = null, { quietErrors = [] } = {}) {
     questionStored: false, // the worker said "started": from here on, nothing is given back
     sawQuestionLast: false,
     frame: 0,
+    renderer: null, // the streaming Markdown painter, made at the first paint
     stopTimer: 0,
     keepAlive: 0,
     ghostTimer: 0,
@@ -105,14 +106,14 @@ function onTurnEvent(turn, message) {
       break;
     case "done":
     case "stopped":
-      paintStream(turn);
+      paintStream(turn, { final: true });
       endTurn(turn, { removeNow: false });
       break;
     case "error": {
       // Text that arrived is stored as an incomplete answer (py/margin/chat.py rule 3): the stored
       // bubble takes over from the streaming one, as after a stop; otherwise it goes now.
       const kept = turn.questionStored && turn.text !== "";
-      if (kept) paintStream(turn);
+      if (kept) paintStream(turn, { final: true });
       endTurn(turn, { removeNow: !kept });
       if (!turn.quietErrors.includes(message.error?.code)) {
         showAlert(message.error?.message || "The model did not answer. Please try again.");
@@ -132,11 +133,18 @@ function scheduleStreamPaint(turn) {
   });
 }
 
-function paintStream(turn) {
+// The answer so far, painted in linear time (markdown.js rule 5: finished blocks are kept).
+function paintStream(turn, { final = false } = {}) {
   if (!turn.node.isConnected) return;
-  const stick = state.pinned;
-  renderMarkdown(turn.body, turn.text, { highlight: false });
-  if (stick) scrollToBottom();
+  turn.renderer ??= streamingMarkdown(turn.body, {
+    around(paint) {
+      const stick = state.pinned;
+      paint();
+      if (stick) scrollToBottom();
+    },
+  });
+  if (final) turn.renderer.finish(turn.text);
+  else turn.renderer.update(turn.text);
 }
 
 // Stops the running turn; resolves once it has ended (at most ~4 s: the port is closed then).
