@@ -13,7 +13,9 @@ Rules:
 3. A turn's events go to `post_event(turn_id, event)`, which says False when the panel's port is
    gone: the turn then stops. A stop may arrive before its turn's task runs (Python still
    booting): it is remembered and applied when the turn starts. A summary pass
-   (`run_summary_json`, margin.summaries) is run the same way, on its own port.
+   (`run_summary_json`, margin.summaries) is run the same way, on its own port, and so is a
+   backup (`run_backup_json`, margin.backup), whose port also carries messages from the panel to
+   the running work: `backup_message` queues each one for it, in order.
 4. Entry points with nobody to answer (a turn's or a summary's port, the site caches' purge
    listeners) report or log every failure themselves; only Pyodide failing reaches the JS shell.
 5. `browser_worker()` imports `margin.platform` (and so touches JS) only when first called, after
@@ -42,6 +44,7 @@ class Worker:
         self.boot: dict[str, Any] = {"bootMs": None, "bootedFrom": None}
         self._turn_stops: dict[str, asyncio.Event] = {}
         self._early_stops: set[str] = set()
+        self._inboxes: dict[str, asyncio.Queue[Any]] = {}
         self._own_handlers: dict[str, api.Handler] = {"app.ping": self._handle_ping}
 
     # -- requests -------------------------------------------------------------------------------
@@ -96,6 +99,47 @@ class Worker:
     def stop_summary(self, port_id: str) -> None:
         """Cancel a summary pass; like `stop_turn` (rule 3)."""
         self._stop(port_id)
+
+    # -- backups ------------------------------------------------------------------------------
+
+    async def run_backup_json(self, port_id: str, start_json: str) -> None:
+        """The shell's backup port calls this once, with its first message (margin.backup)."""
+        from . import backup
+        from .stoppable import race
+
+        inbox = self._inboxes.setdefault(port_id, asyncio.Queue())
+
+        async def run(
+            platform: Platform, start: Any, emit: Callable[[dict], None], stop: asyncio.Event
+        ) -> None:
+            async def receive() -> Any:
+                return await race(inbox.get(), stop, what="the backup")
+
+            await backup.run(platform, start, emit, stop, receive)
+
+        try:
+            await self._run_port(port_id, start_json, run)
+        finally:
+            self._inboxes.pop(port_id, None)
+
+    def backup_message(self, port_id: str, message_json: str) -> None:
+        """A later message on a backup port (a chunk of the file, an ack): queued for its work. It
+        may arrive before the work's task runs, so the queue is made by whichever comes first."""
+        self._inboxes.setdefault(port_id, asyncio.Queue()).put_nowait(json.loads(message_json))
+
+    def stop_backup(self, port_id: str) -> None:
+        """The backup port closed or said stop; like `stop_turn` (rule 3)."""
+        self._stop(port_id)
+        self._inboxes.pop(port_id, None)
+
+    async def backup_recover(self) -> None:
+        """A worker start found an import's staged keys: remove them (margin.backup, rule 3)."""
+        from . import backup
+
+        try:
+            await backup.recover(self.platform)
+        except Exception as exc:
+            api.internal_error(exc)
 
     # -- what both ports share ------------------------------------------------------------------
 
