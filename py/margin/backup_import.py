@@ -20,7 +20,8 @@ Rules:
    from its content.
 5. Providers are added by id, never replacing one of ours, and only as `normalize_provider` made
    them (margin.backup_check, rule 4); the language and the summary size only when ours are the
-   defaults; `activeProviderId` is never taken from a file.
+   defaults; `activeProviderId` is never taken from a file. A profile that had no provider uses
+   the first one added (margin.options, rule 3): the message names it and its host.
 6. The whole import holds the storage lock (`lock_for`), so no other write interleaves with it.
 """
 
@@ -29,6 +30,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 from . import session_index as s
 from .backup_check import MAX_TIME_MS, Incoming, Settings, check_current, check_session, check_settings
@@ -241,7 +243,7 @@ async def _commit(area: StorageArea, staging: _Staging, members: dict[str, Any])
                     named=False,
                 )
             )
-    providers_added = await _settings(area, settings, extra)
+    providers_added, first_of_none = await _settings(area, settings, extra)
 
     merged = [*staging.entries, *staging.new.values()]
     await s.write_index(area, merged, **extra, **{BACKUP_IMPORT_STAGING: None})
@@ -254,11 +256,13 @@ async def _commit(area: StorageArea, staging: _Staging, members: dict[str, Any])
         "damaged": staging.damaged,
         "providersAdded": providers_added,
         "providersRefused": settings.refused,
-        "message": _message(staging, providers_added, settings.refused),
+        "message": _message(staging, providers_added, settings.refused, first_of_none),
     }
 
 
-async def _settings(area: StorageArea, settings: Settings, extra: dict[str, Any]) -> int:
+async def _settings(area: StorageArea, settings: Settings, extra: dict[str, Any]) -> tuple[int, str | None]:
+    """The providers added, and when we had none, which of them Margin will now use (named in
+    the message: with no `activeProviderId`, margin.options rule 3 takes the first provider)."""
     light = await get_all(area)
     local = light[PROVIDERS] if isinstance(light[PROVIDERS], list) else []
     local_ids = {p.get("id") for p in local if isinstance(p, dict)}
@@ -270,14 +274,18 @@ async def _settings(area: StorageArea, settings: Settings, extra: dict[str, Any]
     local_default = light[SUMMARIZE_ABOVE_CHARS] == OPTION_DEFAULTS[SUMMARIZE_ABOVE_CHARS]
     if local_default and settings.summarize_above_chars is not None:
         extra[SUMMARIZE_ABOVE_CHARS] = settings.summarize_above_chars
-    return len(incoming)
+    first = None
+    if incoming and not local:
+        host = urlsplit(incoming[0]["baseUrl"]).hostname
+        first = f"“{incoming[0]['name']}” ({host})"
+    return len(incoming), first
 
 
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def _message(staging: _Staging, providers: int, refused: list[str]) -> str:
+def _message(staging: _Staging, providers: int, refused: list[str], first_of_none: str | None) -> str:
     added, copies, skipped, damaged = staging.added, staging.copies, staging.skipped, staging.damaged
     if not added and not providers:
         if skipped:
@@ -285,7 +293,7 @@ def _message(staging: _Staging, providers: int, refused: list[str]) -> str:
         else:
             text = "The backup holds no sessions to import."
     else:
-        parts = [f"Added {_plural(added, 'session')}"]
+        parts = [f"Added {_plural(added, 'session')}" if added else "Added no session"]
         if copies:
             parts.append(
                 f"{copies} of them as “(imported)” copies beside yours, which differ from them"
@@ -302,4 +310,6 @@ def _message(staging: _Staging, providers: int, refused: list[str]) -> str:
     if refused:
         which = "that is" if len(refused) == 1 else "that are"
         text += f" Left out {_plural(len(refused), 'provider')} {which} not valid: {refused[0]}"
+    if first_of_none:
+        text += f" Margin will use {first_of_none} until you choose another provider in Options."
     return text

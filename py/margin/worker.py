@@ -7,7 +7,10 @@ Worker, `browser_worker()`; tests build their own `Worker(memory_platform(), sin
 
 Rules:
 1. Every entry point takes and returns JSON strings or plain numbers (platform.md: no proxies
-   cross the boundary); requests and the worker's own events go through `api.dispatch`'s envelope.
+   cross the boundary), except a port's data (a turn's start, a summary's, a backup's messages),
+   which may come as UTF-8 bytes of JSON: Pyodide converts a large JS string at ~11 MB/s, bytes
+   at memory speed (`_json_text`). Requests and the worker's own events go through
+   `api.dispatch`'s envelope.
 2. `app.ping` is answered here, with the boot record `record_boot` keeps (how long Python took
    to start, and whether from a snapshot).
 3. A turn's events go to `post_event(turn_id, event)`, which says False when the panel's port is
@@ -35,6 +38,14 @@ from .ports import Platform
 
 # Sends one event to the panel's port (a turn's or a summary pass's); False when the port is gone.
 PostEvent = Callable[[str, dict[str, Any]], bool]
+
+
+def _json_text(value: Any) -> str | bytes:
+    """A port's message as the shell passes it: text, or UTF-8 bytes (a JS Uint8Array arrives as
+    a proxy with `to_bytes()`; the shell sends bulk data so, docs/protocol.md)."""
+    if isinstance(value, (str, bytes)):
+        return value
+    return bytes(value.to_bytes())
 
 
 class Worker:
@@ -77,7 +88,7 @@ class Worker:
 
     # -- turns ----------------------------------------------------------------------------------
 
-    async def run_turn_json(self, turn_id: str, start_json: str) -> None:
+    async def run_turn_json(self, turn_id: str, start_json: Any) -> None:
         """The shell's turn port calls this once per turn; events go back through `post_event`."""
         from . import chat
 
@@ -90,7 +101,7 @@ class Worker:
 
     # -- summary passes -------------------------------------------------------------------------
 
-    async def run_summary_json(self, port_id: str, ident_json: str) -> None:
+    async def run_summary_json(self, port_id: str, ident_json: Any) -> None:
         """The shell's summary port calls this once, with `{capturedAt, url}` (margin.summaries)."""
         from . import summaries
 
@@ -102,7 +113,7 @@ class Worker:
 
     # -- backups ------------------------------------------------------------------------------
 
-    async def run_backup_json(self, port_id: str, start_json: str) -> None:
+    async def run_backup_json(self, port_id: str, start_json: Any) -> None:
         """The shell's backup port calls this once, with its first message (margin.backup)."""
         from . import backup
         from .stoppable import race
@@ -122,10 +133,10 @@ class Worker:
         finally:
             self._inboxes.pop(port_id, None)
 
-    def backup_message(self, port_id: str, message_json: str) -> None:
+    def backup_message(self, port_id: str, message_json: Any) -> None:
         """A later message on a backup port (a chunk of the file, an ack): queued for its work. It
         may arrive before the work's task runs, so the queue is made by whichever comes first."""
-        self._inboxes.setdefault(port_id, asyncio.Queue()).put_nowait(json.loads(message_json))
+        self._inboxes.setdefault(port_id, asyncio.Queue()).put_nowait(json.loads(_json_text(message_json)))
 
     def stop_backup(self, port_id: str) -> None:
         """The backup port closed or said stop; like `stop_turn` (rule 3)."""
@@ -146,7 +157,7 @@ class Worker:
     async def _run_port(
         self,
         port_id: str,
-        start_json: str,
+        start_json: Any,
         run: Callable[[Platform, Any, Callable[[dict], None], asyncio.Event], Awaitable[None]],
     ) -> None:
         stop = self._turn_stops[port_id] = asyncio.Event()
@@ -159,7 +170,7 @@ class Worker:
                 stop.set()
 
         try:
-            start = json.loads(start_json)
+            start = json.loads(_json_text(start_json))
             await run(self.platform, start, emit, stop)
         except MarginError as error:
             emit({"event": "error", "error": error.to_json()})

@@ -367,3 +367,12 @@ def test_an_unknown_start_is_a_clear_error():
 
 def test_the_import_module_reports_its_format():
     assert backup.FORMAT == backup_import.FORMAT == "margin-backup" and backup.VERSION == 1
+
+
+def test_a_profile_with_no_provider_is_told_which_imported_one_it_will_use():
+    data = json.loads(export(seeded(), keys=True))
+    data["settings"]["activeProviderId"] = "p1"
+    fresh = memory_platform()
+    result = import_text(fresh, json.dumps(data))
+    assert "activeProviderId" not in fresh.local.snapshot()
+    assert "Margin will use “OpenAI” (api.openai.com)" in result["message"]
