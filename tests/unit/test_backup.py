@@ -376,3 +376,13 @@ def test_a_profile_with_no_provider_is_told_which_imported_one_it_will_use():
     result = import_text(fresh, json.dumps(data))
     assert "activeProviderId" not in fresh.local.snapshot()
     assert "Margin will use “OpenAI” (api.openai.com)" in result["message"]
+
+
+def test_brackets_and_escaped_quotes_inside_text_are_not_nesting():
+    platform = seeded(1)
+    data = json.loads(export(platform))
+    tricky = 'a quote \\" then ' + "[" * 200 + ' and {"json": [1]} \\\\' + "{" * 100
+    data["sessions"][0]["history"].append({"role": "assistant", "content": tricky})
+    data["sessions"][0]["id"] = "other"
+    result = import_text(memory_platform(), json.dumps(data), chunk_chars=61)
+    assert result["added"] == 1
