@@ -1,6 +1,7 @@
 // The sessions panel: list, search as you type, open, rename, pin, delete (with undo), export,
 // and the whole-backup export/import. This module is the DOM overlay; the index it shows lives in
-// extension/sessions/preload.js, the search it runs in extension/sessions/search.js.
+// extension/sessions/preload.js, the search it runs in extension/sessions/search.js, the backup's
+// port in extension/sessions/backup.js (the status line shows its progress).
 //
 // API: preloadSessions({storage, readIndex}) -> Promise, sessionsIndexTimings()
 //        (from extension/sessions/preload.js, re-exported: the side panel imports this module)

@@ -8,7 +8,9 @@ File format (version 1, JSON; files of earlier exports read the same):
      sessions: [{...index entry, history}]}          # history = the body's records, verbatim
 `format` and `version` come before `sessions`; the other members may come in any order. API keys
 are blanked ("") unless the user asked to include them. A session whose body is missing is
-exported with `history: null` and `damaged`, so the file says what was lost.
+exported with `history: null` and `damaged: "missing"`; one (or an open conversation) Margin cannot
+read whole is exported as stored with `damaged: "unreadable"`: the file says what was lost, and
+the importer skips what is marked.
 
 The port (`backup.stream`, docs/protocol.md): the panel's first message is
 `{action: "export", includeApiKeys}` or `{action: "import"}`.

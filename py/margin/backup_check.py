@@ -8,9 +8,9 @@ Rules:
    made by hand.
 2. Every record is checked the way storage is read (`Record.from_json`, `parse_history`), and
    more strictly: the text of every text part is text, the url of every image part is text.
-3. A session the file itself marks damaged (`damaged`, and a history that is not a list: Margin
-   could not read it when exporting) and a session with no records are skipped, not refused:
-   there is nothing to restore.
+3. A session (or open conversation) the file itself marks damaged (`damaged`: Margin could not
+   read all of it when exporting; the file still carries it as it was) and a session with no
+   records are skipped, not refused: there is nothing Margin could restore whole.
 4. Providers are checked like the options form checks them (`normalize_provider`); one that is
    not valid is left out and named in the import's message, never stored: a stored junk provider
    would make every later `options.save` fail. The file's `activeProviderId` is never read.
@@ -118,7 +118,7 @@ def check_session(item: Any, position: int) -> Incoming | None:
     pinned = _flag(item, "pinned", where)
     named = _flag(item, "named", where)
     raw = item.get("history")
-    if not isinstance(raw, list) and item.get("damaged") in ("missing", "unreadable"):
+    if item.get("damaged") in ("missing", "unreadable"):
         return None
     records = check_records(raw, where)
     if not records or not isinstance(raw, list):
@@ -142,6 +142,8 @@ def check_current(value: Any) -> tuple[list[Any], list[Record], str | None]:
         return [], [], None
     if not isinstance(value, dict):
         raise _bad("its open conversation", "is not readable")
+    if value.get("damaged") == "unreadable":
+        return [], [], None
     raw = value.get("history")
     their_id = value.get("historySessionId")
     if their_id is not None and not isinstance(their_id, str):

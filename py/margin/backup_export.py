@@ -10,9 +10,10 @@ Rules:
    never has the whole file queued in the worker.
 3. The index, the open conversation and the settings are read together under the storage lock;
    the bodies after it, each read being atomic. A body that is gone by then is exported as
-   `history: null, damaged: "missing"`, as is a body lost before; a body that is not a list is
-   exported as it is stored, with `damaged: "unreadable"`: the file says what Margin could not
-   read, and still carries it.
+   `history: null, damaged: "missing"`, as is a body lost before; a body (or the open
+   conversation) that is not a list, or holds records Margin cannot read, is exported as it is
+   stored, with `damaged: "unreadable"`: the file says what Margin could not read, and still
+   carries it. The importer skips what the file marks damaged (margin.backup_check, rule 3).
 4. API keys are blanked ("") unless the user asked to include them.
 """
 
@@ -27,6 +28,7 @@ from . import clock
 from . import session_index as s
 from .api import PORT_CHUNK_CHARS
 from .backup_import import FORMAT, VERSION
+from .history import parse_history
 from .ports import Platform
 from .session_search import sort_entries
 from .storage import (
@@ -104,6 +106,11 @@ def _settings(light: dict[str, Any], include_api_keys: bool) -> dict[str, Any]:
     }
 
 
+def _unreadable(raw: Any) -> bool:
+    """A history Margin cannot read whole (not a list, or records it cannot read)."""
+    return not isinstance(raw, list) or parse_history(raw).unreadable_raw is not None
+
+
 def filename_for(exported_at: int) -> str:
     day = datetime.fromtimestamp(exported_at / 1000, tz=UTC).strftime("%Y-%m-%d")
     return f"margin-backup-{day}.json"
@@ -132,21 +139,28 @@ async def export_backup(
         }
     )
     out = _ChunkedOut(emit, receive, chunk_chars)
+    current_part: dict[str, Any] = {
+        "history": current.get(HISTORY, []),
+        "historySessionId": current.get(HISTORY_SESSION_ID),
+    }
+    if _unreadable(current_part["history"]):
+        current_part["damaged"] = "unreadable"
     head = {
         "format": FORMAT,
         "version": VERSION,
         "exportedAt": exported_at,
         "settings": _settings(light, include_api_keys),
-        "current": {"history": current.get(HISTORY, []), "historySessionId": current.get(HISTORY_SESSION_ID)},
+        "current": current_part,
     }
     await out.write(json.dumps(head, ensure_ascii=False)[:-1] + ', "sessions": [')
     for done, entry in enumerate(entries, 1):
         stored = await area.get([entry.body_key])  # one body at a time (rule 1)
         raw = s.body_history(stored.get(entry.body_key))
         item: dict[str, Any] = {**entry.to_json(), "history": raw}
+        item.pop("damaged", None)
         if entry.body_key not in stored:
             item["damaged"] = "missing"
-        elif not isinstance(raw, list):
+        elif _unreadable(raw):
             item["damaged"] = "unreadable"
         await out.write(("\n" if done == 1 else ",\n") + json.dumps(item, ensure_ascii=False))
         del stored, raw, item

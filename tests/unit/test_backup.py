@@ -386,3 +386,26 @@ def test_brackets_and_escaped_quotes_inside_text_are_not_nesting():
     data["sessions"][0]["id"] = "other"
     result = import_text(memory_platform(), json.dumps(data), chunk_chars=61)
     assert result["added"] == 1
+
+
+def test_what_margin_cannot_read_is_exported_marked_damaged_and_the_rest_imports():
+    platform = seeded(2)
+    entries = platform.local.snapshot()[SAVED_SESSIONS]
+    odd = [{"role": "user", "content": "fine"}, {"role": "wizard", "content": 3}]
+    run(
+        platform.local.set({session_body_key(entries[0]["id"]): {"history": odd}, HISTORY: {"not": "a list"}})
+    )
+    data = json.loads(export(platform))
+    marked = {s["id"]: s.get("damaged") for s in data["sessions"]}
+    assert marked == {entries[0]["id"]: "unreadable", entries[1]["id"]: None}
+    assert data["sessions"][[s["id"] for s in data["sessions"]].index(entries[0]["id"])]["history"] == odd
+    assert data["current"] == {
+        "history": {"not": "a list"},
+        "historySessionId": None,
+        "damaged": "unreadable",
+    }
+    fresh = memory_platform()
+    result = import_text(fresh, json.dumps(data))
+    assert (result["added"], result["damaged"]) == (1, 1)
+    assert "marks as damaged could not be restored" in result["message"]
+    assert HISTORY not in fresh.local.snapshot()
