@@ -13,6 +13,7 @@ import './pyodide/pyodide.asm.js';
 import { loadPyodide } from './pyodide/pyodide.mjs';
 import { CONTRACT } from './generated/contract.js';
 import * as bridge from './bridge.js';
+import { joinPieces } from './port_chunks.js';
 
 const EXTENSION_ORIGIN = new URL(chrome.runtime.getURL('/')).origin;
 const KNOWN_REQUESTS = new Set(CONTRACT.messages);
@@ -148,6 +149,10 @@ function senderTier(sender) {
 
 const failure = (code, message) => ({ ok: false, error: { code, message } });
 
+// A port's data (a turn's start with its images, a backup's chunks) goes to Python as UTF-8
+// bytes: Pyodide converts a JS string argument at ~11 MB/s, a Uint8Array at memory speed.
+const utf8 = new TextEncoder();
+
 async function handleRequest(message, sender) {
   const tier = senderTier(sender);
   if (tier === null) return failure('forbidden', 'Margin only answers its own pages.');
@@ -183,7 +188,7 @@ chrome.runtime.onMessage.addListener((message, sender, sendResponse) => {
   return true; // the reply is sent asynchronously
 });
 
-// -- ports: one per turn, one per summary pass; events streamed back ---------------------------
+// -- ports: one per turn, one per summary pass, one per backup; events streamed back ------------
 
 const postPortError = (portId, code, message) =>
   bridge.postTurnEvent(portId, JSON.stringify({ event: 'error', error: { code, message } }));
@@ -203,6 +208,14 @@ const PORT_KINDS = {
     isStop: (message) => message?.stop === true || message?.action === 'stop',
     during: 'while summarizing the page',
   },
+  // A backup's later messages (the file's chunks, acks) are its data: each goes to the running work.
+  [CONTRACT.backupPort]: {
+    run: (worker, id, startJson) => worker.run_backup_json(id, startJson),
+    stop: (worker, id) => worker.stop_backup(id),
+    isStop: (message) => message?.action === 'stop',
+    forward: (worker, id, messageJson) => worker.backup_message(id, messageJson),
+    during: 'during the backup',
+  },
 };
 
 chrome.runtime.onConnect.addListener((port) => {
@@ -214,6 +227,9 @@ chrome.runtime.onConnect.addListener((port) => {
   const portId = crypto.randomUUID();
   let started = false;
   let finished = false;
+  // A start message too large for one port message (a turn with several big images) comes in
+  // pieces (extension/port_chunks.js); the work starts once all of them arrived.
+  const nextPiece = joinPieces();
   bridge.turnPorts.set(portId, port);
 
   // Closing the port is a stop too. Only work that started and has not finished can be
@@ -232,7 +248,22 @@ chrome.runtime.onConnect.addListener((port) => {
       stop();
       return;
     }
-    if (started) return; // e.g. the panel's keepalive: receiving it already reset the idle timer
+    if (started) {
+      // A turn's keepalive: receiving it already reset the idle timer. A backup's data: forwarded.
+      if (kind.forward && !finished) {
+        python().then(({ worker }) => kind.forward(worker, portId, utf8.encode(JSON.stringify(message ?? {}))), () => {});
+      }
+      return;
+    }
+    let startJson;
+    try {
+      startJson = nextPiece(message)?.json;
+    } catch (error) {
+      postPortError(portId, 'bad_message', `Margin received a damaged request (${error.message}). Try again.`);
+      try { port.disconnect(); } catch { /* already gone */ }
+      return;
+    }
+    if (startJson === undefined) return; // more pieces to come
     started = true;
     try {
       let worker;
@@ -245,7 +276,7 @@ chrome.runtime.onConnect.addListener((port) => {
         return;
       }
       try {
-        await kind.run(worker, portId, JSON.stringify(message ?? {}));
+        await kind.run(worker, portId, utf8.encode(startJson));
       } catch (error) {
         // The run reports every failure of its own: what lands here is Pyodide failing.
         console.error(`Margin: failed ${kind.during}`, error);
@@ -309,6 +340,14 @@ chrome.storage.session.get(CONTRACT.storage.sessionKeys.siteCacheIndex).then((st
     bridge.tabsWatch('{}', true);
   }
 }, (error) => console.warn('Margin: could not read the site cache index', error));
+
+// A new worker instance: an import the previous one was running when it stopped left its staged
+// session bodies listed; they are removed before anything else can see them (py/margin/backup.py).
+chrome.storage.local.get(CONTRACT.storage.keys.backupImportStaging).then((stored) => {
+  if (Object.hasOwn(stored, CONTRACT.storage.keys.backupImportStaging)) {
+    python().then(({ worker }) => worker.backup_recover()).catch((error) => console.error('Margin: backup clean-up failed', error));
+  }
+}, (error) => console.warn('Margin: could not check for an unfinished import', error));
 
 chrome.runtime.onInstalled.addListener(() => {
   chrome.contextMenus.create({ id: EXPLAIN_MENU_ID, title: 'Explain with Margin', contexts: ['selection'] }, () => {

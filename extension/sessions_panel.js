@@ -1,6 +1,7 @@
 // The sessions panel: list, search as you type, open, rename, pin, delete (with undo), export,
 // and the whole-backup export/import. This module is the DOM overlay; the index it shows lives in
-// extension/sessions/preload.js, the search it runs in extension/sessions/search.js.
+// extension/sessions/preload.js, the search it runs in extension/sessions/search.js, the backup's
+// port in extension/sessions/backup.js (the status line shows its progress).
 //
 // API: preloadSessions({storage, readIndex}) -> Promise, sessionsIndexTimings()
 //        (from extension/sessions/preload.js, re-exported: the side panel imports this module)
@@ -27,6 +28,7 @@
 // whole index (up to 1,000 x 100K characters) through the worker each time.
 
 import { CONTRACT } from "./generated/contract.js";
+import { exportBackup as streamExport, importBackup as streamImport } from "./sessions/backup.js";
 import { download, el, marked, when } from "./sessions/dom.js";
 import {
   dataOf, followStorage, forgetEntry, indexEntries, onIndexChange, readStoredIndex, useReadIndex,
@@ -43,6 +45,18 @@ const VERIFY_EVERY_MS = 60_000;
 let verifiedAt = -Infinity;  // the last background session.check (bodies checked), once per page
 
 let lastMounted = null;
+
+const megabytes = (bytes) => `${(bytes / 1e6).toLocaleString(undefined, { maximumFractionDigits: 1 })} MB`;
+
+function downloadBlob(blob, filename) {
+  const url = URL.createObjectURL(blob);
+  const link = el("a", { href: url, download: filename, hidden: true });
+  document.body.append(link);
+  link.click();
+  link.remove();
+  // The download holds the Blob once it has started; a minute is ample for that.
+  setTimeout(() => URL.revokeObjectURL(url), 60_000);
+}
 export function activePanel() { return lastMounted; }
 
 export function mountSessionsPanel(root, options) {
@@ -318,11 +332,25 @@ export function mountSessionsPanel(root, options) {
     if (file) download(file);
   }
 
+  // The whole backup streams over the worker's backup port (extension/sessions/backup.js): no
+  // single message carries the file, so its size is not bound by Chrome's 64 MiB per message.
+  let backupRunning = false;
+  async function runBackup(action) {
+    if (backupRunning) return undefined;
+    backupRunning = true;
+    try { return await guarded(action); } finally { backupRunning = false; }
+  }
+
   async function exportBackup() {
     status.textContent = "Preparing the backup\u2026";
-    const file = await guarded(() => call("backup.export", { includeApiKeys: includeKeys.checked }));
-    status.textContent = file ? `Saved ${file.filename}.` : "";
-    if (file) download(file);
+    const file = await runBackup(() => streamExport({
+      includeApiKeys: includeKeys.checked,
+      onProgress: ({ sessions, total }) => {
+        status.textContent = `Exporting ${sessions.toLocaleString()} of ${total.toLocaleString()} sessions\u2026`;
+      },
+    }));
+    status.textContent = file ? `Saved ${file.filename} (${megabytes(file.blob.size)}).` : "";
+    if (file) downloadBlob(file.blob, file.filename);
   }
 
   async function importBackup() {
@@ -330,7 +358,12 @@ export function mountSessionsPanel(root, options) {
     fileInput.value = "";
     if (!file) return;
     status.textContent = "Importing\u2026";
-    const result = await guarded(async () => call("backup.import", { text: await file.text() }));
+    const result = await runBackup(() => streamImport(file, {
+      onProgress: ({ bytes, size, sessions }) => {
+        const read = size ? ` (${Math.floor((100 * bytes) / size)}% of ${megabytes(size)})` : "";
+        status.textContent = `Importing: ${sessions.toLocaleString()} sessions read${read}\u2026`;
+      },
+    }));
     status.textContent = result ? result.message : "";
   }
 

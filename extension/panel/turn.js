@@ -17,6 +17,7 @@
 import { CONTRACT } from "../generated/contract.js";
 import { el } from "../ui_common.js";
 import { streamingMarkdown } from "../markdown.js";
+import { postInPieces } from "../port_chunks.js";
 import { ui, state, emit, setTurnState, scrollToBottom, showAlert, clearAlert } from "./state.js";
 
 const LOST_CONNECTION =
@@ -86,7 +87,8 @@ export function startTurn(start, restore = null, { quietErrors = [] } = {}) {
     endTurn(turn, { removeNow: true });
     if (!stopping) showAlert(LOST_CONNECTION);
   });
-  port.postMessage(start);
+  // Several large images can make the start larger than one port message may be (64 MiB).
+  postInPieces(port, start);
 }
 
 function onTurnEvent(turn, message) {

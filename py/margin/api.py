@@ -27,6 +27,11 @@ from .ports import Platform
 TURN_PORT_NAME = "chat.turn"
 # One port per summary pass of an attachment (margin.summaries), run like a turn.
 SUMMARY_PORT_NAME = "attachment.summarize"
+# One port per backup export or import (margin.backup): the file streams over it in chunks.
+BACKUP_PORT_NAME = "backup.stream"
+# The most characters of text one port message carries: at most 4 bytes each in UTF-8, twice that
+# when escaped, well under Chrome's 64 MiB per message. Longer messages go in pieces.
+PORT_CHUNK_CHARS = 4 * 1024 * 1024
 
 Handler = Callable[[Platform, dict], Awaitable[Any]]
 
@@ -54,8 +59,6 @@ ROUTES: dict[str, str] = {
     "session.delete": "margin.sessions:handle_delete",
     "session.undelete": "margin.sessions:handle_undelete",
     "session.export": "margin.sessions:handle_export",
-    "backup.export": "margin.backup:handle_export",
-    "backup.import": "margin.backup:handle_import",
 }
 
 # Requests a content script (untrusted page context) may make.

@@ -14,7 +14,14 @@ from . import __version__, storage
 
 
 def for_js(wheel_filename: str) -> dict[str, Any]:
-    from .api import CONTENT_SCRIPT_PREFIX, ROUTES, SUMMARY_PORT_NAME, TURN_PORT_NAME
+    from .api import (
+        BACKUP_PORT_NAME,
+        CONTENT_SCRIPT_PREFIX,
+        PORT_CHUNK_CHARS,
+        ROUTES,
+        SUMMARY_PORT_NAME,
+        TURN_PORT_NAME,
+    )
     from .history import PAGE_CONTEXT_PREFIX
     from .image_attachments import ATTACHMENT_MAX_BYTES
     from .providers import SYSTEM_PROMPT_MAX_CHARS, provider_types_for_js
@@ -28,6 +35,7 @@ def for_js(wheel_filename: str) -> dict[str, Any]:
         "messages": sorted(ROUTES),
         "turnPort": TURN_PORT_NAME,
         "summaryPort": SUMMARY_PORT_NAME,
+        "backupPort": BACKUP_PORT_NAME,
         "pageContextPrefix": PAGE_CONTEXT_PREFIX,
         "contentScriptPrefix": CONTENT_SCRIPT_PREFIX,
         "providerTypes": provider_types_for_js(),
@@ -38,6 +46,7 @@ def for_js(wheel_filename: str) -> dict[str, Any]:
             "agingMinChars": AGING_MIN_CHARS,
             "agingMinUserTurns": AGING_MIN_USER_TURNS,
             "systemPromptMaxChars": SYSTEM_PROMPT_MAX_CHARS,
+            "portChunkChars": PORT_CHUNK_CHARS,
         },
         "wheel": wheel_filename,
     }

@@ -89,6 +89,11 @@ def valid_threshold(value: Any) -> bool:
     )
 
 
+def valid_language(value: Any) -> bool:
+    """A `uiLanguage` value Margin accepts: "auto" or a language tag such as "en" or "zh-CN"."""
+    return isinstance(value, str) and (value == "auto" or bool(_LANGUAGE_TAG.match(value)))
+
+
 def should_summarize(settings: dict[str, Any], chars: Any) -> bool:
     """Rule 6: whether an attachment of `chars` characters gets a summary pass."""
     threshold = settings.get(SUMMARIZE_ABOVE_CHARS)

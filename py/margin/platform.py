@@ -17,8 +17,16 @@ import margin_bridge  # registered by the service worker: pyodide.registerJsModu
 from .ports import HttpRequest, Platform, ScriptError, TransportError, WebTab, storage_refused
 
 
+def _utf8(text: str) -> bytes:
+    """Bulk text for the bridge as UTF-8 bytes: Pyodide converts a str argument to a JS string at
+    ~5 MB/s, bytes with TextDecoder at ~100 MB/s (extension/bridge.js, `fromPython`)."""
+    return text.encode("utf-8", "surrogatepass")
+
+
 async def _call(function_name: str, *args: Any) -> Any:
-    reply = json.loads(await getattr(margin_bridge, function_name)(*args))
+    raw = await getattr(margin_bridge, function_name)(*args)
+    # A bulk reply (storageGet) comes as a Uint8Array of UTF-8 JSON, not a string (same reason).
+    reply = json.loads(raw if isinstance(raw, str) else raw.to_bytes())
     if reply.get("ok"):
         return reply.get("value")
     error = reply.get("error") or {}
@@ -46,7 +54,7 @@ class ChromeStorageArea:
 
     async def set(self, items: dict[str, Any]) -> None:
         try:
-            await _call("storageSet", self.area, json.dumps(items, ensure_ascii=False))
+            await _call("storageSet", self.area, _utf8(json.dumps(items, ensure_ascii=False)))
         except _BridgeFailure as failure:
             raise storage_refused(failure.message) from None
 
@@ -151,7 +159,7 @@ async def load_package(name: str) -> None:
 
 def post_turn_event(turn_id: str, event: dict[str, Any]) -> bool:
     """Send a turn event to its panel; False when the panel's port is gone."""
-    return bool(margin_bridge.postTurnEvent(turn_id, json.dumps(event, ensure_ascii=False)))
+    return bool(margin_bridge.postTurnEvent(turn_id, _utf8(json.dumps(event, ensure_ascii=False))))
 
 
 def browser_platform() -> Platform:

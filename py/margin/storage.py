@@ -42,6 +42,8 @@ SITE_CACHE_BODY_PREFIX = "siteCache_"
 EXPLAIN_REQUEST = "explainRequest"
 # What undoing a delete needs, per undo token (margin.sessions, rule 5).
 SESSION_UNDO_PREFIX = "sessionUndo_"
+# The bodies a backup import wrote and has not committed yet (margin.backup_import, rule 3).
+BACKUP_IMPORT_STAGING = "backupImportStaging"
 
 DEFAULTS: dict[str, Any] = {
     # The one global, flat conversation: [{role, content, ...}] (margin.history).
@@ -114,6 +116,7 @@ def contract_for_js() -> dict[str, Any]:
             "providers": PROVIDERS,
             "activeProviderId": ACTIVE_PROVIDER_ID,
             "uiLanguage": UI_LANGUAGE,
+            "backupImportStaging": BACKUP_IMPORT_STAGING,
         },
         "sessionBodyPrefix": SESSION_BODY_PREFIX,
         # chrome.storage.session keys the pages and the worker's shell read (never write).

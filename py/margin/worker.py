@@ -7,13 +7,18 @@ Worker, `browser_worker()`; tests build their own `Worker(memory_platform(), sin
 
 Rules:
 1. Every entry point takes and returns JSON strings or plain numbers (platform.md: no proxies
-   cross the boundary); requests and the worker's own events go through `api.dispatch`'s envelope.
+   cross the boundary), except a port's data (a turn's start, a summary's, a backup's messages),
+   which may come as UTF-8 bytes of JSON: Pyodide converts a large JS string at ~11 MB/s, bytes
+   at memory speed (`_json_text`). Requests and the worker's own events go through
+   `api.dispatch`'s envelope.
 2. `app.ping` is answered here, with the boot record `record_boot` keeps (how long Python took
    to start, and whether from a snapshot).
 3. A turn's events go to `post_event(turn_id, event)`, which says False when the panel's port is
    gone: the turn then stops. A stop may arrive before its turn's task runs (Python still
    booting): it is remembered and applied when the turn starts. A summary pass
-   (`run_summary_json`, margin.summaries) is run the same way, on its own port.
+   (`run_summary_json`, margin.summaries) is run the same way, on its own port, and so is a
+   backup (`run_backup_json`, margin.backup), whose port also carries messages from the panel to
+   the running work: `backup_message` queues each one for it, in order.
 4. Entry points with nobody to answer (a turn's or a summary's port, the site caches' purge
    listeners) report or log every failure themselves; only Pyodide failing reaches the JS shell.
 5. `browser_worker()` imports `margin.platform` (and so touches JS) only when first called, after
@@ -35,6 +40,14 @@ from .ports import Platform
 PostEvent = Callable[[str, dict[str, Any]], bool]
 
 
+def _json_text(value: Any) -> str | bytes:
+    """A port's message as the shell passes it: text, or UTF-8 bytes (a JS Uint8Array arrives as
+    a proxy with `to_bytes()`; the shell sends bulk data so, docs/protocol.md)."""
+    if isinstance(value, (str, bytes)):
+        return value
+    return bytes(value.to_bytes())
+
+
 class Worker:
     def __init__(self, platform: Platform, post_event: PostEvent):
         self.platform = platform
@@ -42,6 +55,7 @@ class Worker:
         self.boot: dict[str, Any] = {"bootMs": None, "bootedFrom": None}
         self._turn_stops: dict[str, asyncio.Event] = {}
         self._early_stops: set[str] = set()
+        self._inboxes: dict[str, asyncio.Queue[Any]] = {}
         self._own_handlers: dict[str, api.Handler] = {"app.ping": self._handle_ping}
 
     # -- requests -------------------------------------------------------------------------------
@@ -74,7 +88,7 @@ class Worker:
 
     # -- turns ----------------------------------------------------------------------------------
 
-    async def run_turn_json(self, turn_id: str, start_json: str) -> None:
+    async def run_turn_json(self, turn_id: str, start_json: Any) -> None:
         """The shell's turn port calls this once per turn; events go back through `post_event`."""
         from . import chat
 
@@ -87,7 +101,7 @@ class Worker:
 
     # -- summary passes -------------------------------------------------------------------------
 
-    async def run_summary_json(self, port_id: str, ident_json: str) -> None:
+    async def run_summary_json(self, port_id: str, ident_json: Any) -> None:
         """The shell's summary port calls this once, with `{capturedAt, url}` (margin.summaries)."""
         from . import summaries
 
@@ -97,12 +111,53 @@ class Worker:
         """Cancel a summary pass; like `stop_turn` (rule 3)."""
         self._stop(port_id)
 
+    # -- backups ------------------------------------------------------------------------------
+
+    async def run_backup_json(self, port_id: str, start_json: Any) -> None:
+        """The shell's backup port calls this once, with its first message (margin.backup)."""
+        from . import backup
+        from .stoppable import race
+
+        inbox = self._inboxes.setdefault(port_id, asyncio.Queue())
+
+        async def run(
+            platform: Platform, start: Any, emit: Callable[[dict], None], stop: asyncio.Event
+        ) -> None:
+            async def receive() -> Any:
+                return await race(inbox.get(), stop, what="the backup")
+
+            await backup.run(platform, start, emit, stop, receive)
+
+        try:
+            await self._run_port(port_id, start_json, run)
+        finally:
+            self._inboxes.pop(port_id, None)
+
+    def backup_message(self, port_id: str, message_json: Any) -> None:
+        """A later message on a backup port (a chunk of the file, an ack): queued for its work. It
+        may arrive before the work's task runs, so the queue is made by whichever comes first."""
+        self._inboxes.setdefault(port_id, asyncio.Queue()).put_nowait(json.loads(_json_text(message_json)))
+
+    def stop_backup(self, port_id: str) -> None:
+        """The backup port closed or said stop; like `stop_turn` (rule 3)."""
+        self._stop(port_id)
+        self._inboxes.pop(port_id, None)
+
+    async def backup_recover(self) -> None:
+        """A worker start found an import's staged keys: remove them (margin.backup, rule 3)."""
+        from . import backup
+
+        try:
+            await backup.recover(self.platform)
+        except Exception as exc:
+            api.internal_error(exc)
+
     # -- what both ports share ------------------------------------------------------------------
 
     async def _run_port(
         self,
         port_id: str,
-        start_json: str,
+        start_json: Any,
         run: Callable[[Platform, Any, Callable[[dict], None], asyncio.Event], Awaitable[None]],
     ) -> None:
         stop = self._turn_stops[port_id] = asyncio.Event()
@@ -115,7 +170,7 @@ class Worker:
                 stop.set()
 
         try:
-            start = json.loads(start_json)
+            start = json.loads(_json_text(start_json))
             await run(self.platform, start, emit, stop)
         except MarginError as error:
             emit({"event": "error", "error": error.to_json()})

@@ -1,0 +1,315 @@
+"""Importing a backup: staged while the file streams in, visible only once all of it was checked.
+
+Rules:
+1. The file is read as it streams in (margin.backup_reader) and every piece is checked
+   (margin.backup_check) before the index, the only thing that makes a session visible, is
+   written. A bad piece anywhere refuses the whole file and rolls back what was staged.
+2. Nothing stored is ever overwritten: a session is written under a key that does not exist yet.
+   A session whose id is here already is skipped when its records are the same, and otherwise
+   imported as a copy beside ours, under a new id (`<id>-<8 hex of its content's hash>`, so
+   importing the same file twice adds it once) and named “… (imported)”. A file cannot replace
+   local work by claiming a newer `savedAt`.
+3. Staging: each session body is written together with the list of every key staged so far
+   (`backupImportStaging`, one atomic `set`). The commit is one `set` of the index, the open
+   conversation and the settings that also sets the list to null, so a session is either
+   committed or listed for removal. A failure (a bad piece, Chrome's storage full, the panel
+   closed) removes the staged keys; a worker stopped mid-import leaves the list, and the next
+   worker start (background.js) or the next import removes them (`recover`) before anything else.
+4. The file's open conversation becomes `history` only when ours is empty (what we could not read
+   is parked first, as everywhere); otherwise it is kept as a session of its own, whose id derives
+   from its content.
+5. Providers are added by id, never replacing one of ours, and only as `normalize_provider` made
+   them (margin.backup_check, rule 4); the language and the summary size only when ours are the
+   defaults; `activeProviderId` is never taken from a file. A profile that had no provider uses
+   the first one added (margin.options, rule 3): the message names it and its host.
+6. The whole import holds the storage lock (`lock_for`), so no other write interleaves with it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+from . import session_index as s
+from .backup_check import MAX_TIME_MS, Incoming, Settings, check_current, check_session, check_settings
+from .backup_reader import CHOOSE_OURS, BackupReader, Read, bad, not_a_backup
+from .errors import MarginError
+from .history import parked_unreadable, parse_history
+from .ports import StorageArea
+from .storage import (
+    BACKUP_IMPORT_STAGING,
+    HISTORY,
+    HISTORY_SESSION_ID,
+    OPTION_DEFAULTS,
+    PROVIDERS,
+    SESSION_BODY_PREFIX,
+    SUMMARIZE_ABOVE_CHARS,
+    UI_LANGUAGE,
+    get_all,
+    session_body_key,
+)
+
+FORMAT = "margin-backup"
+VERSION = 1
+COPY_SUFFIX = " (imported)"
+
+Progress = Callable[[dict[str, Any]], None]
+
+
+async def recover(area: StorageArea) -> int:
+    """Remove what an import that never committed staged (rule 3); how many keys went. The caller
+    holds the storage lock."""
+    stored = await area.get([BACKUP_IMPORT_STAGING])
+    if BACKUP_IMPORT_STAGING not in stored:
+        return 0
+    marker = stored[BACKUP_IMPORT_STAGING]
+    listed = marker.get("keys") if isinstance(marker, dict) else None
+    keys = [k for k in listed if isinstance(k, str)] if isinstance(listed, list) else []
+    referenced = {entry.body_key for entry in await s.read_session_index(area)}
+    drop = [k for k in keys if k.startswith(SESSION_BODY_PREFIX) and k not in referenced]
+    await area.remove([*drop, BACKUP_IMPORT_STAGING])
+    return len(drop)
+
+
+class _Staging:
+    """The import's plan and what it has written so far (rule 3)."""
+
+    def __init__(self, area: StorageArea, entries: list[s.IndexEntry], present: set[str]):
+        self.area = area
+        self.entries = entries
+        self.by_id = {e.id: e for e in entries}
+        self.present = present  # every key stored when the import began, plus what it staged
+        self.staged: list[str] = []
+        self.new: dict[str, s.IndexEntry] = {}
+        self.final_id: dict[str, str] = {}  # the file's session id -> where it is now
+        self.added = self.copies = self.skipped = self.damaged = 0
+
+    async def _hash_of(self, entry: s.IndexEntry) -> str:
+        if entry.body_hash:
+            return entry.body_hash
+        stored = await self.area.get([entry.body_key])
+        return s.body_hash(s.body_history(stored.get(entry.body_key)))
+
+    async def _same_as_ours(self, sid: str, digest: str) -> bool:
+        local = self.by_id.get(sid) or self.new.get(sid)
+        return local is not None and await self._hash_of(local) == digest
+
+    async def take(self, item: Incoming) -> None:
+        digest = s.body_hash(item.raw)
+        if await self._same_as_ours(item.sid, digest):
+            self.skipped += 1
+            self.final_id.setdefault(item.sid, item.sid)
+            return
+        sid, name, copy = item.sid, item.name, False
+        if sid in self.by_id or sid in self.new or session_body_key(sid) in self.present:
+            copy = True
+            for size in (8, 16, 64):
+                sid = f"{item.sid}-{digest[:size]}"
+                if await self._same_as_ours(sid, digest):
+                    self.skipped += 1
+                    self.final_id.setdefault(item.sid, sid)
+                    return
+                if (
+                    sid not in self.by_id
+                    and sid not in self.new
+                    and session_body_key(sid) not in self.present
+                ):
+                    break
+            else:
+                raise MarginError("bad_backup", f"This backup repeats one session too often. {CHOOSE_OURS}")
+            base = name or s.default_name(item.records)
+            name = base[: s.NAME_MAX - len(COPY_SUFFIX)] + COPY_SUFFIX
+        entry = s.IndexEntry(
+            id=sid,
+            name=name or s.default_name(item.records),
+            created_at=int(item.created_at),
+            pinned=item.pinned,
+            text_digest=s.text_digest(item.records),
+            saved_at=int(item.saved_at),
+            body_hash=digest,
+            named=item.named or copy,
+        )
+        key = entry.body_key
+        self.staged.append(key)
+        self.present.add(key)
+        await self.area.set(
+            {
+                key: {"history": item.raw, "savedAt": entry.saved_at},
+                BACKUP_IMPORT_STAGING: {"keys": list(self.staged)},
+            }
+        )
+        self.new[sid] = entry
+        self.final_id.setdefault(item.sid, sid)
+        self.copies += copy
+        self.added += 1
+
+    async def rollback(self) -> None:
+        if self.staged:
+            await self.area.remove([*self.staged, BACKUP_IMPORT_STAGING])
+
+
+async def import_backup(area: StorageArea, read: Read, progress: Progress) -> dict[str, Any]:
+    """Read, check, stage and commit one backup file (rules 1-5); the caller holds the lock."""
+    await recover(area)
+    reader = BackupReader(read)
+    entries = await s.read_session_index(area)
+    staging = _Staging(area, entries, set(await area.keys()))
+    try:
+        members = await _stage_all(reader, staging, progress)
+        return await _commit(area, staging, members)
+    except BaseException:
+        with contextlib.suppress(MarginError):  # a store that died keeps the list: `recover`
+            await staging.rollback()
+        raise
+
+
+async def _stage_all(reader: BackupReader, staging: _Staging, progress: Progress) -> dict[str, Any]:
+    members: dict[str, Any] = {}
+    async for kind, name, value in reader.members():
+        if kind == "member":
+            members[name] = value
+            if name in ("format", "version"):
+                _check_header(members)
+                reader.ours = members.get("format") == FORMAT
+            elif name == "sessions":  # a `sessions` that is not a list
+                raise bad(f"This backup is damaged: its list of sessions is not readable. {CHOOSE_OURS}")
+            continue
+        if "format" not in members or "version" not in members:
+            raise not_a_backup()
+        if kind == "session":
+            item = check_session(value, name)
+            if item is None:
+                staging.damaged += 1
+            else:
+                await staging.take(item)
+            progress({"event": "progress", "sessions": name + 1, "chars": reader.chars_read})
+    if members.get("format") != FORMAT:
+        raise not_a_backup()
+    _check_header(members)
+    return members
+
+
+def _check_header(members: dict[str, Any]) -> None:
+    if "format" in members and members["format"] != FORMAT:
+        raise not_a_backup()
+    if "version" not in members:
+        return
+    version = members["version"]
+    if version == VERSION:
+        return
+    if s.is_number(version) and version > VERSION:
+        raise bad(
+            f"This backup was made by a newer Margin (format version {version}). "
+            "Update Margin, then import it again."
+        )
+    raise bad(
+        f"This backup has an unknown format version ({str(version)[:20]!r}); Margin reads "
+        f"version {VERSION}. Export it again with this version of Margin."
+    )
+
+
+async def _commit(area: StorageArea, staging: _Staging, members: dict[str, Any]) -> dict[str, Any]:
+    exported_at = members.get("exportedAt")
+    if exported_at is not None and not s.is_number(exported_at):
+        raise bad(f"This backup is damaged: its date is not a date. {CHOOSE_OURS}")
+    current_raw, current_records, their_id = check_current(members.get("current"))
+    settings = check_settings(members.get("settings"))
+
+    extra: dict[str, Any] = {}
+    if current_records:
+        ours = await area.get([HISTORY])
+        our_read = parse_history(ours.get(HISTORY))
+        if not our_read.records:
+            extra.update(await parked_unreadable(area, our_read))
+            extra[HISTORY] = current_raw
+            extra[HISTORY_SESSION_ID] = staging.final_id.get(their_id) if their_id else None
+        elif s.body_hash(current_raw) != s.body_hash(ours.get(HISTORY)):
+            stamp: float = (
+                exported_at
+                if isinstance(exported_at, (int, float)) and 0 <= exported_at <= MAX_TIME_MS
+                else 0
+            )
+            await staging.take(
+                Incoming(
+                    sid="imp" + s.body_hash(current_raw)[:12],
+                    raw=current_raw,
+                    records=current_records,
+                    name=None,
+                    created_at=stamp,
+                    saved_at=stamp,
+                    pinned=False,
+                    named=False,
+                )
+            )
+    providers_added, first_of_none = await _settings(area, settings, extra)
+
+    merged = [*staging.entries, *staging.new.values()]
+    await s.write_index(area, merged, **extra, **{BACKUP_IMPORT_STAGING: None})
+    with contextlib.suppress(MarginError):  # a null list is what a commit leaves; `recover` removes it
+        await area.remove([BACKUP_IMPORT_STAGING])
+    return {
+        "added": staging.added,
+        "copies": staging.copies,
+        "skipped": staging.skipped,
+        "damaged": staging.damaged,
+        "providersAdded": providers_added,
+        "providersRefused": settings.refused,
+        "message": _message(staging, providers_added, settings.refused, first_of_none),
+    }
+
+
+async def _settings(area: StorageArea, settings: Settings, extra: dict[str, Any]) -> tuple[int, str | None]:
+    """The providers added, and when we had none, which of them Margin will now use (named in
+    the message: with no `activeProviderId`, margin.options rule 3 takes the first provider)."""
+    light = await get_all(area)
+    local = light[PROVIDERS] if isinstance(light[PROVIDERS], list) else []
+    local_ids = {p.get("id") for p in local if isinstance(p, dict)}
+    incoming = [p for p in settings.providers if p["id"] not in local_ids]
+    if incoming:
+        extra[PROVIDERS] = [*local, *incoming]
+    if light[UI_LANGUAGE] == OPTION_DEFAULTS[UI_LANGUAGE] and settings.ui_language is not None:
+        extra[UI_LANGUAGE] = settings.ui_language
+    local_default = light[SUMMARIZE_ABOVE_CHARS] == OPTION_DEFAULTS[SUMMARIZE_ABOVE_CHARS]
+    if local_default and settings.summarize_above_chars is not None:
+        extra[SUMMARIZE_ABOVE_CHARS] = settings.summarize_above_chars
+    first = None
+    if incoming and not local:
+        host = urlsplit(incoming[0]["baseUrl"]).hostname
+        first = f"“{incoming[0]['name']}” ({host})"
+    return len(incoming), first
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _message(staging: _Staging, providers: int, refused: list[str], first_of_none: str | None) -> str:
+    added, copies, skipped, damaged = staging.added, staging.copies, staging.skipped, staging.damaged
+    if not added and not providers:
+        if skipped:
+            text = f"Nothing new to import: all {_plural(skipped, 'session')} in the backup are already here."
+        else:
+            text = "The backup holds no sessions to import."
+    else:
+        parts = [f"Added {_plural(added, 'session')}" if added else "Added no session"]
+        if copies:
+            parts.append(
+                f"{copies} of them as “(imported)” copies beside yours, which differ from them"
+                if copies > 1
+                else "1 of them as an “(imported)” copy beside yours, which differs from it"
+            )
+        if skipped:
+            parts.append(f"skipped {skipped} already here")
+        if providers:
+            parts.append(f"added {_plural(providers, 'provider')}")
+        text = ", ".join(parts) + "."
+    if damaged:
+        text += f" {_plural(damaged, 'session')} the backup marks as damaged could not be restored."
+    if refused:
+        which = "that is" if len(refused) == 1 else "that are"
+        text += f" Left out {_plural(len(refused), 'provider')} {which} not valid: {refused[0]}"
+    if first_of_none:
+        text += f" Margin will use {first_of_none} until you choose another provider in Options."
+    return text
