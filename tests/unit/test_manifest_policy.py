@@ -25,7 +25,11 @@ USES: dict[str, str] = {
     "contextMenus": r"chrome\.contextMenus\.",
 }
 # host access: the page script, screenshots, and every provider's endpoint
-HOST_USES = (r"chrome\.scripting\.executeScript\(", r"chrome\.tabs\.captureVisibleTab\(", r"\bfetch\(spec\.url")
+HOST_USES = (
+    r"chrome\.scripting\.executeScript\(",
+    r"chrome\.tabs\.captureVisibleTab\(",
+    r"\bfetch\(spec\.url",
+)
 
 REQUIRED_CSP = {
     "script-src": {"'self'", "'wasm-unsafe-eval'"},

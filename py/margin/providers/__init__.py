@@ -134,8 +134,14 @@ def normalize_provider(value: Any, position: int | None = None) -> dict[str, Any
             "the Base URL is empty. Enter one, for example https://api.openai.com/v1 or http://localhost:11434/v1."
         )
     base_url = normalize_base_url(base_url)
-    parts = urlsplit(base_url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    try:
+        parts = urlsplit(base_url)
+        scheme, hostname = parts.scheme, parts.hostname
+    except ValueError:  # "http://[::1" and the like: an address no request could go to
+        raise bad(
+            "the Base URL is not a web address (an IPv6 address goes in brackets: http://[::1]:8080/v1)."
+        ) from None
+    if scheme not in ("http", "https") or not hostname:
         raise bad("the Base URL must start with http:// or https://, for example https://api.openai.com/v1.")
 
     model = value.get("model")
@@ -155,7 +161,7 @@ def normalize_provider(value: Any, position: int | None = None) -> dict[str, Any
         raise bad("its id must be text.")
 
     if name is None or (isinstance(name, str) and not name.strip()):
-        name = f"{model.strip()} at {parts.hostname}"
+        name = f"{model.strip()} at {hostname}"
     if not isinstance(name, str):
         raise bad("the Name must be text.")
 
