@@ -163,7 +163,7 @@ class ScriptedTransport:
             if hasattr(result, "__await__"):
                 result = await result
             item = result
-        return self._refuse_redirect(item)
+        return item if request.follow_redirects else self._refuse_redirect(item)
 
     def _refuse_redirect(self, response: ScriptedResponse) -> ScriptedResponse:
         """Like the browser's fetch with redirects refused (margin.ports, rule 4): a 3xx with a

@@ -12,7 +12,8 @@ Rule 3: HTTP is one method, `open()`, which resolves once the status and headers
 body is then read chunk by chunk (decoded text) until `None`, or abandoned with `aclose()`.
 Rule 4: a transport never follows a redirect (a redirect could send the conversation, and its
 API key, to an address the user never typed): a 3xx answer with a Location is the
-`TransportError` kind "redirect", its `detail` the Location when the platform can read it.
+`TransportError` kind "redirect", its `detail` the Location when the platform can read it. Only
+a request that carries nothing of the user's (a page's caption file) sets `follow_redirects`.
 
 `margin.platform` implements these over the JS bridge; `margin.platform_memory` implements them in
 memory for CPython tests and benchmarks.
@@ -59,6 +60,8 @@ class HttpRequest:
     body: str | None = None
     # Seconds to wait for the status line and headers; the body has its own idle timeout.
     timeout: float = 60.0
+    # Rule 4: False for everything that goes to a provider.
+    follow_redirects: bool = False
 
 
 class HttpResponse(Protocol):

@@ -394,3 +394,12 @@ def test_no_provider_is_said_only_when_none_was_saved_before_the_send(ledger):
     assert platform.transport.requests == []  # type: ignore[attr-defined]
     assert platform.local.snapshot()["history"] == STORED_HISTORY  # nothing new stored: the draft stays
     ledger.settle(before, snapshot(platform), replaced=["local:providers"])
+
+
+def test_only_a_pages_caption_file_may_follow_a_redirect():
+    # Everything that goes to a provider (the conversation, the key) keeps follow_redirects False.
+    package = Path(__file__).resolve().parents[2] / "py" / "margin"
+    following = sorted(
+        str(p.relative_to(package)) for p in package.rglob("*.py") if "follow_redirects=True" in p.read_text()
+    )
+    assert following == ["captions.py"]
