@@ -80,6 +80,44 @@ async function bootPython() {
   return { pyodide, worker, bootMs };
 }
 
+// -- arrival order: requests reach Python in the order they arrived ----------------------------
+//
+// A request's listener runs when it arrives; `inArrivalOrder(start)` queues its start there,
+// synchronously, and once Python is up starts every queued request back to back, oldest first,
+// whatever path it came by (a message, a port) and however long the boot took. Python keeps
+// that order from there: each task starts in order and takes the storage lock before anything
+// else it awaits (py/margin/worker.py, rule 6). So a Save on the options page followed by a send
+// from the panel, in the first seconds of a cold worker, answers with the saved provider.
+const arrivals = [];
+
+class BootFailed extends Error {}
+
+function inArrivalOrder(start) {
+  return new Promise((resolve, reject) => {
+    arrivals.push({ start, resolve, reject });
+    if (arrivals.length === 1) startArrivals();
+  });
+}
+
+async function startArrivals() {
+  while (arrivals.length) {
+    let worker;
+    try {
+      ({ worker } = await python());
+    } catch (error) {
+      for (const waiting of arrivals.splice(0)) waiting.reject(new BootFailed(error?.message ?? String(error)));
+      return;
+    }
+    for (const waiting of arrivals.splice(0)) {
+      try {
+        waiting.resolve(waiting.start(worker));
+      } catch (error) {
+        waiting.reject(error);
+      }
+    }
+  }
+}
+
 const PYODIDE_OPTIONS = {
   indexURL: chrome.runtime.getURL('pyodide/'),
   stdout: (line) => console.log('[py]', line),
@@ -168,15 +206,15 @@ async function handleRequest(message, sender) {
     return failure('forbidden', `Pages may not send "${type}" to Margin.`);
   }
   // Tier 2: needs Python.
-  let worker;
+  let replyJson;
   try {
-    ({ worker } = await python());
+    replyJson = await inArrivalOrder((worker) => worker.dispatch_json(type, JSON.stringify(payload ?? {}), tier));
   } catch (error) {
+    if (!(error instanceof BootFailed)) throw error;
     console.error('Margin: Python failed to start', error);
     return failure('python_boot_failed',
-      `Margin's Python backend failed to start (${error?.message ?? error}). Reload the extension.`);
+      `Margin's Python backend failed to start (${error.message}). Reload the extension.`);
   }
-  const replyJson = await worker.dispatch_json(type, JSON.stringify(payload ?? {}), tier);
   return JSON.parse(replyJson);
 }
 
@@ -266,18 +304,15 @@ chrome.runtime.onConnect.addListener((port) => {
     if (startJson === undefined) return; // more pieces to come
     started = true;
     try {
-      let worker;
       try {
-        ({ worker } = await python());
+        await inArrivalOrder((worker) => kind.run(worker, portId, utf8.encode(startJson)));
       } catch (error) {
-        console.error('Margin: Python failed to start', error);
-        postPortError(portId, 'python_boot_failed',
-          `Margin's Python backend failed to start (${error?.message ?? error}). Reload the extension.`);
-        return;
-      }
-      try {
-        await kind.run(worker, portId, utf8.encode(startJson));
-      } catch (error) {
+        if (error instanceof BootFailed) {
+          console.error('Margin: Python failed to start', error);
+          postPortError(portId, 'python_boot_failed',
+            `Margin's Python backend failed to start (${error.message}). Reload the extension.`);
+          return;
+        }
         // The run reports every failure of its own: what lands here is Pyodide failing.
         console.error(`Margin: failed ${kind.during}`, error);
         postPortError(portId, 'internal',

@@ -94,8 +94,16 @@ export async function httpOpen(handle, specJson) {
       signal: controller.signal,
       credentials: 'omit',
       cache: 'no-store',
+      // Never follow a redirect (but for a page's caption file): it could carry the conversation
+      // and its key to an address the user never typed (py/margin/ports.py, rule 4). 'manual'
+      // rather than 'error' so the refusal can be told apart from a network failure.
+      redirect: spec.followRedirects === true ? 'follow' : 'manual',
     });
     clearTimeout(timer);
+    if (response.type === 'opaqueredirect') {
+      responses.delete(handle);
+      return failed('redirect', '');
+    }
     entry.reader = response.body ? response.body.getReader() : null;
     const headers = {};
     response.headers.forEach((value, key) => { headers[key] = value; });

@@ -14,6 +14,8 @@
 // 6. The "Model" field offers the provider's models (`provider.models`, on focus or "Refresh
 //    models") and still takes any typed name; a failed list is a sentence under the field and
 //    never blocks saving.
+// 7. An http:// Base URL shows "Send the API key over plain HTTP"; Python refuses a key sent to
+//    another machine over http:// without it (`key_over_http`), and the sentence says so.
 
 import { CONTRACT } from "./generated/contract.js";
 import { call, el, svg } from "./ui_common.js";
@@ -45,6 +47,8 @@ const form = {
   refreshModels: $("refresh-models"),
   systemPrompt: $("system-prompt"),
   toggleKey: $("toggle-key"),
+  plainHttpField: $("plain-http-field"),
+  allowPlainHttpKey: $("allow-plain-http-key"),
   save: $("save"),
   test: $("test"),
 };
@@ -116,12 +120,14 @@ function fillForm(provider) {
   form.apiKey.value = provider?.apiKey || "";
   form.model.value = provider?.model || "";
   form.systemPrompt.value = provider?.systemPrompt || "";
+  form.allowPlainHttpKey.checked = provider?.allowPlainHttpKey === true;
   fillPrices(provider);
   form.title.textContent = provider ? `Edit “${provider.name || "provider"}”` : "New provider";
   showKey(false);
   showTypeHints();
   forgetModels();
   markPreset();
+  showPlainHttp();
   renderList();
 }
 
@@ -135,8 +141,17 @@ function formProvider() {
     model: form.model.value.trim(),
     systemPrompt: form.systemPrompt.value.trim(),
     prices: formPrices(),
+    // Python decides whether the host needs it (py/margin/plain_http.py); only an http:// URL shows the box.
+    allowPlainHttpKey: isPlainHttp() && form.allowPlainHttpKey.checked,
   };
 }
+
+// Rule 7: the "Send the API key over plain HTTP" box, shown for an http:// Base URL only.
+const isPlainHttp = () => /^http:/i.test(form.baseUrl.value.trim());
+function showPlainHttp() {
+  form.plainHttpField.hidden = !isPlainHttp();
+}
+form.baseUrl.addEventListener("input", showPlainHttp);
 
 // The sentence for the first problem in the form, or null when it can be saved.
 function problemWith(provider) {
@@ -171,6 +186,7 @@ form.type.addEventListener("change", () => {
   showTypeHints();
   forgetModels();
   markPreset();
+  showPlainHttp();
 });
 
 // --- The model list -------------------------------------------------------------------------------
@@ -233,6 +249,7 @@ for (const preset of PRESETS) {
     form.baseUrl.value = preset.baseUrl;
     form.model.placeholder = preset.model;
     markPreset();
+    showPlainHttp();
     form.model.focus();
   });
   $("presets").append(button);

@@ -27,7 +27,9 @@ async def fetch_text(platform: Platform, url: str) -> str | None:
     if urlsplit(url).scheme not in ("http", "https"):
         return None
     try:
-        response = await platform.transport.open(HttpRequest("GET", url, {}, None, timeout=CAPTION_TIMEOUT))
+        response = await platform.transport.open(
+            HttpRequest("GET", url, {}, None, timeout=CAPTION_TIMEOUT, follow_redirects=True)
+        )
     except TransportError:
         return None
     chunks: list[str] = []

@@ -161,9 +161,7 @@ class _Turn:
 
     async def run(self, start: dict) -> None:
         try:
-            settings = await options.read_options(self.platform)
-            provider = options.active_provider_of(settings)
-            question = await self._store_question(start)
+            settings, provider, question = await self._store_question(start)
         except MarginError as error:
             # Nothing new is stored: the panel keeps the draft.
             self.emit(_error_event(error))
@@ -258,16 +256,20 @@ class _Turn:
         if await self._save_answer_or_report(question, answer, stamp=True, shortened=plan):
             self.emit({"event": "done"})
 
-    async def _store_question(self, start: dict) -> list[Record]:
-        """Store the question; returns the conversation the answer answers (rule 1)."""
+    async def _store_question(self, start: dict) -> tuple[dict[str, Any], dict[str, Any], list[Record]]:
+        """Store the question; returns the settings, the provider and the conversation the answer
+        answers (rule 1). The options are read under the lock, first: a save that arrived before
+        this turn is what it uses (margin.options, rule 9)."""
         async with lock_for(self.platform.local):
+            settings = await options.read_options(self.platform)
+            provider = options.active_provider_of(settings)
             read = await read_history(self.platform.local)
             conversation, answered = await conversation_for(self.platform, start, read.records)
             # Compared by value, not length: editing an unanswered last question keeps the length.
             unchanged = conversation == read.records and read.unreadable_raw is None
             if not unchanged:
                 await write_history(self.platform.local, conversation, read)
-        return conversation[:answered]
+        return settings, provider, conversation[:answered]
 
     async def _store_answer(
         self, question: list[Record], answer: Record, *, stamp: bool, shortened: rescue.Rescue | None = None

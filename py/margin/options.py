@@ -20,6 +20,11 @@ Rules:
    a saved provider. Python writes storage, never a page.
 8. `provider.models` asks the form's provider for its model list; a failure is a sentence in
    `message` (with `models: []`), never an error, since a typed model name always works.
+9. Every read-modify-write of these keys (save, activate, what a turn learns) holds
+   `storage.lock_for(local)`, the lock `history` is written under, and a turn reads the options
+   under it too: a save that arrived before a turn is what the turn uses.
+10. A provider whose API key would go over plain http:// to another machine is refused with
+   `key_over_http` unless it carries `allowPlainHttpKey: true` (`margin.plain_http`).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from . import plain_http
 from .errors import MarginError, ProviderError
 from .ports import Platform
 from .providers import normalize_provider, provider_module
@@ -37,6 +43,7 @@ from .storage import (
     SUMMARIZE_ABOVE_CHARS,
     UI_LANGUAGE,
     default_of,
+    lock_for,
 )
 
 OPTION_KEYS = tuple(OPTION_DEFAULTS)
@@ -135,6 +142,11 @@ async def mark_images_unsupported(platform: Platform, provider_id: str) -> None:
 
 
 async def _mark_unsupported(platform: Platform, provider_id: str, flag: str) -> None:
+    async with lock_for(platform.local):  # rule 9
+        await _mark_unsupported_locked(platform, provider_id, flag)
+
+
+async def _mark_unsupported_locked(platform: Platform, provider_id: str, flag: str) -> None:
     stored = await platform.local.get([PROVIDERS])
     providers = stored.get(PROVIDERS)
     if not isinstance(providers, list):
@@ -178,6 +190,10 @@ async def handle_save(platform: Platform, payload: dict) -> dict[str, Any]:
                 f"Two providers share the id “{provider['id']}”. Reload the options page and save again.",
             )
         seen.add(provider["id"])
+    for index, provider in enumerate(providers):
+        exposed = plain_http.key_exposed(provider)
+        if exposed is not None:
+            raise plain_http.refused_at_save(f"Provider {index + 1} (“{provider['name']}”)", exposed)
 
     active_id = payload.get("activeProviderId")
     if active_id is None or active_id == "":
@@ -207,9 +223,10 @@ async def handle_save(platform: Platform, payload: dict) -> dict[str, Any]:
             )
         items[SUMMARIZE_ABOVE_CHARS] = threshold
 
-    before = await read_options(platform)
-    _keep_learned_usage(providers, before[PROVIDERS])
-    await platform.local.set(items)  # a refusal is the platform's StorageError, sent as it is
+    async with lock_for(platform.local):  # rule 9
+        before = await read_options(platform)
+        _keep_learned_usage(providers, before[PROVIDERS])
+        await platform.local.set(items)  # a refusal is the platform's StorageError, sent as it is
     return {
         PROVIDERS: providers,
         ACTIVE_PROVIDER_ID: active_id,
@@ -238,14 +255,15 @@ async def handle_test(platform: Platform, payload: dict) -> dict[str, Any]:
 async def handle_activate(platform: Platform, payload: dict) -> dict[str, Any]:
     """`options.activate {id}`: make a saved provider the active one (rule 7)."""
     provider_id = payload.get("id")
-    settings = await read_options(platform)
-    chosen = next((p for p in settings[PROVIDERS] if p.get("id") == provider_id), None)
-    if not isinstance(provider_id, str) or chosen is None:
-        raise MarginError(
-            "invalid_options",
-            "That provider is no longer saved. Choose another one, or add it again in Margin's options.",
-        )
-    await platform.local.set({ACTIVE_PROVIDER_ID: provider_id})
+    async with lock_for(platform.local):  # rule 9
+        settings = await read_options(platform)
+        chosen = next((p for p in settings[PROVIDERS] if p.get("id") == provider_id), None)
+        if not isinstance(provider_id, str) or chosen is None:
+            raise MarginError(
+                "invalid_options",
+                "That provider is no longer saved. Choose another one, or add it again in Margin's options.",
+            )
+        await platform.local.set({ACTIVE_PROVIDER_ID: provider_id})
     return {ACTIVE_PROVIDER_ID: provider_id, "name": chosen.get("name", ""), "model": chosen.get("model", "")}
 
 

@@ -107,6 +107,7 @@ class FetchTransport:
             "headers": request.headers,
             "body": request.body,
             "timeoutMs": int(request.timeout * 1000),
+            "followRedirects": request.follow_redirects,  # margin.ports, rule 4
         }
         handle = self._next_handle
         self._next_handle += 1

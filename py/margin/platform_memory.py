@@ -146,6 +146,7 @@ class ScriptedTransport:
     def __init__(self, responses: Iterable[ScriptedResponse | TransportError | Handler] = ()):
         self.queue = list(responses)
         self.requests: list[HttpRequest] = []
+        self.redirects_refused: list[str] = []
 
     def json_bodies(self) -> list[Any]:
         return [json.loads(r.body) if r.body else None for r in self.requests]
@@ -161,8 +162,17 @@ class ScriptedTransport:
             result = item(request)
             if hasattr(result, "__await__"):
                 result = await result
-            return result
-        return item
+            item = result
+        return item if request.follow_redirects else self._refuse_redirect(item)
+
+    def _refuse_redirect(self, response: ScriptedResponse) -> ScriptedResponse:
+        """Like the browser's fetch with redirects refused (margin.ports, rule 4): a 3xx with a
+        Location is not followed; the target is kept in `redirects_refused`, never requested."""
+        location = next((v for k, v in response.headers.items() if k.lower() == "location"), None)
+        if 300 <= response.status < 400 and location is not None:
+            self.redirects_refused.append(location)
+            raise TransportError("redirect", location)
+        return response
 
 
 ScriptHandler = Callable[[WebTab, str, tuple], Any]

@@ -10,6 +10,10 @@ without reading it. A refused read or write raises the `StorageError` that `stor
 from Chrome's own words, on both platforms, so callers catch `StorageError` and nothing broader.
 Rule 3: HTTP is one method, `open()`, which resolves once the status and headers arrived; the
 body is then read chunk by chunk (decoded text) until `None`, or abandoned with `aclose()`.
+Rule 4: a transport never follows a redirect (a redirect could send the conversation, and its
+API key, to an address the user never typed): a 3xx answer with a Location is the
+`TransportError` kind "redirect", its `detail` the Location when the platform can read it. Only
+a request that carries nothing of the user's (a page's caption file) sets `follow_redirects`.
 
 `margin.platform` implements these over the JS bridge; `margin.platform_memory` implements them in
 memory for CPython tests and benchmarks.
@@ -56,6 +60,8 @@ class HttpRequest:
     body: str | None = None
     # Seconds to wait for the status line and headers; the body has its own idle timeout.
     timeout: float = 60.0
+    # Rule 4: False for everything that goes to a provider.
+    follow_redirects: bool = False
 
 
 class HttpResponse(Protocol):
@@ -79,7 +85,8 @@ class Transport(Protocol):
 
 class TransportError(Exception):
     """No (whole) HTTP response: `kind` is "connect" (refused, DNS, offline, CORS), "timeout",
-    "aborted" (we stopped it), or "broken" (the connection died while the body was being read)."""
+    "aborted" (we stopped it), "broken" (the connection died while the body was being read), or
+    "redirect" (rule 4: not followed; `detail` is where it pointed, "" when unknown)."""
 
     def __init__(self, kind: str, detail: str = ""):
         super().__init__(f"{kind}: {detail}" if detail else kind)

@@ -23,6 +23,12 @@ Rules:
    listeners) report or log every failure themselves; only Pyodide failing reaches the JS shell.
 5. `browser_worker()` imports `margin.platform` (and so touches JS) only when first called, after
    the memory snapshot was taken: importing this module is safe before it.
+6. Arrival order: the shell calls `dispatch_json`, `run_turn_json` and `run_summary_json` in the
+   order the requests arrived (background.js's `inArrivalOrder`, across a cold boot too); each
+   call starts its task in that order and runs without awaiting until its handler takes
+   `storage.lock_for(local)`, whose waiters are served first come, first served. So requests
+   that touch the same keys are handled in arrival order (a Save, then a send: the turn reads
+   the saved provider, margin.options rule 9).
 """
 
 from __future__ import annotations

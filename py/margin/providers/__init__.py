@@ -3,8 +3,9 @@
 Rules:
 1. A provider config is plain JSON: `{id, type, name, baseUrl, apiKey, model, systemPrompt}`
    (plus `supportsUsage: false` once a server has refused `stream_options`, and
-   `supportsImages: false` once a model has refused images, `margin.image_refusal`). `normalize_provider`
-   is the only gate into storage: it names the first bad field in a plain sentence.
+   `supportsImages: false` once a model has refused images, `margin.image_refusal`; and
+   `allowPlainHttpKey: true` when the user confirmed a key over http://, `margin.plain_http`).
+   `normalize_provider` is the only gate into storage: it names the first bad field in a plain sentence.
    `systemPrompt` is trimmed text of at most `SYSTEM_PROMPT_MAX_CHARS` (empty = none), sent as
    the provider's own system instruction; it is kept only when not empty. `prices` (optional)
    is `{input?, cachedInput?, output?}` in US dollars per 1 million tokens, each a finite number
@@ -31,6 +32,8 @@ Rules:
    no API key set, or with an empty or "Forbidden" body, is code "origin_refused": the server's
    CORS check refused the extension's origin (Ollama without `OLLAMA_ORIGINS`); the sentence
    says how to allow it. Any other 401/403 is "bad_key".
+6. A redirect (the transport's "redirect" kind: it never follows one) is "redirect_refused",
+   naming where it pointed when the platform can tell.
 """
 
 from __future__ import annotations
@@ -80,6 +83,7 @@ PROVIDER_FIELDS = (
     "prices",
     "supportsUsage",
     "supportsImages",
+    "allowPlainHttpKey",
 )
 SYSTEM_PROMPT_MAX_CHARS = 20_000
 QUOTE_LIMIT = 200
@@ -131,8 +135,14 @@ def normalize_provider(value: Any, position: int | None = None) -> dict[str, Any
             "the Base URL is empty. Enter one, for example https://api.openai.com/v1 or http://localhost:11434/v1."
         )
     base_url = normalize_base_url(base_url)
-    parts = urlsplit(base_url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    try:
+        parts = urlsplit(base_url)
+        scheme, hostname = parts.scheme, parts.hostname
+    except ValueError:  # "http://[::1" and the like: an address no request could go to
+        raise bad(
+            "the Base URL is not a web address (an IPv6 address goes in brackets: http://[::1]:8080/v1)."
+        ) from None
+    if scheme not in ("http", "https") or not hostname:
         raise bad("the Base URL must start with http:// or https://, for example https://api.openai.com/v1.")
 
     model = value.get("model")
@@ -152,7 +162,7 @@ def normalize_provider(value: Any, position: int | None = None) -> dict[str, Any
         raise bad("its id must be text.")
 
     if name is None or (isinstance(name, str) and not name.strip()):
-        name = f"{model.strip()} at {parts.hostname}"
+        name = f"{model.strip()} at {hostname}"
     if not isinstance(name, str):
         raise bad("the Name must be text.")
 
@@ -189,6 +199,8 @@ def normalize_provider(value: Any, position: int | None = None) -> dict[str, Any
         clean["supportsUsage"] = False
     if value.get("supportsImages") is False:
         clean["supportsImages"] = False
+    if value.get("allowPlainHttpKey") is True:  # margin.plain_http, rule 2
+        clean["allowPlainHttpKey"] = True
     return clean
 
 
@@ -377,6 +389,14 @@ def transport_error(error: TransportError, provider: dict[str, Any]) -> Provider
         return ProviderError("aborted", "The answer was stopped.")
     if error.kind == "broken":
         return stream_cut()
+    if error.kind == "redirect":
+        where = f"a redirect to {_cut(error.detail, 120)}" if error.detail else "a redirect"
+        return ProviderError(
+            "redirect_refused",
+            f"{host} answered with {where}; Margin does not follow redirects with your "
+            "conversation. Put the address it should reach in the Base URL (often https:// "
+            "instead of http://, or a missing /v1).",
+        )
     if error.kind == "timeout":
         return ProviderError(
             "timeout",

@@ -16,6 +16,9 @@ Rules:
 5. "Test connection" ends in one of three sentences (`connection_verdict`): connected, the
    provider's own error, or "answered, but not like <the API>" with where the Base URL usually
    points.
+5. Nothing leaves with an API key over plain http:// to another machine unless the provider
+   says so (`margin.plain_http`, rule 2); a redirect is never followed (the transport refuses
+   it, `margin.ports` rule 4) and is the error `redirect_refused`.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import json
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from .. import plain_http
 from ..errors import ProviderError
 from ..ports import HttpRequest, Transport, TransportError
 from ..sse import LINE_LIMIT, LineTooLong, SSEDecoder, SSEEvent
@@ -65,7 +69,10 @@ def dumps(value: Any) -> str:
 
 
 async def send(transport: Transport, request: HttpRequest, provider: dict[str, Any]) -> Any:
-    """Rule 1."""
+    """Rules 1 and 5."""
+    exposed = plain_http.key_exposed(provider, request.url)
+    if exposed is not None:
+        raise plain_http.refused_at_request(exposed)
     try:
         return await transport.open(request)
     except TransportError as error:
