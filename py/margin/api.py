@@ -56,6 +56,7 @@ ROUTES: dict[str, str] = {
     "session.export": "margin.sessions:handle_export",
     "backup.export": "margin.backup:handle_export",
     "backup.import": "margin.backup:handle_import",
+    "history.save_answer": "margin.unsaved_answers:handle_save_answer",
 }
 
 # Requests a content script (untrusted page context) may make.

@@ -8,6 +8,8 @@ Worker, `browser_worker()`; tests build their own `Worker(memory_platform(), sin
 Rules:
 1. Every entry point takes and returns JSON strings or plain numbers (platform.md: no proxies
    cross the boundary); requests and the worker's own events go through `api.dispatch`'s envelope.
+   JSON is read and written by `margin.wire`: NaN and Infinity are refused both ways (a payload
+   holding them is `bad_payload`; a reply holding one is its `not_finite_number` error).
 2. `app.ping` is answered here, with the boot record `record_boot` keeps (how long Python took
    to start, and whether from a snapshot).
 3. A turn's events go to `post_event(turn_id, event)`, which says False when the panel's port is
@@ -23,11 +25,10 @@ Rules:
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from . import api
+from . import api, wire
 from .errors import MarginError
 from .ports import Platform
 
@@ -58,13 +59,16 @@ class Worker:
     ) -> str:
         """The shell's onMessage handler calls this: JSON string in, JSON envelope string out."""
         try:
-            payload = json.loads(payload_json)
+            payload = wire.loads(payload_json)
         except ValueError:
-            return json.dumps(api.failure(MarginError("bad_payload", "The request was not valid JSON.")))
+            return wire.dumps(api.failure(_not_json()))
         reply = await api.dispatch(
             self.platform, name, payload, tier, handler or self._own_handlers.get(name)
         )
-        return json.dumps(reply, ensure_ascii=False)
+        try:
+            return wire.dumps(reply, root="reply")
+        except wire.NotFiniteError as error:
+            return wire.dumps(api.failure(error))
 
     async def explain_queue_json(self, info_json: str) -> str:
         """The context menu's "Explain with Margin" was clicked (margin.explain, rule 1)."""
@@ -115,7 +119,10 @@ class Worker:
                 stop.set()
 
         try:
-            start = json.loads(start_json)
+            try:
+                start = wire.loads(start_json)
+            except ValueError:
+                raise _not_json() from None
             await run(self.platform, start, emit, stop)
         except MarginError as error:
             emit({"event": "error", "error": error.to_json()})
@@ -150,6 +157,10 @@ class Worker:
             await site_caches.restore(self.platform)
         except Exception as exc:
             api.internal_error(exc)
+
+
+def _not_json() -> MarginError:
+    return MarginError("bad_payload", "The request was not valid JSON.")
 
 
 _browser: Worker | None = None
