@@ -28,6 +28,7 @@
 // panel/summaries.js     summary passes of long pages: the port, progress, Cancel summary
 // panel/capsules.js      "Seek to 12:34" capsules in answers that follow a video (timecodes.js)
 // panel/explain.js       runs the turn the context menu's "Explain with Margin" queued
+// panel/unsaved.js       answers whose save failed: "Not saved", Copy, Retry save
 
 import { call, idle } from "./ui_common.js";
 import { init as initState, KEYS, moduleStartedAt, ui, state, showAlert } from "./panel/state.js";
@@ -35,6 +36,7 @@ import * as turn from "./panel/turn.js";
 import * as composer from "./panel/composer.js";
 import * as attachments from "./panel/attachments.js";
 import * as conversation from "./panel/conversation.js";
+import * as unsaved from "./panel/unsaved.js";
 import * as header from "./panel/header.js";
 import * as explain from "./panel/explain.js";
 
@@ -46,6 +48,7 @@ function wirePanel() {
   composer.init();
   attachments.init();
   conversation.init();
+  unsaved.init();
   header.init();
 }
 

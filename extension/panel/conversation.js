@@ -14,6 +14,8 @@
 // 6. An answer with stored usage gets a quiet text line under its bubble (usage.js), not a control.
 // 7. `init()` wires scrolling, the bubble actions and the viewer, and follows "live-changed" (the
 //    streaming bubble came or went) for the empty state.
+// 8. An answer whose save failed is painted right after its question, in the "Not saved" state
+//    (unsaved.js decides which, and builds it).
 
 import { call, el, svg, copyText, idle } from "../ui_common.js";
 import { renderMarkdown } from "../markdown.js";
@@ -23,6 +25,7 @@ import { startTurn, reconcileStreamingWithHistory } from "./turn.js";
 import { isAttachment, isVideoRecord, waitingFrom, attachmentSignature, buildAttachmentCard, updateComposerHint } from "./attachments.js";
 import { addCapsules } from "./capsules.js";
 import { usageLine } from "./usage.js";
+import { unsavedAfter } from "./unsaved.js";
 
 const EAGER_BUBBLES = 12;
 const INCOMPLETE_NOTE = "Incomplete: the connection broke.";
@@ -39,6 +42,7 @@ export function init() {
   keepPinned.observe(ui.live);
   ui.conversation.addEventListener("click", onAction);
   events.addEventListener("live-changed", updateEmptyState);
+  events.addEventListener("unsaved-changed", () => applyHistory(state.history));
 
   $("viewer-close").append(svg("close"));
   $("viewer-close").addEventListener("click", () => ui.viewer.close());
@@ -213,6 +217,7 @@ export function applyHistory(raw, { initial = false } = {}) {
   const eagerImagesFrom = initial ? records.length - EAGER_IMAGE_BUBBLES : 0;
   const lite = [];
   const waiting = waitingFrom(records);
+  const unsaved = unsavedAfter(records); // answers not saved, painted after their question (rule 8)
   let videoIndex = -1;
   records.forEach((record, index) => {
     if (!record || (record.role !== "user" && record.role !== "assistant")) {
@@ -235,7 +240,7 @@ export function applyHistory(raw, { initial = false } = {}) {
     if (old && old.sig === sig) {
       old.node.dataset.index = String(index);
       bubbles.push(old);
-      nodes.push(old.node);
+      nodes.push(old.node, ...(unsaved.get(index) ?? []));
       return;
     }
     const isLite = index < eagerFrom && record.role === "assistant";
@@ -247,13 +252,14 @@ export function applyHistory(raw, { initial = false } = {}) {
     });
     if (isLite) lite.push({ node, index });
     bubbles.push({ sig, node });
-    nodes.push(node);
+    nodes.push(node, ...(unsaved.get(index) ?? []));
   });
   // A whole conversation arriving at once (first paint, another session opened) is not news for a
   // screen reader: hold the log's announcements while it is put in (aria-busy), so only what a
   // turn adds later is read out.
   const reused = bubbles.filter((b, i) => b && b === state.bubbles[i]).length;
-  if (nodes.length - reused > 2) {
+  const unsavedCount = [...unsaved.values()].reduce((n, list) => n + list.length, 0);
+  if (nodes.length - unsavedCount - reused > 2) {
     ui.conversation.setAttribute("aria-busy", "true");
     requestAnimationFrame(() => ui.conversation.removeAttribute("aria-busy"));
   }

@@ -17,6 +17,8 @@
 //   "turn-state"   {state, previous}  the lifecycle changed (composer paints Send/Stop)
 //   "turn-unsent"  {restore}          a turn ended before anything was stored: give the words back
 //   "live-changed" {}                 the streaming bubble came or went (the empty state follows)
+//   "answer-unsaved" {unsaved}        a turn's answer could not be stored: keep it "Not saved" (unsaved.js)
+//   "unsaved-changed" {}              `state.unsaved` changed (conversation.js repaints)
 
 import { CONTRACT } from "../generated/contract.js";
 import { svg } from "../ui_common.js";
@@ -62,6 +64,7 @@ export const state = {
   turn: null, // the running turn (turn.js), while turnState is not "idle"
   turnState: "idle",
   lastTurn: null, // the turn that ended, until its stored answer is on screen
+  unsaved: [], // answers whose final save failed, shown "Not saved" (unsaved.js)
   pinned: true, // the user is at the bottom of the conversation (see conversation.js)
 };
 

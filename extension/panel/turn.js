@@ -11,7 +11,9 @@
 //    has ended.
 // 5. Every turn ends exactly once (`endTurn`): the keepalive stops, `turn.settled` resolves and
 //    the state goes back to "idle".
-// 6. This module imports only state.js (and the shared helpers): what the rest of the panel does
+// 6. An answer the worker could not store comes back in the error event (`unsaved`): it is handed
+//    to unsaved.js ("answer-unsaved"), which keeps it on screen as "Not saved".
+// 7. This module imports only state.js (and the shared helpers): what the rest of the panel does
 //    about a turn, it does by listening to `events` or through what `init` is given.
 
 import { CONTRACT } from "../generated/contract.js";
@@ -112,6 +114,14 @@ function onTurnEvent(turn, message) {
       endTurn(turn, { removeNow: false });
       break;
     case "error": {
+      // The answer could not be stored (py/margin/unsaved_answers.py): the event carries it, and
+      // it stays on screen as "Not saved" (unsaved.js paints it before the streaming bubble goes).
+      if (turn.questionStored && message.unsaved) {
+        emit("answer-unsaved", { unsaved: message.unsaved });
+        endTurn(turn, { removeNow: true });
+        showAlert(message.error?.message || "The answer could not be saved. Copy it, or press Retry save.");
+        break;
+      }
       // Text that arrived is stored as an incomplete answer (py/margin/chat.py rule 3): the stored
       // bubble takes over from the streaming one, as after a stop; otherwise it goes now.
       const kept = turn.questionStored && turn.text !== "";

@@ -59,6 +59,7 @@ ROUTES: dict[str, str] = {
     "session.delete": "margin.sessions:handle_delete",
     "session.undelete": "margin.sessions:handle_undelete",
     "session.export": "margin.sessions:handle_export",
+    "history.save_answer": "margin.unsaved_answers:handle_save_answer",
 }
 
 # Requests a content script (untrusted page context) may make.

@@ -19,12 +19,11 @@ Rules:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from . import clock
+from . import clock, wire
 from . import session_index as s
 from .api import PORT_CHUNK_CHARS
 from .backup_import import FORMAT, VERSION
@@ -152,7 +151,7 @@ async def export_backup(
         "settings": _settings(light, include_api_keys),
         "current": current_part,
     }
-    await out.write(json.dumps(head, ensure_ascii=False)[:-1] + ', "sessions": [')
+    await out.write(wire.dumps(head, root="backup")[:-1] + ', "sessions": [')
     for done, entry in enumerate(entries, 1):
         stored = await area.get([entry.body_key])  # one body at a time (rule 1)
         raw = s.body_history(stored.get(entry.body_key))
@@ -162,7 +161,7 @@ async def export_backup(
             item["damaged"] = "missing"
         elif _unreadable(raw):
             item["damaged"] = "unreadable"
-        await out.write(("\n" if done == 1 else ",\n") + json.dumps(item, ensure_ascii=False))
+        await out.write(("\n" if done == 1 else ",\n") + wire.dumps(item, root="backup.sessions"))
         del stored, raw, item
         emit({"event": "progress", "sessions": done, "total": total})
     await out.write("\n]}")

@@ -39,17 +39,25 @@ Rules:
    (request side only: storage keeps the pixels), after ONE `notice` event (`IMAGES_NOTICE`),
    and the provider is marked `supportsImages: false`; later turns to it send placeholders at
    once, with no notice. A refusal of the retry is reported as itself.
+11. A refused final write loses no answer (`margin.unsaved_answers`): the error event carries the
+   answer record (`unsaved`) with the cause's own code (`storage_full`, `storage_failed`,
+   `not_finite_number`, `conversation_changed`), the entry is kept in chrome.storage.session, and
+   "Retry save" (`history.save_answer`) stores it after its question once. Numbers stored with an
+   answer are finite at the source (`margin.usage`, `margin.wire`). A bug while the answer
+   streams is a failure like any other (rule 3): what arrived is stored incomplete, then the
+   `internal` error.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
-from . import agent_turn, clock, figures, images, options, rescue, slimming
+from . import agent_turn, clock, figures, images, options, rescue, slimming, unsaved_answers
 from . import usage as token_usage
 from .errors import MarginError, ProviderError, StorageError
 from .history import Record, for_edit, for_regenerate, read_history, user_record, write_history
@@ -234,6 +242,10 @@ class _Turn:
             if isinstance(error, ProviderError) and error.code == "aborted":
                 return Outcome.STOPPED, None, stream
             return Outcome.FAILED, error, stream
+        except Exception as exc:  # a bug in a stream's parser: keep what arrived (rule 11)
+            from .api import internal_error
+
+            return Outcome.FAILED, internal_error(exc), stream
         finally:
             if stream is not None:
                 await stream.aclose()
@@ -312,15 +324,19 @@ class _Turn:
     async def _save_answer_or_report(
         self, question: list[Record], answer: Record, *, stamp: bool, shortened: rescue.Rescue | None = None
     ) -> bool:
-        """Store the answer; on failure emit the error event and say so."""
+        """Store the answer; when that fails, the answer is not dropped (rule 11): it is kept in
+        chrome.storage.session and comes back in the one error event, then False."""
         try:
             saved = await self._store_answer(question, answer, stamp=stamp, shortened=shortened)
+            failure = None if saved else _conversation_changed()
         except MarginError as error:
-            self.emit(_error_event(error))
-            return False
-        if not saved:
-            self.emit(_error_event(_conversation_changed()))
-        return saved
+            failure = error
+        if failure is None:
+            return True
+        unsaved = unsaved_answers.entry(question[-1], len(question) - 1, answer)
+        await unsaved_answers.keep(self.platform, unsaved)
+        self.emit(unsaved_answers.error_event(failure, unsaved))
+        return False
 
     @staticmethod
     def _answer_fields(provider: dict[str, Any], usage: dict[str, Any] | None) -> dict[str, Any]:
@@ -331,7 +347,7 @@ class _Turn:
         if kept:
             fields["usage"] = kept
             dollars = token_usage.cost(kept, provider.get("prices"))
-            if dollars is not None:
+            if dollars is not None and math.isfinite(dollars):  # margin.wire rule 3
                 fields["cost"] = round(dollars, 6)
         return fields
 

@@ -4,16 +4,18 @@ Everything crosses the boundary as JSON strings (platform.md: no proxies to dest
 surprises). The JS half is `extension/bridge.js`; its functions never throw: they answer
 `{ok: true, value}` or `{ok: false, error: {kind, message}}`, and this module turns failures into
 `StorageError` (`ports.storage_refused`, the same as the memory twin's) / `TransportError`.
+Every JSON text sent to JS is written by `margin.wire.dumps` (finite numbers only: a NaN is a
+`not_finite_number` refusal before anything is written, never JS's "Unexpected token N").
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 import margin_bridge  # registered by the service worker: pyodide.registerJsModule("margin_bridge", bridge)
 
+from . import wire
 from .ports import HttpRequest, Platform, ScriptError, TransportError, WebTab, storage_refused
 
 
@@ -26,7 +28,7 @@ def _utf8(text: str) -> bytes:
 async def _call(function_name: str, *args: Any) -> Any:
     raw = await getattr(margin_bridge, function_name)(*args)
     # A bulk reply (storageGet) comes as a Uint8Array of UTF-8 JSON, not a string (same reason).
-    reply = json.loads(raw if isinstance(raw, str) else raw.to_bytes())
+    reply = wire.loads(raw if isinstance(raw, str) else raw.to_bytes())
     if reply.get("ok"):
         return reply.get("value")
     error = reply.get("error") or {}
@@ -48,19 +50,19 @@ class ChromeStorageArea:
 
     async def get(self, keys: list[str]) -> dict[str, Any]:
         try:
-            return await _call("storageGet", self.area, json.dumps(list(keys)))
+            return await _call("storageGet", self.area, wire.dumps(list(keys)))
         except _BridgeFailure as failure:
             raise storage_refused(failure.message) from None
 
     async def set(self, items: dict[str, Any]) -> None:
         try:
-            await _call("storageSet", self.area, _utf8(json.dumps(items, ensure_ascii=False)))
+            await _call("storageSet", self.area, _utf8(wire.dumps(items, root="")))
         except _BridgeFailure as failure:
             raise storage_refused(failure.message) from None
 
     async def remove(self, keys: list[str]) -> None:
         try:
-            await _call("storageRemove", self.area, json.dumps(list(keys)))
+            await _call("storageRemove", self.area, wire.dumps(list(keys)))
         except _BridgeFailure as failure:
             raise storage_refused(failure.message) from None
 
@@ -112,7 +114,7 @@ class FetchTransport:
         handle = self._next_handle
         self._next_handle += 1
         try:
-            value = await _call("httpOpen", handle, json.dumps(spec, ensure_ascii=False))
+            value = await _call("httpOpen", handle, wire.dumps(spec, root="request"))
         except _BridgeFailure as failure:
             raise TransportError(failure.kind, failure.message) from None
         except asyncio.CancelledError:
@@ -136,7 +138,7 @@ class ChromeTabs:
 
     async def run(self, tab_id: int, function: str, *args: Any) -> Any:
         try:
-            return await _call("tabsRun", tab_id, function, json.dumps(list(args), ensure_ascii=False))
+            return await _call("tabsRun", tab_id, function, wire.dumps(list(args), root="arguments"))
         except _BridgeFailure as failure:
             raise ScriptError(failure.message) from None
 
@@ -147,7 +149,7 @@ class ChromeTabs:
         return _web_tab(await _call("tabsOpen", url))
 
     async def watch(self, tab_urls: dict[int, str], *, clear_stale: bool = False) -> None:
-        await _call("tabsWatch", json.dumps({str(k): v for k, v in tab_urls.items()}), clear_stale)
+        await _call("tabsWatch", wire.dumps({str(k): v for k, v in tab_urls.items()}), clear_stale)
 
 
 def _web_tab(value: dict[str, Any]) -> WebTab:
@@ -159,8 +161,14 @@ async def load_package(name: str) -> None:
 
 
 def post_turn_event(turn_id: str, event: dict[str, Any]) -> bool:
-    """Send a turn event to its panel; False when the panel's port is gone."""
-    return bool(margin_bridge.postTurnEvent(turn_id, _utf8(json.dumps(event, ensure_ascii=False))))
+    """Send a turn event to its panel; False when the panel's port is gone. An event that holds a
+    non-finite number is sent as that error instead (margin.wire rule 2), so the panel still
+    hears how the turn ended."""
+    try:
+        text = wire.dumps(event, root="event")
+    except wire.NotFiniteError as error:
+        text = wire.dumps({"event": "error", "error": error.to_json()})
+    return bool(margin_bridge.postTurnEvent(turn_id, _utf8(text)))
 
 
 def browser_platform() -> Platform:

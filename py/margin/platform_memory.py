@@ -11,7 +11,9 @@ It keeps chrome.storage's semantics that the core relies on:
   `quota_bytes=n` refuses a `set` that would store more than n characters the way Chrome words it
   (`storage_full`); `fail_after_writes=k` makes the store "die" after k successful writes (set or
   remove), for crash-safety tests: every later call raises `StoreCrashed` (a `storage_failed`
-  StorageError) and changes nothing.
+  StorageError) and changes nothing;
+- a value holding NaN or an infinity is refused like the browser platform refuses it
+  (`margin.wire.NotFiniteError`, `not_finite_number`), before anything changes.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import wire
 from .errors import StorageError
 from .ports import HttpRequest, Platform, ScriptError, TransportError, WebTab, storage_refused
 
@@ -62,6 +65,7 @@ class MemoryStorageArea:
 
     async def set(self, items: dict[str, Any]) -> None:
         self._before_write()
+        wire.dumps(items, root="")  # a NaN is refused as in the browser, before anything changes
         encoded = {k: json.dumps(v) for k, v in items.items()}  # raises before anything changes
         if self.quota_bytes is not None:
             after = {**self._data, **encoded}

@@ -40,6 +40,8 @@ HISTORY_UNREADABLE = "historyUnreadable"
 SITE_CACHE_INDEX = "siteCacheIndex"
 SITE_CACHE_BODY_PREFIX = "siteCache_"
 EXPLAIN_REQUEST = "explainRequest"
+# Answers whose final save failed, until "Retry save" stores them (margin.unsaved_answers).
+UNSAVED_ANSWERS = "unsavedAnswers"
 # What undoing a delete needs, per undo token (margin.sessions, rule 5).
 SESSION_UNDO_PREFIX = "sessionUndo_"
 # The bodies a backup import wrote and has not committed yet (margin.backup_import, rule 3).
@@ -120,6 +122,10 @@ def contract_for_js() -> dict[str, Any]:
         },
         "sessionBodyPrefix": SESSION_BODY_PREFIX,
         # chrome.storage.session keys the pages and the worker's shell read (never write).
-        "sessionKeys": {"siteCacheIndex": SITE_CACHE_INDEX, "explainRequest": EXPLAIN_REQUEST},
+        "sessionKeys": {
+            "siteCacheIndex": SITE_CACHE_INDEX,
+            "explainRequest": EXPLAIN_REQUEST,
+            "unsavedAnswers": UNSAVED_ANSWERS,
+        },
         "getAllKeys": list(GET_ALL_KEYS),
     }

@@ -14,12 +14,14 @@ Rules:
    - "gemini": `promptTokenCount`, `cachedContentTokenCount`,
      `candidatesTokenCount` + `thoughtsTokenCount`.
    None when the provider reported no count at all.
-3. Only finite, non-negative integers are counts: NaN, infinities, bools, strings and negative
-   numbers are dropped (a NaN must never reach storage). `clean` applies the same gate to an
+3. Only finite, non-negative integers JS reads back exactly (at most 2**53 - 1) are counts:
+   NaN, infinities, bools, strings, negative and larger numbers are dropped (a NaN must never
+   reach storage: margin.wire). `clean` applies the same gate to an
    already normalized dict (what chat stores), and keeps `cachedInput <= input`.
 4. `cost(usage, prices)` is in US dollars, prices per 1 million tokens:
    (input - cachedInput) * input + cachedInput * (cachedInput price, else input price)
-   + output * output. None without prices (no input and no output price), or without usage.
+   + output * output. None without prices (no input and no output price), or without usage,
+   or when the product is not a finite number (a huge price times many tokens overflows).
 5. `clean_prices` is the gate for a provider's `prices`: `{input?, cachedInput?, output?}`, each
    a finite non-negative number; anything else is a `ValueError` naming the field.
 """
@@ -28,6 +30,8 @@ from __future__ import annotations
 
 import math
 from typing import Any
+
+from . import wire
 
 USAGE_KEYS = ("input", "cachedInput", "output")
 PRICE_KEYS = ("input", "cachedInput", "output")
@@ -43,7 +47,7 @@ def count(value: Any) -> int | None:
         if not math.isfinite(value) or not value.is_integer():
             return None
         value = int(value)
-    return value if value >= 0 else None
+    return value if 0 <= value <= wire.MAX_SAFE_INTEGER else None
 
 
 def _field(raw: Any, *path: str) -> int | None:
@@ -119,7 +123,8 @@ def cost(usage: dict[str, Any] | None, prices: dict[str, Any] | None) -> float |
     fresh = kept["input"] - kept["cachedInput"]
     dollars = fresh * (input_price or 0.0) + kept["cachedInput"] * cached_price
     dollars += kept["output"] * (output_price or 0.0)
-    return dollars / PER_TOKENS
+    dollars /= PER_TOKENS
+    return dollars if math.isfinite(dollars) else None
 
 
 def clean_prices(value: Any) -> dict[str, float]:

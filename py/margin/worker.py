@@ -6,11 +6,13 @@ JS shell (extension/background.js) builds none of it: it calls the methods of th
 Worker, `browser_worker()`; tests build their own `Worker(memory_platform(), sink)`.
 
 Rules:
-1. Every entry point takes and returns JSON strings or plain numbers (platform.md: no proxies
+1. Every entry point takes and returns JSON strings or plain numbers (no Python proxies
    cross the boundary), except a port's data (a turn's start, a summary's, a backup's messages),
    which may come as UTF-8 bytes of JSON: Pyodide converts a large JS string at ~11 MB/s, bytes
    at memory speed (`_json_text`). Requests and the worker's own events go through
-   `api.dispatch`'s envelope.
+   `api.dispatch`'s envelope. JSON is read and written by `margin.wire`: NaN and Infinity are
+   refused both ways (a payload holding them is `bad_payload`; a reply holding one is its
+   `not_finite_number` error).
 2. `app.ping` is answered here, with the boot record `record_boot` keeps (how long Python took
    to start, and whether from a snapshot).
 3. A turn's events go to `post_event(turn_id, event)`, which says False when the panel's port is
@@ -34,11 +36,10 @@ Rules:
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from . import api
+from . import api, wire
 from .errors import MarginError
 from .ports import Platform
 
@@ -78,13 +79,16 @@ class Worker:
     ) -> str:
         """The shell's onMessage handler calls this: JSON string in, JSON envelope string out."""
         try:
-            payload = json.loads(payload_json)
+            payload = wire.loads(payload_json)
         except ValueError:
-            return json.dumps(api.failure(MarginError("bad_payload", "The request was not valid JSON.")))
+            return wire.dumps(api.failure(_not_json()))
         reply = await api.dispatch(
             self.platform, name, payload, tier, handler or self._own_handlers.get(name)
         )
-        return json.dumps(reply, ensure_ascii=False)
+        try:
+            return wire.dumps(reply, root="reply")
+        except wire.NotFiniteError as error:
+            return wire.dumps(api.failure(error))
 
     async def explain_queue_json(self, info_json: str) -> str:
         """The context menu's "Explain with Margin" was clicked (margin.explain, rule 1)."""
@@ -142,7 +146,7 @@ class Worker:
     def backup_message(self, port_id: str, message_json: Any) -> None:
         """A later message on a backup port (a chunk of the file, an ack): queued for its work. It
         may arrive before the work's task runs, so the queue is made by whichever comes first."""
-        self._inboxes.setdefault(port_id, asyncio.Queue()).put_nowait(json.loads(_json_text(message_json)))
+        self._inboxes.setdefault(port_id, asyncio.Queue()).put_nowait(wire.loads(_json_text(message_json)))
 
     def stop_backup(self, port_id: str) -> None:
         """The backup port closed or said stop; like `stop_turn` (rule 3)."""
@@ -176,7 +180,10 @@ class Worker:
                 stop.set()
 
         try:
-            start = json.loads(_json_text(start_json))
+            try:
+                start = wire.loads(_json_text(start_json))
+            except ValueError:
+                raise _not_json() from None
             await run(self.platform, start, emit, stop)
         except MarginError as error:
             emit({"event": "error", "error": error.to_json()})
@@ -211,6 +218,10 @@ class Worker:
             await site_caches.restore(self.platform)
         except Exception as exc:
             api.internal_error(exc)
+
+
+def _not_json() -> MarginError:
+    return MarginError("bad_payload", "The request was not valid JSON.")
 
 
 _browser: Worker | None = None

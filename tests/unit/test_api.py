@@ -116,7 +116,7 @@ def test_a_turn_start_that_is_not_json_ends_in_one_error_event():
     sink = Sink()
     run(Worker(memory_platform(SETTINGS), sink).run_turn_json("t", "{nope"))
     assert [event["event"] for _, event in sink.events] == ["error"]
-    assert sink.events[0][1]["error"]["code"] == "internal"
+    assert sink.events[0][1]["error"]["code"] == "bad_payload"
 
 
 def test_every_worker_method_the_service_worker_calls_exists():
