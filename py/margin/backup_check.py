@@ -67,17 +67,9 @@ def check_records(raw: Any, where: str) -> list[Record]:
         raise _bad(where, "has a conversation that is not a list of messages")
     for position, value in enumerate(raw, 1):
         try:
-            record = Record.from_json(value)
+            Record.from_json(value)  # strict: text parts hold text, image parts a url
         except ValueError as error:
             raise _bad(where, f"has a message ({position}) Margin cannot read: {error}") from None
-        if isinstance(record.content, list):
-            for part in record.content:
-                if part["type"] == "text" and not isinstance(part.get("text"), str):
-                    raise _bad(where, f"has a message ({position}) whose text is not text")
-                if part["type"] == "image_url":
-                    image = part.get("image_url")
-                    if not isinstance(image, dict) or not isinstance(image.get("url"), str):
-                        raise _bad(where, f"has a message ({position}) whose image is not a data URL")
     read = parse_history(raw)
     if read.unreadable_raw is not None:  # cannot happen after the checks above; never store it
         raise _bad(where, "has messages Margin cannot read")

@@ -9,7 +9,9 @@ Rules (docs/storage-model.md, "One global, flat history"):
    through code that does not know them.
 3. One send = exactly one user bubble: regenerate removes the old answer before the new turn,
    edit & resend removes the edited bubble and everything after it before sending.
-4. Reading never destroys: records that are not valid are left out of the conversation shown,
+4. Reading never destroys: records that are not valid (margin.stored_values, rule 3: a text
+   part whose text is not a string is one) are left out of the conversation shown, a known field
+   of the wrong type is left out of its record,
    and `read_history` reports them so the caller keeps the raw value before its next write
    (`parked_unreadable`): under `historyUnreadable`, or, when that already holds another value,
    under `historyUnreadable_<12 hex of its sha256>`, so parking never overwrites what was parked.
@@ -24,16 +26,15 @@ Rules (docs/storage-model.md, "One global, flat history"):
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import MarginError
 from .ports import StorageArea
 from .storage import HISTORY, HISTORY_UNREADABLE, parked_history_key
-
-ROLES = ("user", "assistant", "system")
+from .stored_values import ROLES as ROLES  # re-exported: callers import them from here
+from .stored_values import canonical_hash as canonical_hash
+from .stored_values import check_record, read_list
 
 # The first characters of every attachment record's text: the model reads where the page's text
 # starts and ends; the panel and the slimming rules find attachments by it.
@@ -49,19 +50,10 @@ class Record:
 
     @classmethod
     def from_json(cls, value: Any) -> Record:
-        if not isinstance(value, dict):
-            raise ValueError("a record is not an object")
-        role = value.get("role")
-        content = value.get("content")
-        if role not in ROLES:
-            raise ValueError(f"unknown role {role!r}")
-        if isinstance(content, list):
-            if not all(isinstance(part, dict) and isinstance(part.get("type"), str) for part in content):
-                raise ValueError("a content part is not {type, ...}")
-        elif not isinstance(content, str):
-            raise ValueError("content is neither text nor a list of parts")
-        rest = {k: v for k, v in value.items() if k not in ("role", "content")}
-        return cls(role=role, content=content, fields=rest)
+        """The record as every reader may rely on it (margin.stored_values, rule 3): ValueError
+        (`Unreadable`) when it has no readable shape; known fields of the wrong type left out."""
+        shape = check_record(value)
+        return cls(role=shape.role, content=shape.content, fields=shape.fields)
 
     def to_json(self) -> dict[str, Any]:
         return {"role": self.role, "content": self.content, **self.fields}
@@ -108,19 +100,16 @@ class HistoryRead:
     unreadable_raw: Any = None
 
 
+def _read_record(value: Any) -> tuple[Record, bool]:
+    shape = check_record(value)
+    return Record(shape.role, shape.content, shape.fields), shape.repaired
+
+
 def parse_history(raw: Any) -> HistoryRead:
-    if raw is None:
-        return HistoryRead([])
-    if not isinstance(raw, list):
-        return HistoryRead([], unreadable_raw=raw)
-    records: list[Record] = []
-    bad = False
-    for item in raw:
-        try:
-            records.append(Record.from_json(item))
-        except ValueError:
-            bad = True
-    return HistoryRead(records, unreadable_raw=raw if bad else None)
+    """A stored list of records (`history`, a session body's): the readable ones, and the raw
+    value when any record was left out or had a field dropped (rule 4)."""
+    read = read_list(raw, _read_record)
+    return HistoryRead(read.value, unreadable_raw=read.unreadable)
 
 
 async def read_history(area: StorageArea) -> HistoryRead:
@@ -130,12 +119,6 @@ async def read_history(area: StorageArea) -> HistoryRead:
 
 def history_json(records: list[Record]) -> list[dict[str, Any]]:
     return [r.to_json() for r in records]
-
-
-def canonical_hash(value: Any) -> str:
-    """sha256 (hex) of a stored value's canonical JSON: equal values, equal hashes."""
-    encoded = json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
-    return hashlib.sha256(encoded.encode("utf-8")).hexdigest()
 
 
 async def parked_unreadable(area: StorageArea, read: HistoryRead | None) -> dict[str, Any]:

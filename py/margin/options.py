@@ -3,8 +3,9 @@ above which an attached page is summarized.
 
 Rules:
 1. Four keys of `margin.storage` (`providers`, `activeProviderId`, `uiLanguage`,
-   `summarizeAboveChars`), read by address with their defaults; a stored value that is not valid
-   reads as the default. They are in GET_ALL_KEYS, so `app.state` sees them too, with API
+   `summarizeAboveChars`), read by address with their defaults through `read_settings`; a stored
+   value that is not valid reads as the default, and a save that replaces it parks it first
+   (margin.stored_values, rule 2). They are in GET_ALL_KEYS, so `app.state` sees them too, with API
    keys masked (`mask_key`).
 2. `options.save` validates EVERYTHING before writing ANYTHING, then writes the keys in one
    `set` (all or nothing). Invalid input is `invalid_options` with a sentence naming the field.
@@ -45,6 +46,7 @@ from .storage import (
     default_of,
     lock_for,
 )
+from .stored_values import Read, park
 
 OPTION_KEYS = tuple(OPTION_DEFAULTS)
 _LANGUAGE_TAG = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$")
@@ -63,28 +65,47 @@ def mask_key(key: Any) -> str:
     return f"{key[:3]}…{key[-4:]}"
 
 
+def read_settings(stored: dict[str, Any]) -> dict[str, Read]:
+    """Each option key's stored value through its reader (margin.stored_values, rule 1): an
+    absent key is its default; a value that is not valid reads as the default, and `unreadable`
+    holds it so the write that replaces it parks it first."""
+    reads: dict[str, Read] = {}
+    providers = stored.get(PROVIDERS, default_of(PROVIDERS))
+    if isinstance(providers, list):
+        kept = [p for p in providers if isinstance(p, dict)]
+        reads[PROVIDERS] = Read(kept, unreadable=None if len(kept) == len(providers) else providers)
+    else:
+        reads[PROVIDERS] = Read([], unreadable=providers)
+    active_id = stored.get(ACTIVE_PROVIDER_ID)
+    reads[ACTIVE_PROVIDER_ID] = (
+        Read(active_id)
+        if active_id is None or isinstance(active_id, str)
+        else Read(None, unreadable=active_id)
+    )
+    language = stored.get(UI_LANGUAGE, default_of(UI_LANGUAGE))
+    if isinstance(language, str) and (language == "auto" or _LANGUAGE_TAG.match(language)):
+        reads[UI_LANGUAGE] = Read(language)
+    else:
+        reads[UI_LANGUAGE] = Read(default_of(UI_LANGUAGE), unreadable=language)
+    threshold = stored.get(SUMMARIZE_ABOVE_CHARS, default_of(SUMMARIZE_ABOVE_CHARS))
+    if valid_threshold(threshold):
+        reads[SUMMARIZE_ABOVE_CHARS] = Read(threshold)
+    else:
+        reads[SUMMARIZE_ABOVE_CHARS] = Read(default_of(SUMMARIZE_ABOVE_CHARS), unreadable=threshold)
+    return reads
+
+
 async def read_options(platform: Platform) -> dict[str, Any]:
     """The settings, defaults filled in; providers that are not objects are left out."""
-    stored = await platform.local.get(list(OPTION_KEYS))
-    providers = stored.get(PROVIDERS, default_of(PROVIDERS))
-    if not isinstance(providers, list):
-        providers = []
-    providers = [p for p in providers if isinstance(p, dict)]
-    active_id = stored.get(ACTIVE_PROVIDER_ID)
-    if not any(p.get("id") == active_id for p in providers):
-        active_id = providers[0].get("id") if providers else None
-    language = stored.get(UI_LANGUAGE, default_of(UI_LANGUAGE))
-    if not isinstance(language, str) or not (language == "auto" or _LANGUAGE_TAG.match(language)):
-        language = "auto"
-    threshold = stored.get(SUMMARIZE_ABOVE_CHARS, default_of(SUMMARIZE_ABOVE_CHARS))
-    if not valid_threshold(threshold):
-        threshold = default_of(SUMMARIZE_ABOVE_CHARS)
-    return {
-        PROVIDERS: providers,
-        ACTIVE_PROVIDER_ID: active_id,
-        UI_LANGUAGE: language,
-        SUMMARIZE_ABOVE_CHARS: threshold,
-    }
+    return _values(read_settings(await platform.local.get(list(OPTION_KEYS))))
+
+
+def _values(reads: dict[str, Read]) -> dict[str, Any]:
+    settings = {key: read.value for key, read in reads.items()}
+    providers = settings[PROVIDERS]
+    if not any(p.get("id") == settings[ACTIVE_PROVIDER_ID] for p in providers):
+        settings[ACTIVE_PROVIDER_ID] = providers[0].get("id") if providers else None
+    return settings
 
 
 def valid_threshold(value: Any) -> bool:
@@ -224,9 +245,12 @@ async def handle_save(platform: Platform, payload: dict) -> dict[str, Any]:
         items[SUMMARIZE_ABOVE_CHARS] = threshold
 
     async with lock_for(platform.local):  # rule 9
-        before = await read_options(platform)
+        reads = read_settings(await platform.local.get(list(OPTION_KEYS)))
+        before = _values(reads)
         _keep_learned_usage(providers, before[PROVIDERS])
-        await platform.local.set(items)  # a refusal is the platform's StorageError, sent as it is
+        # What was stored unreadable under a key this save replaces is parked in the same write.
+        parked = {k: v for key in items for k, v in park(key, reads[key]).items()}
+        await platform.local.set({**items, **parked})  # a refusal: the StorageError, sent as it is
     return {
         PROVIDERS: providers,
         ACTIVE_PROVIDER_ID: active_id,
@@ -256,14 +280,17 @@ async def handle_activate(platform: Platform, payload: dict) -> dict[str, Any]:
     """`options.activate {id}`: make a saved provider the active one (rule 7)."""
     provider_id = payload.get("id")
     async with lock_for(platform.local):  # rule 9
-        settings = await read_options(platform)
+        reads = read_settings(await platform.local.get(list(OPTION_KEYS)))
+        settings = _values(reads)
         chosen = next((p for p in settings[PROVIDERS] if p.get("id") == provider_id), None)
         if not isinstance(provider_id, str) or chosen is None:
             raise MarginError(
                 "invalid_options",
                 "That provider is no longer saved. Choose another one, or add it again in Margin's options.",
             )
-        await platform.local.set({ACTIVE_PROVIDER_ID: provider_id})
+        await platform.local.set(
+            {ACTIVE_PROVIDER_ID: provider_id, **park(ACTIVE_PROVIDER_ID, reads[ACTIVE_PROVIDER_ID])}
+        )
     return {ACTIVE_PROVIDER_ID: provider_id, "name": chosen.get("name", ""), "model": chosen.get("model", "")}
 
 

@@ -43,6 +43,8 @@ from .errors import MarginError
 from .history import Record, canonical_hash, parse_history
 from .ports import StorageArea
 from .storage import SAVED_SESSIONS, SAVED_SESSIONS_UNREADABLE_PREFIX, session_body_key
+from .stored_values import is_number as is_number
+from .stored_values import parked_key
 
 DIGEST_CAP = 100_000
 NAME_LENGTH = 60
@@ -109,34 +111,36 @@ class IndexEntry:
         )
 
 
-def is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 def _is_clean(raw: Any) -> bool:
     if not isinstance(raw, list):
         return False
     seen: set[str] = set()
     for entry in raw:
-        if not isinstance(entry, dict) or "history" in entry:
+        if not is_clean_entry(entry) or entry["id"] in seen:
             return False
-        sid = entry.get("id")
-        if not isinstance(sid, str) or not sid or sid in seen:
-            return False
-        seen.add(sid)
-        if not (
-            isinstance(entry.get("name"), str)
-            and entry["name"].strip()
-            and is_number(entry.get("createdAt"))
-            and isinstance(entry.get("pinned"), bool)
-            and isinstance(entry.get("textDigest"), str)
-            and len(entry["textDigest"]) <= DIGEST_CAP
-            and is_number(entry.get("savedAt", 0))
-            and isinstance(entry.get("bodyHash", ""), str)
-            and entry.get("damaged") in (None, "missing", "unreadable")
-        ):
-            return False
+        seen.add(entry["id"])
     return True
+
+
+def is_clean_entry(entry: Any) -> bool:
+    """One index entry that `IndexEntry.from_clean_json` may take as it is."""
+    if not isinstance(entry, dict) or "history" in entry:
+        return False
+    sid = entry.get("id")
+    if not isinstance(sid, str) or not sid:
+        return False
+    return bool(
+        isinstance(entry.get("name"), str)
+        and entry["name"].strip()
+        and is_number(entry.get("createdAt"))
+        and isinstance(entry.get("pinned"), bool)
+        and isinstance(entry.get("textDigest"), str)
+        and len(entry["textDigest"]) <= DIGEST_CAP
+        and is_number(entry.get("savedAt", 0))
+        and isinstance(entry.get("bodyHash", ""), str)
+        and isinstance(entry.get("named", False), bool)
+        and entry.get("damaged") in (None, "missing", "unreadable")
+    )
 
 
 # -- text: digest, default name ----------------------------------------------------------------
@@ -217,21 +221,45 @@ async def _repair(area: StorageArea, raw: Any) -> list[IndexEntry]:
             items = [v for v in raw.values() if isinstance(v, dict)]
         else:
             items = []
-    unreadable = [item for item in items if not isinstance(item, dict)]
-    if unreadable and isinstance(raw, list):
-        parked[SAVED_SESSIONS_UNREADABLE_PREFIX + _stable_hash(unreadable)] = unreadable
-
     entries: list[IndexEntry] = []
     taken: set[str] = set()
+    lossy = any(not isinstance(item, dict) for item in items)
     for position, item in enumerate(items):
         if not isinstance(item, dict):
             continue
         entry = await _repair_entry(area, position, item, taken)
         taken.add(entry.id)
         entries.append(entry)
+        lossy = lossy or _changes_what_was_stored(item, entry)
+    if lossy and isinstance(raw, list):
+        # Rule 1: what the repair could not keep as it was is kept whole, parked.
+        parked[parked_key(SAVED_SESSIONS, raw)] = raw
 
     await area.set({SAVED_SESSIONS: [e.to_json() for e in entries], **parked})
     return entries
+
+
+# Fields the repair recomputes from the body (which is kept): a new value there loses nothing.
+_DERIVED_FIELDS = ("bodyHash", "damaged", "history")
+
+
+def _changes_what_was_stored(item: dict[str, Any], entry: IndexEntry) -> bool:
+    """True when the repaired entry no longer holds a value `item` stored (a name that was not
+    text, a time that was not a number, a digest cut to the cap...). A legacy id that was a
+    number, a duplicate id given a suffix, a digest rebuilt from a body that is kept are not."""
+    written = entry.to_json()
+    for key, value in item.items():
+        if key in _DERIVED_FIELDS or key not in _KNOWN_FIELDS:
+            continue
+        if key == "id":
+            if id_of_entry(item) is None:
+                return True
+            continue
+        if (key == "textDigest" and "history" in item) or (key == "named" and value is False):
+            continue
+        if written.get(key) != value:
+            return True
+    return False
 
 
 def id_of_entry(item: dict[str, Any]) -> str | None:

@@ -26,7 +26,7 @@ import secrets
 from dataclasses import replace
 from typing import Any
 
-from . import clock
+from . import clock, stored_values
 from .errors import MarginError
 from .history import parked_unreadable, parse_history, read_history
 from .ports import Platform, StorageArea
@@ -38,6 +38,7 @@ from .session_index import (
     check_bodies_present,
     default_name,
     find_entry,
+    is_clean_entry,
     is_number,
     read_body_checked,
     read_session_index,
@@ -49,11 +50,13 @@ from .session_search import list_view
 from .storage import (
     HISTORY,
     HISTORY_SESSION_ID,
+    SAVED_SESSIONS,
     SESSION_TRASH,
     SESSION_UNDO_PREFIX,
     lock_for,
     session_body_key,
 )
+from .stored_values import Read, park
 
 UNDO_MS = 10_000
 
@@ -76,8 +79,8 @@ async def save_current(area: StorageArea, *, clear: bool = False) -> str | None:
     if not records:
         return None
     entries = await read_session_index(area)
-    current_id = stored.get(HISTORY_SESSION_ID)
-    sid = current_id if isinstance(current_id, str) and current_id else new_session_id()
+    linked = stored_values.read_session_id(stored.get(HISTORY_SESSION_ID))
+    sid = linked.value or new_session_id()
     existing = next((e for e in entries if e.id == sid), None)
     digest_hash = body_hash(raw_history)
     now = clock.now_ms()
@@ -86,7 +89,11 @@ async def save_current(area: StorageArea, *, clear: bool = False) -> str | None:
     if not unchanged:
         # The body first (with the id the history belongs to), the index after.
         await area.set(
-            {session_body_key(sid): {"history": raw_history, "savedAt": now}, HISTORY_SESSION_ID: sid}
+            {
+                session_body_key(sid): {"history": raw_history, "savedAt": now},
+                HISTORY_SESSION_ID: sid,
+                **park(HISTORY_SESSION_ID, linked),
+            }
         )
         if existing is None:
             entry = IndexEntry(
@@ -110,7 +117,9 @@ async def save_current(area: StorageArea, *, clear: bool = False) -> str | None:
             )
             entries = replace_entry(entries, entry)
     if clear:
-        await write_index(area, entries, **{HISTORY: [], HISTORY_SESSION_ID: None})
+        await write_index(
+            area, entries, **{HISTORY: [], HISTORY_SESSION_ID: None, **park(HISTORY_SESSION_ID, linked)}
+        )
     elif not unchanged:
         await write_index(area, entries)
     return sid
@@ -119,25 +128,26 @@ async def save_current(area: StorageArea, *, clear: bool = False) -> str | None:
 # -- trash (delete with undo) --------------------------------------------------------------------
 
 
+async def read_trash_checked(area: StorageArea) -> Read:
+    """`sessionTrash` through its reader (margin.stored_values): entries with an id; a write that
+    replaces the list adds `park(SESSION_TRASH, read)`."""
+    return stored_values.read_trash((await area.get([SESSION_TRASH])).get(SESSION_TRASH))
+
+
 async def read_trash(area: StorageArea) -> list[dict[str, Any]]:
-    stored = await area.get([SESSION_TRASH])
-    trash = stored.get(SESSION_TRASH, [])
-    return (
-        [t for t in trash if isinstance(t, dict) and isinstance(t.get("id"), str)]
-        if isinstance(trash, list)
-        else []
-    )
+    return (await read_trash_checked(area)).value
 
 
 async def purge_expired_trash(area: StorageArea) -> None:
     """Remove the bodies whose undo window has passed (bodies first, then the trash list)."""
-    trash = await read_trash(area)
+    read = await read_trash_checked(area)
+    trash = read.value
     now = clock.now_ms()
     expired = [t for t in trash if not (is_number(t.get("expiresAt")) and t["expiresAt"] > now)]
     if not expired:
         return
     await area.remove([session_body_key(t["id"]) for t in expired])
-    await area.set({SESSION_TRASH: [t for t in trash if t not in expired]})
+    await area.set({SESSION_TRASH: [t for t in trash if t not in expired], **park(SESSION_TRASH, read)})
 
 
 # -- handlers (docs/protocol.md) ------------------------------------------------------------------
@@ -191,7 +201,8 @@ async def handle_open(platform: Platform, payload: dict) -> dict:
             return {}  # it was the open conversation: saving it was all there was to do
         # Nothing readable was saved: what history holds may still be records Margin cannot read.
         parked = {} if saved else await parked_unreadable(area, await read_history(area))
-        await area.set({HISTORY: raw, HISTORY_SESSION_ID: sid, **parked})
+        linked = stored_values.read_session_id((await area.get([HISTORY_SESSION_ID])).get(HISTORY_SESSION_ID))
+        await area.set({HISTORY: raw, HISTORY_SESSION_ID: sid, **parked, **park(HISTORY_SESSION_ID, linked)})
     return {}
 
 
@@ -238,8 +249,11 @@ async def handle_delete(platform: Platform, payload: dict) -> dict:
                 undo["reopen"] = {"length": len(open_history), "hash": body_hash(open_history)}
         # Undo data first: once the index forgets the entry, this is where it lives.
         await platform.session.set({SESSION_UNDO_PREFIX + token: undo})
-        trash = await read_trash(area)
-        items: dict[str, Any] = {SESSION_TRASH: [*trash, {"id": sid, "expiresAt": expires_at}]}
+        trash_read = await read_trash_checked(area)
+        items: dict[str, Any] = {
+            SESSION_TRASH: [*trash_read.value, {"id": sid, "expiresAt": expires_at}],
+            **park(SESSION_TRASH, trash_read),
+        }
         if current == sid:
             items[HISTORY_SESSION_ID] = None  # the open conversation, if saved again, is a new session
         await write_index(area, [e for e in entries if e.id != sid], **items)
@@ -263,14 +277,23 @@ async def handle_undelete(platform: Platform, payload: dict) -> dict:
         ):
             raise too_late
         sid = record["entry"].get("id")
-        trash = await read_trash(area)
+        trash_read = await read_trash_checked(area)
+        trash = trash_read.value
         if not any(t["id"] == sid for t in trash):
             raise too_late
         entries = await read_session_index(area)
         if not any(e.id == sid for e in entries):
-            restored = IndexEntry.from_clean_json(record["entry"])
-            entries = [*entries, restored]
-        items: dict[str, Any] = {SESSION_TRASH: [t for t in trash if t["id"] != sid]}
+            # What undo stored is read like the index (a clean entry is taken as it is); one that
+            # cannot be is added as it was and repaired by the index's own reader.
+            if is_clean_entry(record["entry"]):
+                entries = [*entries, IndexEntry.from_clean_json(record["entry"])]
+            else:
+                await area.set({SAVED_SESSIONS: [*(e.to_json() for e in entries), record["entry"]]})
+                entries = await read_session_index(area)
+        items: dict[str, Any] = {
+            SESSION_TRASH: [t for t in trash if t["id"] != sid],
+            **park(SESSION_TRASH, trash_read),
+        }
         if await _still_open(area, record.get("reopen")):
             items[HISTORY_SESSION_ID] = sid
         await write_index(area, entries, **items)

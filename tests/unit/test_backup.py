@@ -264,7 +264,7 @@ def test_a_bad_record_late_in_the_file_rolls_back_every_staged_body():
     with pytest.raises(MarginError) as err:
         import_text(platform, json.dumps(data), chunk_chars=500)
     assert err.value.code == "bad_backup" and "session 4" in err.value.message
-    assert "whose text is not text" in err.value.message
+    assert "a text part's text is not a string" in err.value.message
     assert platform.local.snapshot() == before
     assert any(BACKUP_IMPORT_STAGING in w for w in platform.local.writes if isinstance(w, dict))
 

@@ -95,7 +95,7 @@ def conversations(count: int = 160, seed: int = 9) -> list[list[Any]]:
 
 def python_view(raw: list[Any]) -> dict[str, Any]:
     """What Python says, with indices mapped back to the raw list the panel paints."""
-    raw_index = [i for i, item in enumerate(raw) if parse_history([item]).unreadable_raw is None]
+    raw_index = [i for i, item in enumerate(raw) if parse_history([item]).records]
     records = parse_history(raw).records
     assert len(records) == len(raw_index)
     sent: list[str | None] = [None] * len(raw)
