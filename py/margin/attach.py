@@ -22,6 +22,7 @@ Rules:
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 from urllib.parse import urlsplit
@@ -131,8 +132,7 @@ def _duration(video: dict[str, Any], cues: list[transcripts.Cue]) -> float | Non
     if (
         isinstance(duration, (int, float))
         and not isinstance(duration, bool)
-        and duration > 0
-        and duration == duration
+        and 0 < duration < math.inf  # a live stream reports Infinity; NaN fails both
     ):
         return float(duration)
     return transcripts.transcript_duration(cues) or None

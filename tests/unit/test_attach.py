@@ -589,3 +589,14 @@ def test_sessions_name_and_search_a_conversation_by_its_question_not_the_page_te
     assert sessions.default_name(records) == "Why canyons?"
     digest = sessions.text_digest(records)
     assert "How rivers carve canyons" in digest and "Water finds the weakest rock" not in digest
+
+
+@pytest.mark.parametrize("reported", [float("inf"), float("nan"), -1, 0, True, "90"])
+def test_a_video_duration_that_is_not_a_finite_length_falls_back_to_the_transcript(reported):
+    # A live stream's <video>.duration is Infinity; stored, it would make the record unwritable.
+    from margin.transcripts import Cue
+
+    cues = [Cue(start=0.0, end=42.0, text="hello")]
+    assert attach._duration({"duration": reported}, cues) == 42.0
+    assert attach._duration({"duration": reported}, []) is None
+    assert attach._duration({"duration": 90.5}, cues) == 90.5

@@ -64,8 +64,9 @@ def stream_garbage(provider: dict[str, Any], limit: int) -> ProviderError:
 
 
 def dumps(value: Any) -> str:
-    """A request body: compact JSON, Unicode kept (the same bytes for the same request)."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    """A request body: compact JSON, Unicode kept (the same bytes for the same request), finite
+    numbers only (NaN is not JSON: a provider would refuse the whole request)."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
 async def send(transport: Transport, request: HttpRequest, provider: dict[str, Any]) -> Any:
