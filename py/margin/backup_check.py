@@ -165,7 +165,7 @@ def check_settings(value: Any) -> Settings:
             settings.refused.append(f"Provider {position + 1} has the same id as an earlier one.")
             continue
         seen.add(clean["id"])
-        settings.providers.append(clean)
+        settings.providers.append({**clean, "fromBackup": True})
     language = value.get(UI_LANGUAGE)
     if language is not None and not isinstance(language, str):
         raise _bad("its settings", "hold an interface language that is not text")

@@ -261,8 +261,8 @@ async def _commit(area: StorageArea, staging: _Staging, members: dict[str, Any])
 
 
 async def _settings(area: StorageArea, settings: Settings, extra: dict[str, Any]) -> tuple[int, str | None]:
-    """The providers added, and when we had none, which of them Margin will now use (named in
-    the message: with no `activeProviderId`, margin.options rule 3 takes the first provider)."""
+    """The providers added, and when we had none, the first of them, named in the message: it is
+    marked `fromBackup`, so it is not used until the user chooses it (margin.options rule 3)."""
     light = await get_all(area)
     local = light[PROVIDERS] if isinstance(light[PROVIDERS], list) else []
     local_ids = {p.get("id") for p in local if isinstance(p, dict)}
@@ -311,5 +311,8 @@ def _message(staging: _Staging, providers: int, refused: list[str], first_of_non
         which = "that is" if len(refused) == 1 else "that are"
         text += f" Left out {_plural(len(refused), 'provider')} {which} not valid: {refused[0]}"
     if first_of_none:
-        text += f" Margin will use {first_of_none} until you choose another provider in Options."
+        text += (
+            f" To use {first_of_none}, choose it in the model menu: a provider from a backup is not"
+            " used until you pick it."
+        )
     return text

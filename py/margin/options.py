@@ -10,7 +10,9 @@ Rules:
 2. `options.save` validates EVERYTHING before writing ANYTHING, then writes the keys in one
    `set` (all or nothing). Invalid input is `invalid_options` with a sentence naming the field.
 3. `activeProviderId` always names a saved provider; when it does not (or is absent) the first
-   provider is active. No provider at all is `no_provider` when a turn needs one.
+   provider the user set up here is active, never one marked `fromBackup` (a backup's provider is
+   used only once the user chooses it: a shared file cannot make its endpoint the one a fresh
+   profile talks to). No provider to use is `no_provider` when a turn needs one.
 4. A storage refusal is the platform's `StorageError` (margin.ports, rule 2), passed on as it is.
 5. `supportsUsage: false` (the server refused `stream_options`) and `supportsImages: false` (the
    model refused images) are learned by a turn and kept across saves of the same provider at the same address.
@@ -54,6 +56,10 @@ SUMMARIZE_MIN_CHARS = 1_000
 SUMMARIZE_MAX_CHARS = 2_000_000
 
 NO_PROVIDER = "Set up a model provider in Margin's options first (right-click the toolbar icon → Options)."
+CHOOSE_IMPORTED_PROVIDER = (
+    "Choose a provider first: the ones restored from a backup are used only once you pick one "
+    "(the model chip above, or Margin's options)."
+)
 
 
 def mask_key(key: Any) -> str:
@@ -104,7 +110,8 @@ def _values(reads: dict[str, Read]) -> dict[str, Any]:
     settings = {key: read.value for key, read in reads.items()}
     providers = settings[PROVIDERS]
     if not any(p.get("id") == settings[ACTIVE_PROVIDER_ID] for p in providers):
-        settings[ACTIVE_PROVIDER_ID] = providers[0].get("id") if providers else None
+        own = [p for p in providers if p.get("fromBackup") is not True]  # rule 3
+        settings[ACTIVE_PROVIDER_ID] = own[0].get("id") if own else None
     return settings
 
 
@@ -144,7 +151,11 @@ def active_provider_of(settings: dict[str, Any]) -> dict[str, Any]:
     providers = settings[PROVIDERS]
     if not providers:
         raise MarginError("no_provider", NO_PROVIDER)
-    chosen = next((p for p in providers if p.get("id") == settings[ACTIVE_PROVIDER_ID]), providers[0])
+    chosen = next((p for p in providers if p.get("id") == settings[ACTIVE_PROVIDER_ID]), None)
+    if chosen is None:
+        chosen = next((p for p in providers if p.get("fromBackup") is not True), None)
+    if chosen is None:
+        raise MarginError("no_provider", CHOOSE_IMPORTED_PROVIDER)
     return normalize_provider(chosen)
 
 

@@ -121,7 +121,10 @@ def test_the_active_provider_is_never_taken_from_the_file(ledger):
     fresh = memory_platform()
     result = import_file(fresh, "active_provider_is_the_files.json")
     assert "activeProviderId" not in fresh.local.snapshot()
-    assert "Margin will use “Free GPT” (collector.example)" in result["message"]
+    assert "To use “Free GPT” (collector.example), choose it" in result["message"]
+    with pytest.raises(MarginError) as refused:
+        run(options.active_provider(fresh))
+    assert refused.value.code == "no_provider"
 
 
 def test_a_full_store_during_an_import_is_said_and_leaves_the_profile_as_it_was(ledger):

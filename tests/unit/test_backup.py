@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from margin import backup, backup_export, backup_import, sessions
+from margin import backup, backup_export, backup_import, options, sessions
 from margin.errors import MarginError
 from margin.platform_memory import memory_platform
 from margin.storage import BACKUP_IMPORT_STAGING, HISTORY, PROVIDERS, SAVED_SESSIONS, session_body_key
@@ -369,13 +369,25 @@ def test_the_import_module_reports_its_format():
     assert backup.FORMAT == backup_import.FORMAT == "margin-backup" and backup.VERSION == 1
 
 
-def test_a_profile_with_no_provider_is_told_which_imported_one_it_will_use():
+def test_a_profile_with_no_provider_uses_an_imported_one_only_once_the_user_chooses_it():
     data = json.loads(export(seeded(), keys=True))
     data["settings"]["activeProviderId"] = "p1"
     fresh = memory_platform()
     result = import_text(fresh, json.dumps(data))
     assert "activeProviderId" not in fresh.local.snapshot()
-    assert "Margin will use “OpenAI” (api.openai.com)" in result["message"]
+    assert "To use “OpenAI” (api.openai.com), choose it in the model menu" in result["message"]
+    with pytest.raises(MarginError) as refused:
+        run(options.active_provider(fresh))
+    assert refused.value.code == "no_provider" and "restored from a backup" in refused.value.message
+    run(options.handle_activate(fresh, {"id": "p1"}))
+    assert run(options.active_provider(fresh))["id"] == "p1"
+    # The form's Save keeps the mark, so deleting the chosen one never falls back to a backup's.
+    saved = run(
+        options.handle_save(
+            fresh, {"providers": fresh.local.snapshot()["providers"], "activeProviderId": "p1"}
+        )
+    )
+    assert saved["providers"][0]["fromBackup"] is True
 
 
 def test_brackets_and_escaped_quotes_inside_text_are_not_nesting():

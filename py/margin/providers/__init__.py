@@ -197,6 +197,8 @@ def normalize_provider(value: Any, position: int | None = None) -> dict[str, Any
         clean["prices"] = prices
     if value.get("supportsUsage") is False:
         clean["supportsUsage"] = False
+    if value.get("fromBackup") is True:
+        clean["fromBackup"] = True  # margin.options rule 3: used only once the user chooses it
     if value.get("supportsImages") is False:
         clean["supportsImages"] = False
     if value.get("allowPlainHttpKey") is True:  # margin.plain_http, rule 2
