@@ -321,7 +321,7 @@ async function setActive(id) {
 async function deleteProvider(id) {
   const provider = state.providers.find((p) => p.id === id);
   const providers = state.providers.filter((p) => p.id !== id);
-  const active = state.activeProviderId === id ? providers[0]?.id ?? null : state.activeProviderId;
+  const active = state.activeProviderId === id ? providers.find((p) => p.fromBackup !== true)?.id ?? null : state.activeProviderId;
   try {
     await save(providers, active);
     if (state.editingId === id) fillForm(null);
