@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .data_urls import build_data_url, parse_data_url
 from . import image_originals
+from .data_urls import build_data_url, parse_data_url
 from .errors import MarginError
 from .history import Record, read_history, write_history
 from .images import has_images, image_url_of, is_image_part, is_seen, unseen_image_urls
