@@ -49,7 +49,7 @@ export function init() {
   ui.viewer.addEventListener("click", (event) => {
     if (event.target === ui.viewer) ui.viewer.close();
   });
-  ui.viewer.addEventListener("close", () => ui.viewerImg.removeAttribute("src"));
+  ui.viewer.addEventListener("close", closeViewerImage);
 }
 
 // --- Scroll pinning --------------------------------------------------------------------------------
@@ -91,7 +91,10 @@ function imageThumb(part, index, lazy) {
     return el("span", { class: "thumb missing", text: "Image unavailable" });
   }
   const img = el("img", { alt, decoding: "async" });
-  const button = el("button", { type: "button", class: "thumb", "aria-label": `Open image: ${alt}`, dataset: { action: "view-image" } }, img);
+  const dataset = { action: "view-image" };
+  // A thumbnail made by images.bound: the viewer opens the original stored under this key.
+  if (typeof part.meta?.originalKey === "string") dataset.originalKey = part.meta.originalKey;
+  const button = el("button", { type: "button", class: "thumb", "aria-label": `Open image: ${alt}`, dataset }, img);
   img.addEventListener("error", () => showNoPreview(button, img, part.meta?.name || alt), { once: true });
   // Parsing a multi-megabyte data URL is not free: old bubbles get theirs when scrolled near.
   if (lazy) {
@@ -335,7 +338,7 @@ async function onAction(event) {
       if (state.turnState === "idle") startTurn({ action: "regenerate" });
       break;
     case "view-image":
-      openViewer(button.querySelector("img"));
+      openViewer(button);
       break;
   }
 }
@@ -361,9 +364,48 @@ function flashCopied(button) {
 
 // --- Image viewer -----------------------------------------------------------------------------------
 
-function openViewer(img) {
+// The bubble shows what `history` holds; a thumbnail's original (images.original) is shown through a
+// blob URL (the CSP allows blob: images; a blob is not a second multi-megabyte string in the DOM),
+// revoked when the viewer closes. The thumbnail stays shown while the original loads, and stays
+// with a quiet note when the original is gone.
+let viewerBlobUrl = null;
+let viewerOpening = 0;
+
+async function openViewer(button) {
+  const img = button.querySelector("img");
   if (!img) return;
+  closeViewerImage();
+  const opening = ++viewerOpening;
   ui.viewerImg.src = img.src;
   ui.viewerImg.alt = img.alt;
   ui.viewer.showModal();
+  const key = button.dataset.originalKey;
+  if (!key) return;
+  let blob;
+  try {
+    blob = dataUrlBlob((await call("images.original", { key })).dataUrl);
+  } catch {
+    if (opening === viewerOpening) announce("The full-size copy of this image is gone: showing the thumbnail");
+    return;
+  }
+  if (opening !== viewerOpening || !ui.viewer.open) return; // closed or reopened meanwhile
+  viewerBlobUrl = URL.createObjectURL(blob);
+  ui.viewerImg.src = viewerBlobUrl;
+}
+
+function closeViewerImage() {
+  viewerOpening++;
+  ui.viewerImg.removeAttribute("src");
+  if (viewerBlobUrl) URL.revokeObjectURL(viewerBlobUrl);
+  viewerBlobUrl = null;
+}
+
+function dataUrlBlob(url) {
+  const match = /^data:([^;,]+)((?:;[^;,]*)*),(.*)$/s.exec(url);
+  if (!match) throw new Error("not a data URL");
+  const isBase64 = /;base64/i.test(match[2]);
+  const text = isBase64 ? atob(match[3]) : decodeURIComponent(match[3]);
+  const bytes = new Uint8Array(text.length);
+  for (let i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);
+  return new Blob([bytes], { type: match[1] });
 }

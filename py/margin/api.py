@@ -44,6 +44,7 @@ ROUTES: dict[str, str] = {
     "provider.models": "margin.options:handle_models",
     "options.activate": "margin.options:handle_activate",
     "images.bound": "margin.image_bound:handle_bound",
+    "images.original": "margin.image_originals:handle_original",
     "tab.screenshot": "margin.screenshot:handle_screenshot",
     "tab.attach": "margin.attach:handle_attach",
     "attachment.remove": "margin.attach:handle_remove",

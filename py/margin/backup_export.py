@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from . import clock, wire
+from . import clock, image_originals, wire
 from . import session_index as s
 from .api import PORT_CHUNK_CHARS
 from .backup_import import FORMAT, VERSION
@@ -126,6 +126,9 @@ async def export_backup(
     async with lock_for(area):
         entries = sort_entries(await s.read_session_index(area))
         current = await area.get([HISTORY, HISTORY_SESSION_ID])
+        # The open conversation's thumbnails get their originals back: the file holds what the
+        # user sent, never a reference to a key it does not carry (margin.image_originals).
+        current[HISTORY] = await image_originals.inline(area, current.get(HISTORY, []))
         light = await get_all(area)
     exported_at = clock.now_ms()
     total = len(entries)

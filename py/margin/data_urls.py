@@ -127,6 +127,18 @@ _JPEG_SOF = {0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0
 
 
 def _jpeg_size(head: bytes) -> tuple[int, int] | None:
+    frame = _jpeg_frame(head)
+    return frame[:2] if frame else None
+
+
+def jpeg_components(head: bytes) -> int | None:
+    """How many colour components a JPEG's frame has (1 grey, 3 YCbCr, 4 CMYK), or None."""
+    frame = _jpeg_frame(head)
+    return frame[2] if frame else None
+
+
+def _jpeg_frame(head: bytes) -> tuple[int, int, int] | None:
+    """(width, height, components) from the first SOF segment."""
     pos = 2
     while pos + 9 <= len(head):
         if head[pos] != 0xFF:
@@ -137,7 +149,8 @@ def _jpeg_size(head: bytes) -> tuple[int, int] | None:
             continue
         if marker in _JPEG_SOF:
             height, width = struct.unpack(">HH", head[pos + 5 : pos + 9])
-            return width, height
+            components = head[pos + 9] if pos + 9 < len(head) else 0
+            return width, height, components
         if marker in (0xD8, 0x01) or 0xD0 <= marker <= 0xD7:
             pos += 2
             continue

@@ -61,8 +61,15 @@ def image_too_large(max_bytes: int) -> MarginError:
     )
 
 
-def image_too_many_pixels() -> MarginError:
-    return MarginError("image_too_large", "This image has too many pixels to send. Use a smaller picture.")
+def image_too_many_pixels(size: tuple[int, int] | None = None) -> MarginError:
+    """Over the pixel cap (`margin.images.MAX_PIXELS`); `size` = (width, height) when known."""
+    from .images import MAX_PIXELS  # here: margin.images imports this module
+
+    limit = f"Margin accepts up to {MAX_PIXELS // 1_000_000} megapixels."
+    if size is None:
+        return MarginError("image_too_large", f"This image has too many pixels. {limit}")
+    width, height = size
+    return MarginError("image_too_large", f"This image is too large: {width}×{height} pixels; {limit}")
 
 
 def image_format_unsupported(mime: str | None) -> MarginError:
@@ -73,11 +80,11 @@ def image_format_unsupported(mime: str | None) -> MarginError:
     )
 
 
-def image_codec_failure(kind: str, mime: str | None) -> MarginError:
+def image_codec_failure(kind: str, mime: str | None, size: tuple[int, int] | None = None) -> MarginError:
     """What the user is told when Pillow fails (`margin.image_codec.CodecError.kind`) on bytes
-    that sniff as `mime`."""
+    that sniff as `mime` (`size`: the refused image's, when too large)."""
     if kind == "too_large":
-        return image_too_many_pixels()
+        return image_too_many_pixels(size)
     if kind == "unsupported" or mime in ("image/heic", "image/avif"):
         return image_format_unsupported(mime)
     return image_damaged()

@@ -7,6 +7,9 @@ Rule 1: `prepare_history_for_model` (every request builder) replaces the images 
   so it is stable turn after turn and the request prefix stays byte-identical.
 Rule 2: an UNSEEN image that cannot be sent (unreadable, unsupported) becomes its label with a
   note saying so, never an error: one bad parked image must not fail every later turn.
+Rule 3: an UNSEEN image the bound thumbnailed is sent from its original (`prepare_request_history`
+  reads it by address), converted only when it is over the provider's limits: the model never
+  gets the thumbnail while the original exists.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from . import image_originals
 from .errors import MarginError
 from .history import Record
 from .images import ATTACHMENT_SOURCES, SCREENSHOT_NAME_PREFIX, has_images, is_image_part, is_seen
@@ -139,6 +143,8 @@ def prepare_history_for_model(records: list[Record], *, language: str = "en") ->
 async def prepare_request_history(
     platform: Platform, records: list[Record], *, language: str = "en"
 ) -> list[Record]:
-    """What the chat turn calls: `ensure_request_ready`, then `prepare_history_for_model`."""
+    """What the chat turn calls: each unseen thumbnail swapped for its original (the best copy;
+    margin.image_originals), `ensure_request_ready`, then `prepare_history_for_model`."""
+    records = await image_originals.for_request(platform.local, records)
     await ensure_request_ready(platform, records)
     return prepare_history_for_model(records, language=language)

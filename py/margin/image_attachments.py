@@ -2,12 +2,13 @@
 
 Rule 1: the data URL is stored exactly as sent; only the other fields are normalized.
 Rule 2: an attachment is refused with a sentence that says what to do: not an image, damaged,
-  or too large (over `ATTACHMENT_MAX_BYTES` decoded, or `ATTACHMENT_MAX_PIXELS`, against
-  decompression bombs).
+  or too large (over `ATTACHMENT_MAX_BYTES` decoded, or `ATTACHMENT_MAX_PIXELS` = the project's
+  cap `margin.images.MAX_PIXELS`, 50 MP, against decompression bombs: the sentence names the
+  image's size).
 Rule 3: the cheap check (`validate_attachment`) is stdlib sniffing, plus a full decode when
-  Pillow is already loaded; the thorough one (`check_attachment`) loads Pillow only for bytes that
-  are not a format the model takes as it is, since such an image must be readable or it would
-  fail every later turn.
+  Pillow is already loaded; the thorough one (`check_attachment`, what a turn runs) always loads
+  Pillow and decodes every attachment (`image_codec.verify`, memory-bounded), whatever its
+  format: a truncated PNG sniffs fine and would otherwise be stored, to fail later.
 """
 
 from __future__ import annotations
@@ -25,13 +26,13 @@ from .errors import (
     not_a_readable_image,
     not_an_image,
 )
-from .images import ATTACHMENT_SOURCES
+from .images import ATTACHMENT_SOURCES, MAX_PIXELS
 from .ports import Platform
 from .request_images import MODEL_MIME_TYPES
 
 # What an attachment may be at all (decoded bytes, and pixels against decompression bombs).
 ATTACHMENT_MAX_BYTES = 32 * 1024 * 1024
-ATTACHMENT_MAX_PIXELS = 100_000_000
+ATTACHMENT_MAX_PIXELS = MAX_PIXELS
 
 
 def _pillow_loaded() -> bool:
@@ -63,7 +64,7 @@ def validate_attachment(att: Any) -> dict[str, Any]:
         raise not_a_readable_image()
     size = sniff_size(data[:HEAD_BASE64_CHARS], mime)
     if size and size[0] * size[1] > ATTACHMENT_MAX_PIXELS:
-        raise image_too_many_pixels()
+        raise image_too_many_pixels(size)
     if _pillow_loaded():
         _verify_with_pillow(data, mime, data_url.mime)
     return normalize_attachment(att)
@@ -77,29 +78,19 @@ def _verify_with_pillow(data: bytes, mime: str | None, declared: str) -> None:
     except image_codec.CodecError as error:
         if mime is None and error.kind != "too_large" and declared not in MODEL_MIME_TYPES:
             raise not_a_readable_image() from None
-        raise image_codec_failure(error.kind, mime) from None
+        raise image_codec_failure(error.kind, mime, error.size) from None
 
 
 async def check_attachment(platform: Platform, att: Any) -> dict[str, Any]:
-    """The thorough check the chat turn runs before storing a user record with images.
-
-    Loads Pillow only when the bytes are not a format the model takes as it is (TIFF, BMP, HEIC,
-    unknown): then they must be readable, or the image would fail every later turn.
-    """
-    cheap_error: MarginError | None = None
-    try:
-        normalized = validate_attachment(att)
-    except MarginError as error:
-        if error.code != "not_an_image" or not isinstance(att, dict) or _pillow_loaded():
-            raise
-        cheap_error = error  # an unknown header: Pillow may still read it (ICO, PPM, ...)
-    data_url = parse_data_url(att.get("dataUrl"))
-    mime = sniff_mime(data_url.head())
-    if cheap_error is None and mime in MODEL_MIME_TYPES:
-        return normalized
+    """The thorough check the chat turn runs before storing a user record with images (rule 3):
+    Pillow is loaded (if need be) and every attachment decoded, whatever its format."""
+    if not isinstance(att, dict):
+        raise not_an_image()
+    parse_data_url(att.get("dataUrl"))  # not an image at all: refused before Pillow loads
     await platform.load_package("pillow")
-    _verify_with_pillow(data_url.decode(), mime, data_url.mime)
-    return normalize_attachment(att)
+    from . import image_codec  # noqa: F401  (imports PIL.Image: validate_attachment decodes)
+
+    return validate_attachment(att)
 
 
 def normalize_attachment(att: dict[str, Any]) -> dict[str, Any]:

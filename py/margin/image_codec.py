@@ -9,6 +9,13 @@ Rule 3: orientation is applied (EXIF) before resizing, so a thumbnail looks like
   the aspect ratio is kept (each side rounded to the nearest pixel, at least 1).
 Rule 4: transparency is kept as PNG; everything opaque is encoded as JPEG (quality 80 for
   thumbnails, 90 for the request), except few-colour pictures (diagrams, text) sent as PNG.
+Rule 5: memory is bounded before any pixel is decoded. `Image.MAX_IMAGE_PIXELS` is the project's
+  cap (`margin.images.MAX_PIXELS`, 50 MP) and every open checks it against the header's size
+  (`CodecError("too_large")` carries that size). A JPEG is decoded at the smallest scale that is
+  still big enough (`draft()`: 1/2, 1/4 or 1/8 in libjpeg itself); anything else is `reduce()`d by
+  an integer factor right after decoding, before it is oriented, converted or resampled, so one
+  full-size buffer exists at a time. `verify` decodes a JPEG at 1/8 scale: every byte of the
+  stream is still decoded, into 1/64 of the memory.
 """
 
 from __future__ import annotations
@@ -16,9 +23,17 @@ from __future__ import annotations
 import contextlib
 import io
 import struct
+import warnings
 from dataclasses import dataclass
 
-from PIL import Image, ImageOps, UnidentifiedImageError
+from PIL import Image, UnidentifiedImageError
+
+from .data_urls import sniff_mime, sniff_size
+from .images import MAX_PIXELS
+
+# Pillow's own bomb check (a warning above this, an error above twice this) at the project's cap;
+# `_open` refuses anything over it first, with the size.
+Image.MAX_IMAGE_PIXELS = MAX_PIXELS
 
 THUMBNAIL_JPEG_QUALITY = 80
 REQUEST_JPEG_QUALITY = 90
@@ -30,9 +45,10 @@ _BAD_METADATA = (OSError, SyntaxError, ValueError, EOFError, IndexError, KeyErro
 
 
 class CodecError(Exception):
-    def __init__(self, kind: str, detail: str = ""):
+    def __init__(self, kind: str, detail: str = "", *, size: tuple[int, int] | None = None):
         super().__init__(f"{kind}: {detail}" if detail else kind)
         self.kind = kind
+        self.size = size  # (width, height) of an image refused as too large, when known
 
 
 @dataclass(frozen=True)
@@ -44,13 +60,20 @@ class Thumbnail:
     height: int
 
 
+def _too_large(width: int, height: int) -> CodecError:
+    return CodecError("too_large", f"{width}x{height}", size=(width, height))
+
+
 def _open(data: bytes) -> Image.Image:
     try:
-        return Image.open(io.BytesIO(data))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)  # refused below
+            image = Image.open(io.BytesIO(data))
     except UnidentifiedImageError as error:
         raise CodecError("unidentified", str(error)) from None
     except Image.DecompressionBombError as error:
-        raise CodecError("too_large", str(error)) from None
+        size = sniff_size(data[:262_144], sniff_mime(data[:64]))
+        raise CodecError("too_large", str(error), size=size) from None
     except Exception as error:  # broad on purpose, see below
         # Untrusted bytes go through whichever Pillow plugin claims them, and what a plugin raises
         # on damaged data varies by plugin and version (OSError, SyntaxError, ValueError,
@@ -58,6 +81,10 @@ def _open(data: bytes) -> Image.Image:
         # decoded" and must become a CodecError: one that escaped would turn a damaged parked image
         # into a failure of every later turn, or of the bound, instead of a labelled placeholder.
         raise CodecError("corrupt", str(error)) from None
+    width, height = image.size
+    if width * height > MAX_PIXELS:
+        raise _too_large(width, height)
+    return image
 
 
 def _load(image: Image.Image) -> None:
@@ -69,21 +96,40 @@ def _load(image: Image.Image) -> None:
         raise CodecError("corrupt", str(error)) from None
 
 
+def _orientation(image: Image.Image) -> int | None:
+    try:
+        value = image.getexif().get(0x0112)
+    except _BAD_METADATA:
+        return None
+    return value if isinstance(value, int) else None
+
+
 def _displayed_size(image: Image.Image) -> tuple[int, int]:
     width, height = image.size
-    try:
-        orientation = image.getexif().get(0x0112)
-    except _BAD_METADATA:
-        orientation = None
-    return (height, width) if orientation in _SWAPPING_ORIENTATIONS else (width, height)
+    return (height, width) if _orientation(image) in _SWAPPING_ORIENTATIONS else (width, height)
 
 
-def verify(data: bytes, *, max_pixels: int | None = None) -> tuple[str, int, int]:
-    """Decode every pixel (of the first frame). Returns (Pillow format, width, height)."""
+# EXIF orientation -> the transpose that shows the picture upright (what ImageOps.exif_transpose
+# does, without its full-size copy when there is nothing to do).
+_TRANSPOSE = {
+    2: Image.Transpose.FLIP_LEFT_RIGHT,
+    3: Image.Transpose.ROTATE_180,
+    4: Image.Transpose.FLIP_TOP_BOTTOM,
+    5: Image.Transpose.TRANSPOSE,
+    6: Image.Transpose.ROTATE_270,
+    7: Image.Transpose.TRANSVERSE,
+    8: Image.Transpose.ROTATE_90,
+}
+
+
+def verify(data: bytes, *, max_pixels: int = MAX_PIXELS) -> tuple[str, int, int]:
+    """Decode every byte of the first frame. Returns (Pillow format, width, height)."""
     image = _open(data)
     width, height = image.size
-    if max_pixels is not None and width * height > max_pixels:
-        raise CodecError("too_large", f"{width}x{height}")
+    if width * height > max_pixels:
+        raise _too_large(width, height)
+    if image.format == "JPEG":
+        image.draft(image.mode, (max(1, width // 8), max(1, height // 8)))
     _load(image)
     return image.format or "", width, height
 
@@ -114,16 +160,35 @@ def _fitted(width: int, height: int, longest: int) -> tuple[int, int]:
     return max(1, round(width * scale)), max(1, round(height * scale))
 
 
-def _prepared(data: bytes, target_longest: int | None) -> tuple[Image.Image, int, int]:
-    """Opened, decoded (JPEG: at a reduced scale when that is enough), oriented and normalized."""
+# Modes Image.reduce() takes; others (P, 1, I;16...) are normalized first.
+_REDUCIBLE_MODES = ("L", "LA", "RGB", "RGBA", "CMYK", "I", "F")
+
+
+def _reduced(image: Image.Image, target_longest: int) -> Image.Image:
+    """Shrunk by the largest integer factor that keeps it at least twice the target (the margin
+    LANCZOS needs to look as good as from the full size: Pillow's own `reducing_gap=2.0`)."""
+    factor = max(image.size) // (2 * target_longest)
+    if factor < 2:
+        return image
+    if image.mode not in _REDUCIBLE_MODES:
+        image = _normalized(image)
+    return image.reduce(factor)
+
+
+def _prepared(data: bytes, target_longest: int) -> tuple[Image.Image, int, int]:
+    """Opened, decoded small (rule 5), oriented and normalized; plus the displayed size."""
     image = _open(data)
     width, height = _displayed_size(image)
-    if target_longest is not None and image.format == "JPEG" and max(width, height) > target_longest:
+    orientation = _orientation(image)
+    if image.format == "JPEG" and max(width, height) > target_longest:
         raw_w, raw_h = image.size
         image.draft("RGB", _fitted(raw_w, raw_h, target_longest))
     _load(image)
-    with contextlib.suppress(*_BAD_METADATA):  # a broken EXIF block: keep the pixels as stored
-        image = ImageOps.exif_transpose(image)
+    image = _reduced(image, target_longest)
+    method = _TRANSPOSE.get(orientation) if orientation is not None else None
+    if method is not None:
+        with contextlib.suppress(*_BAD_METADATA):  # odd pixels: keep them as stored
+            image = image.transpose(method)
     return _normalized(image), width, height
 
 
@@ -161,7 +226,7 @@ def _few_colours(image: Image.Image) -> bool:
 
 def for_request(data: bytes, *, max_bytes: int, max_side: int) -> tuple[str, bytes]:
     """The image as a PNG or JPEG the model takes: within `max_side` pixels and `max_bytes`."""
-    image, width, height = _prepared(data, None)
+    image, width, height = _prepared(data, max_side)
     prefer_png = _few_colours(image)
     longest = min(max(width, height), max_side)
     while True:

@@ -27,6 +27,10 @@ from typing import Any
 
 from .history import Record
 
+# The most pixels Margin decodes (width x height): what a model can use, and a bound on the memory
+# one image takes (Pyodide never gives memory back). margin.image_codec sets Pillow's cap to it.
+MAX_PIXELS = 50_000_000
+
 # The `meta.source` values an image part may carry.
 ATTACHMENT_SOURCES = ("file", "paste", "drop", "screenshot")
 SCREENSHOT_NAME_PREFIX = "Screenshot of "

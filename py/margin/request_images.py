@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .data_urls import build_data_url, parse_data_url, sniff_mime, sniff_size
+from .data_urls import build_data_url, jpeg_components, parse_data_url, sniff_mime, sniff_size
 from .errors import MarginError, image_codec_failure
 from .history import Record
 from .images import image_url_of, unseen_image_urls
@@ -34,6 +34,8 @@ def request_conversion_needed(url: str) -> str | None:
     actual = sniff_mime(head) or data_url.mime
     if actual not in MODEL_MIME_TYPES:
         return "format"
+    if actual == "image/jpeg" and jpeg_components(head) == 4:
+        return "format"  # CMYK: not every provider decodes it, and colours go wrong where one does
     if data_url.decoded_size > REQUEST_MAX_IMAGE_BYTES:
         return "size"
     size = sniff_size(head, actual)
@@ -84,7 +86,7 @@ def _converted_for_request(url: str) -> str:
             data, max_bytes=REQUEST_MAX_IMAGE_BYTES, max_side=REQUEST_MAX_SIDE
         )
     except image_codec.CodecError as error:
-        raise image_codec_failure(error.kind, sniff_mime(data[:64])) from None
+        raise image_codec_failure(error.kind, sniff_mime(data[:64]), error.size) from None
     result = build_data_url(mime, converted)
     if len(_conversion_cache) >= 4:
         _conversion_cache.pop(next(iter(_conversion_cache)))

@@ -18,6 +18,10 @@ Rules (numbered as for every sessions module):
    session area. Deleting the open conversation's session unlinks `historySessionId`; undo links
    it again when the conversation is still the one that was open (its records at delete time are
    a prefix of `history`), so saving again updates the session instead of making a copy.
+7. A saved body is self-contained: saving puts the original of every thumbnailed image back in its
+   part (`margin.image_originals.inline`), so the body holds exactly what the user sent and never
+   a reference to an `imageOriginal_` key; deleting a session can therefore never strand or
+   remove an original, and export and backup copy bodies verbatim.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import secrets
 from dataclasses import replace
 from typing import Any
 
-from . import clock, stored_values
+from . import clock, image_originals, stored_values
 from .errors import MarginError
 from .history import parked_unreadable, parse_history, read_history
 from .ports import Platform, StorageArea
@@ -74,7 +78,8 @@ async def save_current(area: StorageArea, *, clear: bool = False) -> str | None:
     Returns the session id, or None when there was nothing to save.
     """
     stored = await area.get([HISTORY, HISTORY_SESSION_ID])
-    raw_history = stored.get(HISTORY)
+    # Rule 7: a body carries every original, never a reference to one.
+    raw_history = await image_originals.inline(area, stored.get(HISTORY))
     records = parse_history(raw_history).records
     if not records:
         return None

@@ -6,7 +6,8 @@ Rules (docs/storage-model.md, "Reading the light keys"):
 2. `GET_ALL_KEYS` = DEFAULTS minus `history`, plus the option settings: a FIXED list.
    `get_all()` reads exactly that list and never asks for everything (`get(null)` would
    deserialize every image and every session snapshot on every turn).
-3. Keys read by address stay out of the list: `history`, and every `session_<id>` body.
+3. Keys read by address stay out of the list: `history`, every `session_<id>` body and every
+   `imageOriginal_<digest>` (margin.image_originals).
 4. A new key that get_all's consumers must see goes into the list, and into docs/storage.md.
 
 The side panel paints the conversation before Python is up by reading `history` itself; the key
@@ -36,6 +37,9 @@ SAVED_SESSIONS_UNREADABLE_PREFIX = "savedSessionsUnreadable_"
 # Records of `history` Margin could not read, kept aside (margin.history, rule 4); a second
 # different value goes under `historyUnreadable_<12 hex of its sha256>`.
 HISTORY_UNREADABLE = "historyUnreadable"
+# The exact bytes of an image `images.bound` thumbnailed in `history`, by content address
+# (`imageOriginal_<32 hex of the data URL's sha256>`, margin.image_originals); read by address only.
+IMAGE_ORIGINAL_PREFIX = "imageOriginal_"
 # In chrome.storage.session (cleared when the browser or the extension restarts).
 SITE_CACHE_INDEX = "siteCacheIndex"
 SITE_CACHE_BODY_PREFIX = "siteCache_"

@@ -349,6 +349,36 @@ def test_opening_the_panel_bounds_parked_unseen_images_by_downscaling_the_oldest
         ),
     )
 
+    # Each thumbnail's original is stored, byte for byte, under the key its part names.
+    thumbnailed = [
+        (p, original)
+        for record, original in zip(user_records, urls, strict=True)
+        for p in record["content"]
+        if p.get("type") == "image_url" and p.get("meta", {}).get("originalKey")
+    ]
+    assert len(thumbnailed) == changed
+    keys = [p["meta"]["originalKey"] for p, _ in thumbnailed]
+    stored_originals = margin.storage_get(keys)
+    for p, original in thumbnailed:
+        assert stored_originals[p["meta"]["originalKey"]]["url"] == original
+
+    # Clicking the oldest thumbnail opens its original (a blob URL), at the original's size.
+    user_images(page).nth(1).click()  # nth(0) is the seen picture
+    viewer = page.get_by_role("dialog")
+    viewer.wait_for(state="visible", timeout=5_000)
+    big = viewer.locator("img")
+    poll(
+        lambda: (
+            (big.get_attribute("src") or "").startswith("blob:")
+            and big.evaluate("(img) => img.complete && img.naturalWidth > 0")
+        ),
+        timeout=10,
+        message="the viewer did not show the original",
+    )
+    assert big.evaluate("(img) => [img.naturalWidth, img.naturalHeight]") == list(sizes[0])
+    page.keyboard.press("Escape")
+    viewer.wait_for(state="hidden", timeout=5_000)
+
     # Running it again changes nothing more.
     reply = margin.send_message({"type": "images.bound", "payload": {}})
     assert reply["ok"], reply

@@ -421,3 +421,33 @@ def test_what_margin_cannot_read_is_exported_marked_damaged_and_the_rest_imports
     assert (result["added"], result["damaged"]) == (1, 1)
     assert "marks as damaged could not be restored" in result["message"]
     assert HISTORY not in fresh.local.snapshot()
+
+
+def test_the_open_conversations_thumbnails_are_exported_with_their_originals():
+    # images.bound left a thumbnail + reference in `history`; the file must carry the original.
+    from margin import image_originals
+
+    original = "data:image/png;base64," + "QUJD" * 1000
+    key = image_originals.original_key(original)
+    thumbnail = {
+        "type": "image_url",
+        "image_url": {"url": "data:image/jpeg;base64,/9j/AA=="},
+        "meta": {"originalKey": key},
+    }
+    platform = memory_platform({PROVIDERS: [PROVIDER], "activeProviderId": "p1"})
+    run(
+        platform.local.set(
+            {
+                HISTORY: [{"role": "user", "content": [thumbnail]}],
+                **image_originals.originals_items([original]),
+            }
+        )
+    )
+    data = json.loads(export(platform))
+    part = data["current"]["history"][0]["content"][0]
+    assert part["image_url"]["url"] == original
+    assert "originalKey" not in part.get("meta", {})
+    # Imported into a fresh profile, the open conversation holds the original bytes themselves.
+    fresh = memory_platform()
+    import_text(fresh, json.dumps(data))
+    assert fresh.local.snapshot()[HISTORY][0]["content"][0]["image_url"]["url"] == original

@@ -295,7 +295,11 @@ def test_the_bound_downscales_the_oldest_unseen_images_under_8_mb():
     assert result["changed"] > 0
     assert result["bytesBefore"] == unseen_size(history)
     assert result["bytesAfter"] == unseen_size(stored) <= 8 * 1024 * 1024
-    assert len(platform.local.writes) == 1
+    # Two writes: the originals under their own keys first, then history (image_originals rule 1).
+    assert len(platform.local.writes) == 2
+    originals, written_history = platform.local.writes
+    assert isinstance(originals, dict) and all(k.startswith("imageOriginal_") for k in originals)
+    assert isinstance(written_history, dict) and list(written_history) == [HISTORY]
     assert stored[0] == history[0]  # seen: never degraded
     assert stored[-2] == history[-2]  # the newest record with images: byte for byte
     for before, after in zip(history, stored, strict=True):
@@ -314,12 +318,14 @@ def test_the_bound_downscales_the_oldest_unseen_images_under_8_mb():
                 "bytes": len(data_urls.parse_data_url(old_part["image_url"]["url"]).decode()),
             }
             assert new_part["meta"]["name"] == old_part["meta"]["name"]
+            key = new_part["meta"]["originalKey"]
+            assert originals[key]["url"] == old_part["image_url"]["url"]  # the exact original
 
     # Running it again changes nothing more.
     again = run(image_bound.bound_unseen_image_bytes(platform))
     assert again == {"changed": 0, "bytesBefore": result["bytesAfter"], "bytesAfter": result["bytesAfter"]}
     assert platform.local.snapshot()[HISTORY] == stored
-    assert len(platform.local.writes) == 1
+    assert len(platform.local.writes) == 2
 
 
 def test_the_bound_goes_down_to_256_px_and_is_idempotent_when_it_cannot_reach_the_limit():
@@ -451,13 +457,22 @@ def test_a_good_attachment_is_normalized_and_its_data_url_kept_exactly():
     }
 
 
-def test_check_attachment_loads_pillow_only_for_formats_that_need_it():
+def test_check_attachment_loads_pillow_and_decodes_every_attachment_even_a_model_format():
     platform = memory_platform()
     platform.load_package = LoadRecorder()
     run(image_attachments.check_attachment(platform, {"dataUrl": SMALL_JPEG}))
-    assert platform.load_package.loaded == []
-    run(image_attachments.check_attachment(platform, {"dataUrl": data_url(noise(20, 20, 5), "TIFF")}))
     assert platform.load_package.loaded == ["pillow"]
+    run(image_attachments.check_attachment(platform, {"dataUrl": data_url(noise(20, 20, 5), "TIFF")}))
+    assert platform.load_package.loaded == ["pillow", "pillow"]
+    # A JPEG whose header sniffs fine but whose stream is cut: refused, not stored to fail later.
+    data = data_urls.parse_data_url(data_url(noise(200, 200, 6), "JPEG")).decode()
+    cut = data_urls.build_data_url("image/jpeg", data[: len(data) // 2])
+    with pytest.raises(MarginError) as raised:
+        run(image_attachments.check_attachment(platform, {"dataUrl": cut}))
+    assert raised.value.code == "image_corrupt"
+    with pytest.raises(MarginError) as raised:
+        run(image_attachments.check_attachment(platform, "not an attachment"))
+    assert raised.value.code == "not_an_image" and platform.load_package.loaded == ["pillow"] * 3
 
 
 def test_an_image_pillow_cannot_read_is_refused_with_a_clear_message():

@@ -1,0 +1,190 @@
+"""Originals of thumbnailed images: each one's exact bytes under a key of its own, read by address.
+
+When `images.bound` (margin.image_bound) shrinks an image in `history` to a thumbnail, the data URL
+the user sent moves, byte for byte, to `imageOriginal_<32 hex>` (the first 32 hex digits of the
+sha256 of the data URL's text: content-addressed, so the same picture twice is one key) and the
+part keeps the thumbnail plus `meta.originalKey`. docs/storage-model.md ("Images") says why.
+
+Rules:
+1. Crash-safe order: the original is written BEFORE the `history` write that replaces its inline
+   bytes (`originals_items` gives the caller the items; the bound writes them first, then
+   history), so at every moment the bytes are in `history`, in their key, or in both.
+2. A key holds `{url, sha256}`; it is trusted only when the sha256 of `url` matches the key. A
+   reference whose key is gone or damaged resolves to the thumbnail (the best copy left).
+3. Session bodies never hold references: `inline()` puts every original back in its part (the
+   part becomes exactly what the user sent: `originalKey` and `downscaledFrom` leave its meta) and
+   `margin.sessions` saves bodies through it; backups must export `history` through it too. So a
+   body, an export or a backup is self-contained, whatever happens to the keys.
+4. `collect_garbage` removes an original only when no `history` value references it: `history`
+   and every parked copy of it (`historyUnreadable...`); by rule 3 nothing else can. The caller
+   holds `storage.lock_for(area)`, so no bound is between its two writes meanwhile.
+5. The request gets the best copy: `for_request` swaps each UNSEEN thumbnail for its original
+   (margin.request_images converts the original when it is over the provider's limits).
+6. `images.original` (`handle_original`) reads one original by address for the panel's viewer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from .errors import MarginError
+from .history import Record
+from .images import is_image_part, is_seen
+from .ports import Platform, StorageArea
+from .storage import HISTORY, HISTORY_UNREADABLE, IMAGE_ORIGINAL_PREFIX
+
+_DIGEST_CHARS = 32
+_KEY_PATTERN = re.compile(rf"^{IMAGE_ORIGINAL_PREFIX}[0-9a-f]{{{_DIGEST_CHARS}}}$")
+# The meta fields the bound adds to a thumbnailed part (and `inline` removes).
+BOUND_META_FIELDS = ("originalKey", "downscaledFrom")
+
+
+def url_digest(url: str) -> str:
+    return hashlib.sha256(url.encode("utf-8")).hexdigest()
+
+
+def original_key(url: str) -> str:
+    return IMAGE_ORIGINAL_PREFIX + url_digest(url)[:_DIGEST_CHARS]
+
+
+def is_original_key(key: Any) -> bool:
+    return isinstance(key, str) and _KEY_PATTERN.match(key) is not None
+
+
+def reference_of(part: Any) -> str | None:
+    """The original's key a (thumbnailed) image part refers to, or None."""
+    if not is_image_part(part) or not isinstance(part.get("meta"), dict):
+        return None
+    key = part["meta"].get("originalKey")
+    return key if is_original_key(key) else None
+
+
+def original_value(url: str) -> dict[str, str]:
+    return {"url": url, "sha256": url_digest(url)}
+
+
+def originals_items(urls: Iterable[str]) -> dict[str, dict[str, str]]:
+    """The items that store these originals (rule 1: written before the history write)."""
+    return {original_key(url): original_value(url) for url in urls}
+
+
+def _trusted_url(key: str, value: Any) -> str | None:
+    if not isinstance(value, dict) or not isinstance(value.get("url"), str):
+        return None
+    url = value["url"]
+    return url if original_key(url) == key else None
+
+
+async def read_originals(area: StorageArea, keys: Iterable[str]) -> dict[str, str]:
+    """key -> the original data URL, for the keys that are present and intact (rule 2)."""
+    wanted = sorted({k for k in keys if is_original_key(k)})
+    if not wanted:
+        return {}
+    stored = await area.get(wanted)
+    found = {key: _trusted_url(key, stored.get(key)) for key in wanted}
+    return {key: url for key, url in found.items() if url is not None}
+
+
+def restored_part(part: dict[str, Any], url: str) -> dict[str, Any]:
+    """The part as the user sent it: the original URL, the bound's meta fields gone."""
+    meta = {k: v for k, v in part["meta"].items() if k not in BOUND_META_FIELDS}
+    image_url = dict(part["image_url"]) if isinstance(part.get("image_url"), dict) else {}
+    restored = {k: v for k, v in part.items() if k != "meta"}
+    restored["image_url"] = {**image_url, "url": url}
+    if meta:
+        restored["meta"] = meta
+    return restored
+
+
+def _raw_references(raw: Any) -> set[str]:
+    """Every original key referenced inside a stored history value (any shape, read defensively)."""
+    found: set[str] = set()
+    if not isinstance(raw, list):
+        return found
+    for record in raw:
+        content = record.get("content") if isinstance(record, dict) else None
+        if isinstance(content, list):
+            found.update(key for key in map(reference_of, content) if key)
+    return found
+
+
+async def inline(area: StorageArea, history: Any) -> Any:
+    """`history` (a stored value) with every original put back in its part (rule 3).
+
+    Works on the raw stored value: items that are not records are kept as they are; a reference
+    whose original is gone stays a thumbnail with its reference. The input is not mutated."""
+    originals = await read_originals(area, _raw_references(history))
+    if not originals:
+        return history
+    out: list[Any] = []
+    for record in history:
+        content = record.get("content") if isinstance(record, dict) else None
+        if not isinstance(content, list) or not any(reference_of(p) in originals for p in content):
+            out.append(record)
+            continue
+        parts = [
+            restored_part(p, originals[key]) if (key := reference_of(p)) in originals else p for p in content
+        ]
+        out.append({**record, "content": parts})
+    return out
+
+
+async def for_request(area: StorageArea, records: list[Record]) -> list[Record]:
+    """The conversation with each UNSEEN thumbnail replaced by its original (rule 5)."""
+    keys = {
+        key
+        for r in records
+        if not is_seen(r) and isinstance(r.content, list)
+        for key in map(reference_of, r.content)
+    }
+    originals = await read_originals(area, (k for k in keys if k))
+    if not originals:
+        return records
+    out: list[Record] = []
+    for record in records:
+        if is_seen(record) or not isinstance(record.content, list):
+            out.append(record)
+            continue
+        parts = [
+            restored_part(p, originals[key]) if (key := reference_of(p)) in originals else p
+            for p in record.content
+        ]
+        out.append(Record(record.role, parts, dict(record.fields)) if parts != record.content else record)
+    return out
+
+
+async def collect_garbage(area: StorageArea) -> list[str]:
+    """Remove the originals no `history` value references (rule 4); returns the keys removed."""
+    names = await area.keys()
+    originals = [k for k in names if is_original_key(k)]
+    if not originals:
+        return []
+    holders = [k for k in names if k == HISTORY or k.startswith(HISTORY_UNREADABLE)]
+    referenced: set[str] = set()
+    for key in holders:  # one value at a time: a parked history can be as heavy as history
+        referenced |= _raw_references((await area.get([key])).get(key))
+    orphans = [k for k in originals if k not in referenced]
+    if orphans:
+        await area.remove(orphans)
+    return orphans
+
+
+async def handle_original(platform: Platform, payload: dict) -> dict[str, str]:
+    """`images.original` {key}: the original data URL behind a thumbnail, for the viewer."""
+    key = payload.get("key") if isinstance(payload, dict) else None
+    if not is_original_key(key):
+        raise MarginError(
+            "bad_request", "Margin did not say which image to open. Reopen the panel and try again."
+        )
+    assert isinstance(key, str)
+    url = (await read_originals(platform.local, [key])).get(key)
+    if url is None:
+        raise MarginError(
+            "image_original_missing",
+            "The full-size copy of this image is gone (Chrome may have lost it while repairing its "
+            "storage); the thumbnail is all that is left.",
+        )
+    return {"dataUrl": url}

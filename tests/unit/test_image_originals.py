@@ -1,0 +1,171 @@
+"""Originals of thumbnailed images (margin.image_originals): crash safety of images.bound, garbage
+collection, sessions and requests carrying the original, the images.original route, damaged keys."""
+
+from __future__ import annotations
+
+import copy
+import io
+import random
+
+import pytest
+from helpers import run
+from PIL import Image
+
+from margin import data_urls, image_bound, image_originals
+from margin.errors import MarginError
+from margin.history import HISTORY, Record, history_json, read_history
+from margin.platform_memory import StoreCrashed, memory_platform
+
+LIMIT = 3_000_000  # data-URL characters: four ~1.4 MB images, so the oldest are shrunk
+
+
+def noisy_png(seed: int, side: int = 600) -> str:
+    image = Image.frombytes("RGB", (side, side), random.Random(seed).randbytes(side * side * 3))
+    out = io.BytesIO()
+    image.save(out, "PNG")
+    return data_urls.build_data_url("image/png", out.getvalue())
+
+
+def image_part(url: str, name: str) -> dict:
+    return {"type": "image_url", "image_url": {"url": url}, "meta": {"name": name, "source": "file"}}
+
+
+def conversation() -> list[dict]:
+    records = []
+    for i in range(4):
+        records.append(
+            Record("user", [{"type": "text", "text": f"look {i}"}, image_part(noisy_png(i), f"{i}.png")])
+        )
+        records.append(Record("assistant", f"answer {i}"))
+    return history_json(records)
+
+
+def sent_urls(history: list[dict]) -> list[str]:
+    return [
+        p["image_url"]["url"]
+        for r in history
+        if isinstance(r["content"], list)
+        for p in r["content"]
+        if p["type"] == "image_url"
+    ]
+
+
+async def bound_then_collect(platform) -> None:
+    await image_bound.bound_unseen_image_bytes(platform, limit_bytes=LIMIT)
+    await image_originals.collect_garbage(platform.local)
+
+
+def bound_platform(**kwargs):
+    history = conversation()
+    stale = image_originals.originals_items([noisy_png(99, 20)])  # an orphan the collector removes
+    return history, memory_platform({HISTORY: history, **stale}, **kwargs)
+
+
+def test_the_bound_moves_originals_to_their_keys_and_history_keeps_thumbnails():
+    history, platform = bound_platform()
+    run(bound_then_collect(platform))
+    stored = platform.local.snapshot()
+    thumbnailed = [
+        p
+        for r in stored[HISTORY]
+        if isinstance(r["content"], list)
+        for p in r["content"]
+        if image_originals.reference_of(p)
+    ]
+    assert thumbnailed, "the bound shrank nothing: the test proves nothing"
+    for p in thumbnailed:
+        key = p["meta"]["originalKey"]
+        assert stored[key]["url"] != p["image_url"]["url"]
+        assert stored[key]["url"] in sent_urls(history)
+    assert sorted(k for k in stored if image_originals.is_original_key(k)) == sorted(
+        {p["meta"]["originalKey"] for p in thumbnailed}
+    )
+
+
+def test_a_crash_at_every_write_of_the_bound_loses_no_original():
+    history, probe = bound_platform()
+    run(bound_then_collect(probe))
+    total = len(probe.local.writes)
+    assert total == 3  # originals, history, the orphan's removal
+    for k in range(total + 1):
+        _, platform = bound_platform(fail_after_writes=k)
+        if k < total:
+            with pytest.raises(StoreCrashed):
+                run(bound_then_collect(platform))
+        else:
+            run(bound_then_collect(platform))
+        platform.local.revive()
+        for attempt in ("after the crash", "after the re-run"):
+            stored = platform.local.snapshot()
+            resolved = run(image_originals.inline(platform.local, stored[HISTORY]))
+            assert sent_urls(resolved) == sent_urls(history), f"crash after {k} writes, {attempt}"
+            run(bound_then_collect(platform))
+        assert platform.local.snapshot() == probe.local.snapshot()
+
+
+def test_garbage_collection_keeps_originals_a_history_or_a_parked_copy_refers_to():
+    _, platform = bound_platform()
+    run(bound_then_collect(platform))
+    stored = platform.local.snapshot()
+    keys = [k for k in stored if image_originals.is_original_key(k)]
+    # "New session": history is replaced, but a parked unreadable copy still refers to one original.
+    holder = next(
+        r
+        for r in stored[HISTORY]
+        if isinstance(r["content"], list)
+        and any(image_originals.reference_of(p) == keys[0] for p in r["content"])
+    )
+    run(platform.local.set({HISTORY: [], "historyUnreadable_1": [holder]}))
+    removed = run(image_originals.collect_garbage(platform.local))
+    assert sorted(removed) == sorted(keys[1:])
+    assert platform.local.snapshot()[keys[0]] == stored[keys[0]]
+    run(platform.local.remove(["historyUnreadable_1"]))
+    assert run(image_originals.collect_garbage(platform.local)) == [keys[0]]
+
+
+def test_inline_puts_the_exact_original_back_and_the_bound_meta_leaves():
+    history, platform = bound_platform()
+    run(bound_then_collect(platform))
+    stored = platform.local.snapshot()[HISTORY]
+    inlined = run(image_originals.inline(platform.local, copy.deepcopy(stored)))
+    assert inlined == history  # exactly what the user sent
+
+
+def test_the_request_carries_the_original_of_an_unseen_thumbnail():
+    history, platform = bound_platform()
+    run(bound_then_collect(platform))
+    records = run(read_history(platform.local)).records
+    request = run(image_originals.for_request(platform.local, records))
+    assert sent_urls(history_json(request)) == sent_urls(history)
+    seen = [
+        Record(r.role, r.content, {**r.fields, "imagesSeen": True}) if isinstance(r.content, list) else r
+        for r in records
+    ]
+    assert run(image_originals.for_request(platform.local, seen)) == seen  # seen: the thumbnail is enough
+
+
+def test_the_route_returns_the_original_and_refuses_a_missing_or_damaged_one():
+    history, platform = bound_platform()
+    run(bound_then_collect(platform))
+    stored = platform.local.snapshot()
+    key = next(k for k in stored if image_originals.is_original_key(k))
+    reply = run(image_originals.handle_original(platform, {"key": key}))
+    assert reply == {"dataUrl": stored[key]["url"]} and reply["dataUrl"] in sent_urls(history)
+    with pytest.raises(MarginError) as bad:
+        run(image_originals.handle_original(platform, {"key": "history"}))
+    assert bad.value.code == "bad_request"
+    # Damaged: the bytes under the key are not the picture the key names.
+    run(platform.local.set({key: {"url": noisy_png(7, 10), "sha256": stored[key]["sha256"]}}))
+    with pytest.raises(MarginError) as damaged:
+        run(image_originals.handle_original(platform, {"key": key}))
+    assert damaged.value.code == "image_original_missing"
+    # ... and a session save or a request falls back to the thumbnail, reference kept.
+    inlined = run(image_originals.inline(platform.local, stored[HISTORY]))
+    thumb = next(
+        p
+        for r in inlined
+        if isinstance(r["content"], list)
+        for p in r["content"]
+        if image_originals.reference_of(p) == key
+    )
+    assert thumb["image_url"]["url"] not in sent_urls(history)
