@@ -124,8 +124,11 @@ async def handle_state(platform: Platform, payload: dict) -> dict[str, Any]:
     from .options import mask_key
 
     state = await storage.get_all(platform.local)
+    providers = state[storage.PROVIDERS]
+    # A stored value that is not a list of providers shows as none (margin.options parks it on
+    # the next save); the keys are masked either way.
     state[storage.PROVIDERS] = [
         {**p, "apiKey": mask_key(p.get("apiKey", ""))} if isinstance(p, dict) else p
-        for p in state[storage.PROVIDERS] or []
+        for p in (providers if isinstance(providers, list) else [])
     ]
     return state

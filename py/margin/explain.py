@@ -69,7 +69,13 @@ async def take_request(platform: Platform, request_id: Any) -> list[Record]:
     ):
         raise _gone()
     await platform.session.remove([EXPLAIN_REQUEST])
-    if clock.now_ms() - int(request.get("at") or 0) > REQUEST_MAX_AGE_MS:
+    at = request.get("at")
+    fresh = (
+        isinstance(at, (int, float))
+        and not isinstance(at, bool)
+        and 0 <= clock.now_ms() - at <= REQUEST_MAX_AGE_MS
+    )
+    if not fresh:  # a stale request, or one whose time is not a time, is as gone as a missing one
         raise _gone()
     now = clock.now_ms()
     attachment = selection_record(
