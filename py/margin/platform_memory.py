@@ -1,7 +1,8 @@
 """The in-memory twin of `margin.platform`, for CPython tests and benchmarks.
 
 It keeps chrome.storage's semantics that the core relies on:
-- values round-trip through JSON (a tuple comes back a list, a set fails like Chrome's);
+- values round-trip through JSON (a tuple comes back a list, a set fails like Chrome's), and keep
+  only chrome.storage's 100 levels of nesting (`as_chrome_stores`);
 - absent keys are absent from a `get`;
 - a multi-key `set` is all or nothing;
 - there is no get-everything call; every key read is recorded in `reads` so tests can prove
@@ -26,6 +27,24 @@ from typing import Any
 from . import wire
 from .errors import StorageError
 from .ports import HttpRequest, Platform, ScriptError, TransportError, WebTab, storage_refused
+
+# Measured in Chromium 156 (docs/storage-model.md, "Reading stored values"): chrome.storage.set keeps a
+# value's first 100 levels of nesting, the root being level 1; what lies deeper is silently dropped
+# (an object's key is left out, a list's item becomes null).
+CHROME_MAX_DEPTH = 100
+
+
+def as_chrome_stores(value: Any, depth: int = 1) -> Any:
+    """`value` as chrome.storage keeps it: levels past CHROME_MAX_DEPTH dropped."""
+    if isinstance(value, dict):
+        if depth >= CHROME_MAX_DEPTH:
+            return {}
+        return {k: as_chrome_stores(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        if depth >= CHROME_MAX_DEPTH:
+            return [None] * len(value)
+        return [as_chrome_stores(v, depth + 1) for v in value]
+    return value
 
 
 class StoreCrashed(StorageError):
@@ -53,7 +72,7 @@ class MemoryStorageArea:
         self.quota_bytes = quota_bytes
         self._crashed = False
         for key, value in (initial or {}).items():
-            self._data[key] = json.dumps(value)
+            self._data[key] = json.dumps(as_chrome_stores(value))
 
     # -- the StorageArea protocol ------------------------------------------------------------
     async def get(self, keys: list[str]) -> dict[str, Any]:
@@ -65,6 +84,7 @@ class MemoryStorageArea:
 
     async def set(self, items: dict[str, Any]) -> None:
         self._before_write()
+        items = {k: as_chrome_stores(v) for k, v in items.items()}
         wire.dumps(items, root="")  # a NaN is refused as in the browser, before anything changes
         encoded = {k: json.dumps(v) for k, v in items.items()}  # raises before anything changes
         if self.quota_bytes is not None:

@@ -26,10 +26,9 @@ Rules (docs/storage-model.md, "Reading stored values"):
    JSON turns them into null), but a value Margin reads may still be any JSON number, 1e308 or
    a float where a count is meant (`is_count`). Text may hold lone surrogates: `canonical_hash`
    hashes them (surrogatepass) instead of failing.
-5. A value nested deeper than Python's JSON reader can go arrives as
-   `{UNPARSED: <its JSON text>}` (`decode_stored`), not as an exception that would fail every
-   request reading the key: readers see a wrong shape and park the text, so it is kept byte for
-   byte.
+5. Depth: chrome.storage keeps only a value's first 100 levels of nesting (measured: deeper levels
+   are dropped silently by Chrome's value conversion, docs/storage-model.md), so every stored
+   value Python reads is well within the JSON reader's reach; nothing deeper ever arrives.
 """
 
 from __future__ import annotations
@@ -42,8 +41,6 @@ from dataclasses import dataclass
 from typing import Any
 
 PARKED_SUFFIX = "Unreadable_"
-# The key of the object a too-deep stored value is handed over in (rule 5).
-UNPARSED = "marginUnparsedJson"
 
 
 @dataclass(frozen=True)
@@ -109,17 +106,6 @@ def park(key: str, read: Read | None) -> dict[str, Any]:
     if read is None or read.unreadable is None:
         return {}
     return {parked_key(key, read.unreadable): read.unreadable}
-
-
-# -- too deep to parse (rule 5) ------------------------------------------------------------------
-
-
-def decode_stored(text: str) -> Any:
-    """One stored value's JSON text as Python; too deep for the JSON reader -> {UNPARSED: text}."""
-    try:
-        return json.loads(text)
-    except RecursionError:
-        return {UNPARSED: text}
 
 
 # -- records (rule 3) ----------------------------------------------------------------------------

@@ -43,6 +43,7 @@ from .errors import MarginError, StorageError
 from .history import Record, read_history, write_history
 from .ports import Platform
 from .storage import UNSAVED_ANSWERS, lock_for
+from .stored_values import Read, Unreadable, park, read_list
 
 # The answer fields a turn writes (rule 4), and what each must be.
 _STRING_FIELDS = ("model", "responseId", "responseProviderId")
@@ -76,22 +77,31 @@ async def keep(platform: Platform, unsaved: dict[str, Any]) -> None:
     """Rule 2: add the entry to `unsavedAnswers` in chrome.storage.session; never raises."""
     with contextlib.suppress(StorageError):
         async with lock_for(platform.session):
-            kept = await _entries(platform)
-            await platform.session.set({UNSAVED_ANSWERS: [*kept, unsaved]})
+            read = await _entries(platform)
+            await platform.session.set(
+                {UNSAVED_ANSWERS: [*read.value, unsaved], **park(UNSAVED_ANSWERS, read)}
+            )
 
 
-async def _entries(platform: Platform) -> list[dict[str, Any]]:
-    stored = (await platform.session.get([UNSAVED_ANSWERS])).get(UNSAVED_ANSWERS)
-    return [e for e in stored if isinstance(e, dict)] if isinstance(stored, list) else []
+def _entry(value: Any) -> tuple[dict[str, Any], bool]:
+    if not isinstance(value, dict):
+        raise Unreadable("an unsaved answer is not an object")
+    return value, False
+
+
+async def _entries(platform: Platform) -> Read:
+    """The stored list, read by margin.stored_values (what is not an entry is parked on the next
+    write, never dropped)."""
+    return read_list((await platform.session.get([UNSAVED_ANSWERS])).get(UNSAVED_ANSWERS), _entry)
 
 
 async def _forget(platform: Platform, unsaved_id: str) -> None:
     with contextlib.suppress(StorageError):
         async with lock_for(platform.session):
-            kept = await _entries(platform)
-            rest = [e for e in kept if e.get("id") != unsaved_id]
-            if len(rest) != len(kept):
-                await platform.session.set({UNSAVED_ANSWERS: rest})
+            read = await _entries(platform)
+            rest = [e for e in read.value if e.get("id") != unsaved_id]
+            if len(rest) != len(read.value):
+                await platform.session.set({UNSAVED_ANSWERS: rest, **park(UNSAVED_ANSWERS, read)})
 
 
 # -- Retry save ------------------------------------------------------------------------------

@@ -294,3 +294,54 @@ def test_a_turn_start_larger_than_one_message_reaches_python_whole(configured_ma
     errors = [e for e in outcome if e.get("event") == "error"]
     assert errors, outcome
     assert errors[0]["error"]["code"] in ("not_an_image", "image_corrupt", "image_too_large"), errors
+
+
+# chrome.storage.local.set in the worker lets `allowed` writes through, then refuses every later
+# one the way Chrome does when the quota is reached (removals still work, as they do in Chrome).
+FILL_AFTER_JS = """(allowed) => {
+    const local = chrome.storage.local;
+    const original = local.set;
+    let writes = 0;
+    globalThis.__marginTestOriginalSet = original;
+    local.set = function (...args) {
+        writes += 1;
+        if (writes > allowed) return Promise.reject(new Error("Resource::kQuotaBytes quota exceeded"));
+        return original.apply(this, args);
+    };
+    return true;
+}"""
+
+
+def test_a_storage_that_fills_mid_import_says_so_and_leaves_nothing_half_written(margin: Margin, tmp_path):
+    from test_attach_and_storage_errors_e2e import RESTORE_SET_JS, extension_worker
+
+    page = margin.open_panel()
+    page.evaluate(SEED_JS, {"count": 1, "imageBytes": 1000, "prefix": "mine"})
+    region = open_sessions(page)
+    poll(lambda: region.get_by_role("listitem").count() == 1, timeout=60, message="mine not listed")
+    before_index = margin.storage_get(["savedSessions"])["savedSessions"]
+    before_digests = page.evaluate(DIGESTS_JS)
+    path = tmp_path / "fills.json"
+    write_backup(path, [noise_session(n, 500_000) for n in range(8)])
+
+    worker = extension_worker(margin)
+    assert worker.evaluate(FILL_AFTER_JS, 3), "could not replace chrome.storage.local.set in the worker"
+    import_file(page, region, path)
+    alert = region.get_by_role("alert")
+    poll(
+        lambda: "full" in alert.inner_text().lower(),
+        timeout=SLOW_S,
+        message=lambda: f"alert: {alert.inner_text()!r}",
+    )
+    assert worker.evaluate("() => !!globalThis.__marginTestOriginalSet"), "the worker restarted mid-test"
+    # Nothing of the file is visible or left behind, and what was stored is as it was.
+    assert margin.storage_get(["savedSessions"])["savedSessions"] == before_index
+    assert page.evaluate(BODY_KEYS_JS) == ["session_mine0"]
+    assert margin.storage_get(["backupImportStaging"]) == {}
+    assert page.evaluate(DIGESTS_JS) == before_digests
+    assert region.get_by_role("listitem").count() == 1
+
+    assert worker.evaluate(RESTORE_SET_JS)  # room again: the same file imports whole
+    import_file(page, region, path)
+    poll(lambda: "Added 8 sessions" in status_text(region), timeout=SLOW_S, interval=0.5, message="no import")
+    assert len(margin.storage_get(["savedSessions"])["savedSessions"]) == 9

@@ -38,6 +38,10 @@ def snapshot(platform: Any) -> dict[str, str]:
     return out
 
 
+# Values that hold nothing: replacing one loses no information.
+EMPTY = frozenset(("[]", "{}", '""', "null"))
+
+
 def bytes_lost(before: dict[str, str], after: dict[str, str], *, replaced: Iterable[str] = ()) -> int:
     """Bytes of `before` no longer stored anywhere in `after`. Keys in `replaced` are values the
     operation is meant to replace (a successful write the user asked for): not counted."""
@@ -45,13 +49,32 @@ def bytes_lost(before: dict[str, str], after: dict[str, str], *, replaced: Itera
     moved = set(after.values())
     lost = 0
     for key, text in before.items():
-        if key in allowed or after.get(key) == text or text in moved:
+        if key in allowed or after.get(key) == text or text in moved or text in EMPTY:
             continue
         # A value kept inside a bigger one (a record parked in a list) is not lost either.
-        if any(text in other for other in after.values()):
+        if _kept_inside(text, after.values()):
             continue
-        lost += len(text.encode("utf-8", "surrogatepass"))
+        # A list is kept when each of its items is (the list grew, or what it held moved).
+        items = _items(text)
+        pieces = items if items is not None else [text]
+        lost += sum(
+            len(p.encode("utf-8", "surrogatepass")) for p in pieces if not _kept_inside(p, after.values())
+        )
     return lost
+
+
+def _kept_inside(text: str, values: Iterable[str]) -> bool:
+    return any(text in other for other in values)
+
+
+def _items(text: str) -> list[str] | None:
+    if not text.startswith("["):
+        return None
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return [serialized(item) for item in value] if isinstance(value, list) and value else None
 
 
 class Ledger:

@@ -49,7 +49,7 @@ def corruption(name: str):
     value = CORPUS["values"][name]
     if value == "$deep":
         deep: list = []
-        for _ in range(400):
+        for _ in range(10_000):
             deep = [deep]
         return deep
     if value == "$huge":
@@ -97,3 +97,90 @@ def test_a_corrupt_value_reaches_no_crash_and_loses_nothing(key, name, ledger):
     assert not internal, f"failed as internal: {internal}"
     # The rename is the user's own change of the index; everything else must still be stored.
     ledger.settle(before, snapshot(platform), replaced=["local:savedSessions", "local:historySessionId"])
+
+
+# -- the rarer keys: each with the actions that read it -----------------------------------------
+
+ORIGINAL_KEY = "imageOriginal_" + "a" * 32
+THUMBNAIL_RECORD = {
+    "role": "user",
+    "content": [
+        {"type": "text", "text": "this chart"},
+        {
+            "type": "image_url",
+            "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="},
+            "meta": {"originalKey": ORIGINAL_KEY},
+        },
+    ],
+}
+
+
+async def _recover_staging(platform):
+    from margin.backup_import import recover
+    from margin.storage import lock_for
+
+    async with lock_for(platform.local):
+        await recover(platform.local)
+
+
+async def _tab_closed(platform):
+    from margin import site_caches
+
+    await site_caches.restore(platform)
+    await site_caches.on_tab_event(platform, "removed", 1)
+
+
+async def _take_explain(platform):
+    from margin import explain
+
+    await explain.take_request(platform, "r1")
+
+
+async def _keep_unsaved(platform):
+    from margin import unsaved_answers
+
+    await unsaved_answers.keep(platform, {"id": "u2", "answer": {"role": "assistant", "content": "kept"}})
+
+
+RARE_KEYS = {
+    ("local", ORIGINAL_KEY): [("images.original", {"key": ORIGINAL_KEY}), ("images.bound", {})],
+    ("local", "backupImportStaging"): [_recover_staging, ("session.list", {})],
+    ("session", "siteCacheIndex"): [("sitecache.status", {}), _tab_closed],
+    ("session", "siteCache_1"): [("sitecache.status", {}), _tab_closed],
+    ("session", "explainRequest"): [_take_explain],
+    ("session", "unsavedAnswers"): [("history.save_answer", {"unsaved": {"id": "u1"}}), _keep_unsaved],
+    ("session", "sessionUndo_t1"): [("session.undelete", {"undo": "t1"})],
+}
+RARE_CASES = [(area, key, name) for area, key in RARE_KEYS for name in CORPUS["values"]]
+
+
+@pytest.mark.parametrize(("area", "key", "name"), RARE_CASES, ids=[f"{k}-{n}" for _, k, n in RARE_CASES])
+def test_a_corrupt_value_under_a_rarer_key_reaches_no_crash_and_loses_nothing(area, key, name, ledger):
+    from margin.errors import MarginError
+
+    platform = users_profile()
+    if key == ORIGINAL_KEY:  # a thumbnail in the conversation refers to it: it is the user's image
+        asyncio.run(platform.local.set({"history": [THUMBNAIL_RECORD]}))
+    asyncio.run(getattr(platform, area).set({key: corruption(name)}))
+    before = snapshot(platform)
+    worker = Worker(platform, lambda *_: True)
+    internal = []
+    for action in RARE_KEYS[(area, key)]:
+        if callable(action):
+            try:
+                asyncio.run(action(platform))
+            except MarginError:
+                pass  # a specific refusal ("too late to undo", "gone") is an answer
+            except Exception as error:
+                internal.append((action.__name__, repr(error)[:200]))
+            continue
+        route, payload = action
+        reply = json.loads(asyncio.run(worker.dispatch_json(route, json.dumps(payload), "extension")))
+        if not reply.get("ok") and reply["error"]["code"] == "internal":
+            internal.append((route, reply["error"]["message"]))
+    assert not internal, f"failed as internal: {internal}"
+    ledger.settle(before, snapshot(platform), replaced=[f"{area}:{key}"] if key in TRANSIENT else [])
+
+
+# Margin's own bookkeeping, not the user's data: a corrupt value there may be dropped.
+TRANSIENT = {"backupImportStaging", "siteCacheIndex", "siteCache_1", "explainRequest", "sessionUndo_t1"}
