@@ -44,6 +44,15 @@ GAP_PROBE_JS = """() => {
     }, 20);
 }"""
 
+# How long rendering the whole answer at once takes in this page, now.
+WHOLE_RENDER_MS_JS = """async (text) => {
+    const { renderMarkdown } = await import("/markdown.js");
+    const target = document.createElement("div");
+    const started = performance.now();
+    renderMarkdown(target, text, { highlight: false });
+    return performance.now() - started;
+}"""
+
 # Streams `text` through streamingMarkdown in the given chunking, then compares its DOM with
 # renderMarkdown's of the whole text (both without highlighting, as while streaming).
 SAME_DOM_JS = """async ({ text, cuts }) => {
@@ -83,9 +92,13 @@ def test_a_one_megabyte_answer_streams_while_the_panel_stays_responsive(
     assert shown.rstrip().endswith("The end of the long answer.")
     assert len(gaps) > 10, "the probe saw the answer stream"
     worst = max(gaps)
-    # Re-rendering the whole answer per frame blocks for seconds near 1 MB; a paint of the tail is
-    # a few milliseconds (the machine is shared: the bound leaves room for it).
-    assert worst < 750, f"the panel was blocked for {worst:.0f} ms while the answer streamed"
+    # Re-rendering the whole answer per frame blocks, near 1 MB, for as long as one whole render;
+    # a paint of the tail is a few milliseconds. The bound is a ratio to one whole render timed in
+    # the same page right after (the machine is shared and its speed varies), with a floor.
+    whole_ms = page.evaluate(WHOLE_RENDER_MS_JS, text)
+    assert worst < max(750, whole_ms / 2), (
+        f"the panel was blocked for {worst:.0f} ms while the answer streamed (one whole render: {whole_ms:.0f} ms)"
+    )
     page.close()
 
 
