@@ -197,6 +197,27 @@ def _panel(bench: Any):
     return page
 
 
+# Can a dedicated Worker of an extension page read the digests itself (off the main thread)?
+# Measured, not assumed: a probe file is put into the unpacked extension for the run only.
+PROBE_FILE = "bench_worker_probe.js"
+PROBE_WORKER = """postMessage({chrome: typeof chrome, storage: typeof (self.chrome && chrome.storage),
+  indexedDB: typeof indexedDB});"""
+PROBE_JS = """(file) => new Promise((resolve) => {
+  try { const w = new Worker(file); w.onmessage = (e) => { resolve(e.data); w.terminate(); };
+        w.onerror = (e) => resolve({error: String(e.message || 'worker error')}); }
+  catch (error) { resolve({error: String(error)}); } })"""
+
+
+def _probe_worker(bench: Any, page: Any) -> dict[str, Any]:
+    dist = Path(os.environ.get("MARGIN_DIST") or REPO / "dist" / "margin")
+    probe = dist / PROBE_FILE
+    probe.write_text(PROBE_WORKER, "utf-8")
+    try:
+        return page.evaluate(PROBE_JS, PROBE_FILE)
+    finally:
+        probe.unlink()
+
+
 def search_and_open(bench: Any) -> list[dict[str, Any]]:
     """Metrics 1 and 2 share one seeded 100 MB index (seeding it costs seconds)."""
     seeded = _seed_index(bench)
@@ -214,6 +235,7 @@ def search_and_open(bench: Any) -> list[dict[str, Any]]:
 
     page = _panel(bench)
     prepared = page.evaluate(PRELOAD_JS)
+    probed = _probe_worker(bench, page)
     if prepared["sessions"] != SESSIONS or prepared["prepared"] != SESSIONS:
         raise RuntimeError(f"the preload holds {prepared}")
     open_samples: list[float] = []
@@ -286,7 +308,8 @@ def search_and_open(bench: Any) -> list[dict[str, Any]]:
                 f"{round(prepared['heartbeatLateMs'], 1)} ms in all "
                 f"(worst {round(prepared['heartbeatWorstMs'], 1)} ms, "
                 f"storage's deserialization included). Wall time to every digest ready "
-                f"{round(prepared['wallMs'])} ms, after the first paint (started from an idle callback)"
+                f"{round(prepared['wallMs'])} ms, after the first paint (started from an idle callback). "
+                f"A dedicated Worker of the panel sees: {probed}"
             ),
         )
     )
@@ -322,8 +345,18 @@ ACTIONS_JS = """async ({ids, samples}) => {
   const talk = (i) => [{role: 'user', content: 'Question ' + i + ' about café'},
                        {role: 'assistant', content: 'Answer ' + i}];
   await send('session.check', {});
-  const out = {rename: [], pin: [], new: [], open: [], delete: [], undelete: [], check: []};
+  const out = {rename: [], pin: [], new: [], open: [], delete: [], undelete: [], check: [],
+               ping: [], storageGet: [], storageSet: []};
   for (let i = 0; i < samples; i++) {
+    // Baselines at this size: a worker round trip with no storage, and the page's own read and
+    // write of the index through chrome.storage (no Python at all).
+    out.ping.push((await send('app.ping', {})).ms);
+    let t = performance.now();
+    const got = await chrome.storage.local.get('savedSessions');
+    out.storageGet.push(performance.now() - t);
+    t = performance.now();
+    await chrome.storage.local.set({benchIndexCopy: got.savedSessions});
+    out.storageSet.push(performance.now() - t);
     const id = ids[(i * 7) % ids.length];
     out.rename.push((await send('session.rename', {id, name: 'Renamed ' + i})).ms);
     out.pin.push((await send('session.pin', {id, pinned: i % 2 === 0})).ms);
@@ -336,6 +369,7 @@ ACTIONS_JS = """async ({ids, samples}) => {
     out.undelete.push((await send('session.undelete', {undo: deleted.value.undo})).ms);
     out.check.push((await send('session.check', {})).ms);
   }
+  await chrome.storage.local.remove('benchIndexCopy');
   return out;
 }"""
 
@@ -361,7 +395,11 @@ def session_actions(bench: Any) -> list[dict[str, Any]]:
         ids = [f"bench{i:05d}" for i in range(n)]
         figures[n] = page.evaluate(ACTIONS_JS, {"ids": ids, "samples": ACTION_SAMPLES})
     rows: list[dict[str, Any]] = []
+    baselines = ("ping", "storageGet", "storageSet")
+    base = {b: f"{_median(figures[SMALL][b])} -> {_median(figures[SESSIONS][b])} ms" for b in baselines}
     for action, samples in figures[SESSIONS].items():
+        if action in baselines:
+            continue
         small = _median(figures[SMALL][action])
         big = _median(samples)
         ratio = round(big / small, 2) if small else None
@@ -376,7 +414,9 @@ def session_actions(bench: Any) -> list[dict[str, Any]]:
                     f"at {SMALL} sessions {small} ms: ratio 1,000/{SMALL} = {ratio} "
                     f"({'independent' if ratio is not None and ratio <= 1.5 else 'GROWS'} "
                     "with the number of sessions); "
-                    f"index {index_chars[SESSIONS] / 1e3:.0f} K characters at 1,000 sessions"
+                    f"index {index_chars[SESSIONS] / 1e3:.0f} K characters at 1,000 sessions; same run, "
+                    f"{SMALL} -> 1,000 sessions, no Python: app.ping {base['ping']}, the page's "
+                    f"chrome.storage get of the index {base['storageGet']}, set {base['storageSet']}"
                 ),
             )
         )
@@ -441,13 +481,14 @@ def _others(n: int = 20) -> dict[str, Any]:
             }
         ]
         items[f"session_{sid}"] = {"history": history, "savedAt": 1_700_000_000_000 + i}
+        items[f"sessionDigest_{sid}"] = f"other {i}"
         index.append(
             {
                 "id": sid,
                 "name": f"other {i}",
                 "createdAt": 1_700_000_000_000 + i,
                 "pinned": False,
-                "textDigest": f"other {i}",
+                "digestHead": f"other {i}",
                 "savedAt": 1_700_000_000_000 + i,
                 "bodyHash": session_index.body_hash(history),
             }
@@ -491,7 +532,7 @@ def save_8mb(bench: Any) -> list[dict[str, Any]]:
         if not done["reply"].get("ok"):
             raise RuntimeError(f"session.new failed: {done['reply']}")
         sid = done["reply"]["value"]["savedId"]
-        allowed = {f"session_{sid}", "savedSessions", "history", "historySessionId"}
+        allowed = {f"session_{sid}", f"sessionDigest_{sid}", "savedSessions", "history", "historySessionId"}
         if not set(done["changed"]) <= allowed or f"session_{sid}" not in done["changed"]:
             raise RuntimeError(f"session.new changed {done['changed']}")
         rewritten.extend(k for k in done["changed"] if k.startswith("session_") and k != f"session_{sid}")
@@ -507,7 +548,8 @@ def save_8mb(bench: Any) -> list[dict[str, Any]]:
             note=(
                 f"{chars / 1e6:.1f} M characters of image data URLs; 20 other sessions stored; "
                 f"keys changed per "
-                f"save: only its own body, savedSessions, history, historySessionId; other bodies rewritten: "
+                f"save: only its own body and digest, savedSessions, history, historySessionId; "
+                f"other bodies rewritten: "
                 f"{len(rewritten)}"
             ),
         ),

@@ -4,11 +4,11 @@
 // (the preview the list shows). The digests themselves (up to 100K characters each, ~100 MB for a
 // thousand long sessions) are in `sessionDigest_<id>`, read by address (margin.session_index,
 // rule 4). The side panel calls preloadSessions() once after its first paint: the index is read
-// in idle time, then the digests DIGEST_SLICE at a time, each slice in an idle callback of its
-// own, and each digest's search data (extension/sessions/search.js `searchData`) prepared as it
-// arrives; all of it kept in step with storage.onChanged (the change's newValue, never a
-// re-read). So "Sessions" opens as a paint from memory, and no single task of the preload holds
-// the page for long. Until every digest is in, a search finds sessions by name and by the
+// in idle time, then the digests DIGEST_SLICE at a time, and each digest's search data
+// (extension/sessions/search.js `searchData`) prepared in idle callbacks, as many per callback as
+// its deadline allows (one at least); all of it kept in step with storage.onChanged (the change's
+// newValue, never a re-read). So "Sessions" opens as a paint from memory, and no task of the
+// preload holds the page for much longer than one digest's folding. Until every digest is in, a search finds sessions by name and by the
 // digests read so far (`digestsPending()` says how many are missing; onDigests listeners run as
 // slices arrive, so the panel refreshes its results).
 //
@@ -149,18 +149,24 @@ function warmDigests() {
     }
     let got = {};
     try { got = await index.readDigests(missing.map((e) => DIGEST_PREFIX + e.id)); } catch { got = {}; }
-    const sliceStart = performance.now();
-    for (const entry of missing) {
-      if (!index.digests.has(entry.id)) setDigest(entry.id, got[DIGEST_PREFIX + entry.id]);
-      dataOf(entry);
-    }
-    const sliceMs = performance.now() - sliceStart;
-    busy += sliceMs;
-    index.timings.slices++;
-    index.timings.longestSliceMs = Math.max(index.timings.longestSliceMs, sliceMs);
-    index.timings.prepared = (index.entries ?? []).length - digestsPending();
-    for (const listener of index.digestListeners) listener();
-    requestIdle(step);
+    let next = 0;
+    const prepare = (deadline) => {
+      const sliceStart = performance.now();
+      do {
+        const entry = missing[next++];
+        if (!index.digests.has(entry.id)) setDigest(entry.id, got[DIGEST_PREFIX + entry.id]);
+        dataOf(entry);
+      } while (next < missing.length && deadline && deadline.timeRemaining() > 8);
+      const sliceMs = performance.now() - sliceStart;
+      busy += sliceMs;
+      index.timings.slices++;
+      index.timings.longestSliceMs = Math.max(index.timings.longestSliceMs, sliceMs);
+      if (next < missing.length) { requestIdle(prepare); return; }
+      index.timings.prepared = (index.entries ?? []).length - digestsPending();
+      for (const listener of index.digestListeners) listener();
+      requestIdle(step);
+    };
+    requestIdle(prepare);
   };
   requestIdle(step);
 }

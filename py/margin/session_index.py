@@ -41,7 +41,11 @@ margin.session_search):
 4. An action on one session (rename, pin, delete, open, save) reads and writes the index (~300
    bytes per session) and that session's own keys, never another session's digest or body: its
    cost does not grow with the digests of the others. Every writer of a digest writes
-   `sessionDigest_<id>` in the same `set` as the body, before the index.
+   `sessionDigest_<id>` in the same `set` as the body, before the index. The index itself is
+   still read and written whole, so what is done per entry is kept to C-speed work: an index
+   equal to the one this worker last read clean or wrote is not checked and converted again (the
+   entries are immutable, and every entry Python writes is clean), and an entry written back
+   unchanged is the dict it was read as.
 """
 
 from __future__ import annotations
@@ -91,6 +95,8 @@ class IndexEntry:
     named: bool = False
     damaged: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # The stored dict this entry was read from (rule 4); `replace()` leaves it None.
+    _stored: dict[str, Any] | None = field(default=None, init=False, compare=False, repr=False)
 
     @property
     def body_key(self) -> str:
@@ -105,6 +111,8 @@ class IndexEntry:
         return max(self.saved_at, self.created_at)
 
     def to_json(self) -> dict[str, Any]:
+        if self._stored is not None:
+            return self._stored
         value: dict[str, Any] = {
             **self.extra,
             "id": self.id,
@@ -123,6 +131,12 @@ class IndexEntry:
 
     @classmethod
     def from_clean_json(cls, value: dict[str, Any]) -> IndexEntry:
+        entry = cls._from_clean_json(value)
+        object.__setattr__(entry, "_stored", value)
+        return entry
+
+    @classmethod
+    def _from_clean_json(cls, value: dict[str, Any]) -> IndexEntry:
         return cls(
             id=value["id"],
             name=value["name"],
@@ -244,12 +258,21 @@ def body_history(body: Any) -> Any:
 # -- the repairing, migrating index reader -------------------------------------------------------
 
 
+# The clean index read last and its entries (rule 4): one per worker, checked by equality.
+_last_clean: tuple[list[Any], list[IndexEntry]] = ([], [])
+
+
 async def read_session_index(area: StorageArea) -> list[IndexEntry]:
     """The session index; migrates legacy entries and repairs bad ones first (see rules 1 and 2)."""
+    global _last_clean
     stored = await area.get([SAVED_SESSIONS])
     raw = stored.get(SAVED_SESSIONS, [])
+    if raw and raw == _last_clean[0]:
+        return list(_last_clean[1])
     if _is_clean(raw):
-        return [IndexEntry.from_clean_json(entry) for entry in raw]
+        entries = [IndexEntry.from_clean_json(entry) for entry in raw]
+        _last_clean = (raw, entries)
+        return list(entries)
     return await _repair(area, raw)
 
 
@@ -287,7 +310,7 @@ async def _repair(area: StorageArea, raw: Any) -> list[IndexEntry]:
         # Rule 1: what the repair could not keep as it was is kept whole, parked.
         parked[parked_key(SAVED_SESSIONS, raw)] = raw
 
-    await area.set({SAVED_SESSIONS: [e.to_json() for e in entries], **parked})
+    await write_index(area, entries, **parked)
     return entries
 
 
@@ -418,7 +441,11 @@ async def _repair_entry(
 
 
 async def write_index(area: StorageArea, entries: list[IndexEntry], **other: Any) -> None:
-    await area.set({SAVED_SESSIONS: [e.to_json() for e in entries], **other})
+    global _last_clean
+    written = [e.to_json() for e in entries]
+    _last_clean = ([], [])  # a write that fails leaves the store unknown
+    await area.set({SAVED_SESSIONS: written, **other})
+    _last_clean = (written, list(entries))
 
 
 def find_entry(entries: list[IndexEntry], sid: Any) -> IndexEntry:

@@ -411,3 +411,47 @@ console.log(JSON.stringify(rows));""",
         {"index": index, "digests": digests, "queries": queries},
     )
     assert got == expected
+
+
+# -- rule 4: an action on one session touches the index and that session's keys only ---------------
+
+
+def test_an_action_on_one_session_reads_and_writes_no_other_sessions_digest_or_body(platform):
+    seed(platform, "alpha talk", "beta talk", "gamma talk")
+    target, *others = [row["id"] for row in listed(platform)]
+    chat(platform, user("the open one"))
+    foreign = {k for sid in others for k in (session_body_key(sid), session_digest_key(sid))}
+    actions = [
+        ("rename", lambda: sessions.handle_rename(platform, {"id": target, "name": "Renamed"})),
+        ("pin", lambda: sessions.handle_pin(platform, {"id": target, "pinned": True})),
+        ("open", lambda: sessions.handle_open(platform, {"id": target})),
+        ("export", lambda: sessions.handle_export(platform, {"id": target, "format": "json"})),
+        ("delete", lambda: sessions.handle_delete(platform, {"id": target})),
+        ("list", lambda: sessions.handle_list(platform, {})),
+    ]
+    for name, action in actions:
+        platform.local.reads.clear()
+        platform.local.writes.clear()
+        run(action())
+        written = {k for w in platform.local.writes if isinstance(w, dict) for k in w}
+        assert not foreign & set(platform.local.reads), name
+        assert not foreign & written, name
+        assert not [k for k in platform.local.reads if k.startswith("sessionDigest_")], name
+    # Only a search reads digests, by address.
+    platform.local.reads.clear()
+    assert [r["name"] for r in listed(platform, "beta")] == ["beta talk"]
+    assert {k for k in platform.local.reads if k.startswith("sessionDigest_")} == {
+        session_digest_key(e["id"]) for e in platform.local.snapshot()[SAVED_SESSIONS]
+    }
+
+
+def test_a_deleted_sessions_digest_goes_with_its_body_after_the_undo_window(platform, monkeypatch):
+    seed(platform, "to delete")
+    [sid] = [row["id"] for row in listed(platform)]
+    run(sessions.handle_delete(platform, {"id": sid}))
+    assert session_digest_key(sid) in platform.local.snapshot()  # undo still possible
+    now = clock.now_ms()
+    monkeypatch.setattr(clock, "now_ms", lambda: now + sessions.UNDO_MS + 1)
+    listed(platform)
+    stored = platform.local.snapshot()
+    assert session_body_key(sid) not in stored and session_digest_key(sid) not in stored
