@@ -112,6 +112,18 @@ def test_migration_is_idempotent_and_a_clean_index_is_not_rewritten():
     assert len(area.writes) == writes
 
 
+def migrate_crashing_after(stored, k):
+    """The migration on a store that dies after `k` writes; the store revived, and whether it died."""
+    area = MemoryStorageArea(stored, fail_after_writes=k)
+    try:
+        migrate(area)
+        crashed = False
+    except StoreCrashed:
+        crashed = True
+    area.revive()
+    return area, crashed
+
+
 def count_writes_of_full_migration():
     area = MemoryStorageArea(legacy_store())
     migrate(area)
@@ -122,14 +134,8 @@ def test_a_crash_after_any_write_is_completed_by_the_next_run():
     total, expected = count_writes_of_full_migration()
     assert total >= 5
     for k in range(0, total + 1):
-        area = MemoryStorageArea(legacy_store(), fail_after_writes=k)
-        try:
-            migrate(area)
-            crashed = False
-        except StoreCrashed:
-            crashed = True
+        area, crashed = migrate_crashing_after(legacy_store(), k)
         assert crashed == (k < total), k
-        area.revive()
         migrate(area)
         assert area.snapshot() == expected, f"crash after {k} writes"
         index = area.snapshot()[SAVED_SESSIONS]
@@ -308,14 +314,8 @@ def test_a_crash_at_any_write_of_the_digest_move_loses_nothing(monkeypatch):
     originals = {e["id"]: e["textDigest"] for e in inline_digest_store()[SAVED_SESSIONS]}
     assert total >= 4
     for k in range(total + 1):
-        area = MemoryStorageArea(inline_digest_store(), fail_after_writes=k)
-        try:
-            migrate(area)
-            crashed = False
-        except StoreCrashed:
-            crashed = True
+        area, crashed = migrate_crashing_after(inline_digest_store(), k)
         assert crashed == (k < total), k
-        area.revive()
         # At the crash: every digest is still inline in the index, or already in its key.
         data = area.snapshot()
         inline = {e["id"]: e.get("textDigest") for e in data[SAVED_SESSIONS]}
