@@ -68,12 +68,13 @@ def _p95(samples: list[float]) -> float:
 
 # --- seeding in the page (100 MB does not go through Playwright's wire) ------------------------------
 
-SEED_JS = """async ({n, digestChars, words}) => {
+SEED_JS = """async ({n, digestChars, words, layout}) => {
   let seed = 1234;
   const rnd = () => { seed = (Math.imul(seed, 1103515245) + 12345) & 0x7fffffff; return seed / 0x80000000; };
   const base = 1700000000000;
   const index = [];
   const bodies = {};
+  let chars = 0;
   for (let i = 0; i < n; i++) {
     const parts = [];
     let length = 0;
@@ -82,25 +83,52 @@ SEED_JS = """async ({n, digestChars, words}) => {
     }
     const text = parts.join(' ').slice(0, digestChars);
     const id = 'bench' + String(i).padStart(5, '0');
-    index.push({id, name: 'Bench session ' + i, createdAt: base + i, pinned: i % 50 === 0, textDigest: text,
-                savedAt: base + i, bodyHash: ''});
+    const entry = {id, name: 'Bench session ' + i, createdAt: base + i, pinned: i % 50 === 0,
+                   savedAt: base + i, bodyHash: ''};
+    // 'inline': the layout before digests moved out of the index; 'apart': sessionDigest_<id>.
+    if (layout === 'inline') entry.textDigest = text;
+    else { entry.digestHead = text.slice(0, 140); bodies['sessionDigest_' + id] = text; }
+    index.push(entry);
+    chars += text.length;
     // Bodies are small: listing and searching never read them.
     bodies['session_' + id] = {history: [{role: 'user', content: 'Bench session ' + i}], savedAt: base + i};
   }
   await chrome.storage.local.clear();
   const t = performance.now();
-  await chrome.storage.local.set(bodies);
+  const keys = Object.keys(bodies);
+  for (let k = 0; k < keys.length; k += 200) {
+    const slice = keys.slice(k, k + 200).map((key) => [key, bodies[key]]);
+    await chrome.storage.local.set(Object.fromEntries(slice));
+  }
   await chrome.storage.local.set({savedSessions: index});
-  return {setMs: performance.now() - t, chars: index.reduce((s, e) => s + e.textDigest.length, 0)};
+  return {setMs: performance.now() - t, chars, indexChars: JSON.stringify(index).length};
 }"""
 
+# The preload's main-thread time, measured three ways while it reads the index and every digest:
+# long tasks (> 50 ms, as Chrome reports them), the time inside the preload's own callbacks, and a
+# 16 ms heartbeat's lateness summed (what the page could not run: deserializing storage's answers
+# included, which no callback of ours sees).
 PRELOAD_JS = """async () => {
   const m = await import('./sessions/preload.js');
+  const long = [];
+  const observer = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) long.push(e.duration); });
+  observer.observe({type: 'longtask', buffered: false});
+  let late = 0, worst = 0, last = performance.now(), beating = true;
+  const beat = () => { const now = performance.now(); const lag = Math.max(0, now - last - 16);
+    late += lag; worst = Math.max(worst, lag); last = now; if (beating) setTimeout(beat, 16); };
+  setTimeout(beat, 16);
   const t = performance.now();
   await m.preloadSessions();
   const loaded = performance.now() - t;
   while (m.sessionsIndexTimings().prepareMs === null) await new Promise((r) => setTimeout(r, 50));
-  return {...m.sessionsIndexTimings(), preloadResolvedMs: loaded};
+  beating = false;
+  await new Promise((r) => setTimeout(r, 100));
+  observer.disconnect();
+  return {...m.sessionsIndexTimings(), preloadResolvedMs: loaded, wallMs: performance.now() - t - 100,
+          longTasks: long.length, longTaskMs: long.reduce((a, b) => a + b, 0),
+          longestTaskMs: Math.max(0, ...long),
+          heartbeatLateMs: late, heartbeatWorstMs: worst};
 }"""
 
 # From the click to the frame that shows the list (a rAF runs just before its frame is painted;
@@ -154,11 +182,11 @@ SEARCH_JS = """async (queries) => {
 }"""
 
 
-def _seed_index(bench: Any) -> dict[str, Any]:
+def _seed_index(bench: Any, n: int = SESSIONS, layout: str = "apart") -> dict[str, Any]:
     margin = bench.margin
     margin._extension_page().evaluate("() => 1")
     return margin._extension_page().evaluate(
-        SEED_JS, {"n": SESSIONS, "digestChars": DIGEST_CHARS, "words": WORDS}
+        SEED_JS, {"n": n, "digestChars": DIGEST_CHARS, "words": WORDS, "layout": layout}
     )
 
 
@@ -167,6 +195,27 @@ def _panel(bench: Any):
     page.goto(bench.margin.url("sidepanel.html"))
     bench.margin.wait_panel_ready(page, timeout_ms=60_000)
     return page
+
+
+# Can a dedicated Worker of an extension page read the digests itself (off the main thread)?
+# Measured, not assumed: a probe file is put into the unpacked extension for the run only.
+PROBE_FILE = "bench_worker_probe.js"
+PROBE_WORKER = """postMessage({chrome: typeof chrome, storage: typeof (self.chrome && chrome.storage),
+  indexedDB: typeof indexedDB});"""
+PROBE_JS = """(file) => new Promise((resolve) => {
+  try { const w = new Worker(file); w.onmessage = (e) => { resolve(e.data); w.terminate(); };
+        w.onerror = (e) => resolve({error: String(e.message || 'worker error')}); }
+  catch (error) { resolve({error: String(error)}); } })"""
+
+
+def _probe_worker(bench: Any, page: Any) -> dict[str, Any]:
+    dist = Path(os.environ.get("MARGIN_DIST") or REPO / "dist" / "margin")
+    probe = dist / PROBE_FILE
+    probe.write_text(PROBE_WORKER, "utf-8")
+    try:
+        return page.evaluate(PROBE_JS, PROBE_FILE)
+    finally:
+        probe.unlink()
 
 
 def search_and_open(bench: Any) -> list[dict[str, Any]]:
@@ -186,6 +235,7 @@ def search_and_open(bench: Any) -> list[dict[str, Any]]:
 
     page = _panel(bench)
     prepared = page.evaluate(PRELOAD_JS)
+    probed = _probe_worker(bench, page)
     if prepared["sessions"] != SESSIONS or prepared["prepared"] != SESSIONS:
         raise RuntimeError(f"the preload holds {prepared}")
     open_samples: list[float] = []
@@ -238,11 +288,28 @@ def search_and_open(bench: Any) -> list[dict[str, Any]]:
             100.0,
             samples=[round(s, 2) for s in open_samples],
             note=(
-                f"first open (mounts the panel) {round(first_open, 2)} ms; preload's cold read of the index "
-                f"{round(prepared['readMs'], 1)} ms, then idle preparation of the search data "
-                f"{round(prepared['prepareMs'], 1)} ms wall / {round(prepared['prepareBusyMs'], 1)} ms busy; "
-                f"seeding "
-                f"the index took {round(seeded['setMs'])} ms"
+                f"first open (mounts the panel) {round(first_open, 2)} ms; preload's read of the index "
+                f"{round(prepared['readMs'], 1)} ms; seeding took {round(seeded['setMs'])} ms"
+            ),
+        )
+    )
+    main_thread = max(prepared["prepareBusyMs"], prepared["longTaskMs"], prepared["heartbeatLateMs"])
+    rows.append(
+        result(
+            "panel preload (index + 1,000 x 100K digests): main-thread time",
+            round(main_thread, 1),
+            "ms",
+            500.0,
+            note=(
+                f"the largest of: time in the preload's callbacks {round(prepared['prepareBusyMs'], 1)} ms "
+                f"({prepared['slices']} idle slices, longest {round(prepared['longestSliceMs'], 1)} ms); "
+                f"long tasks {prepared['longTasks']} totalling {round(prepared['longTaskMs'], 1)} ms "
+                f"(longest {round(prepared['longestTaskMs'], 1)} ms); a 16 ms heartbeat late by "
+                f"{round(prepared['heartbeatLateMs'], 1)} ms in all "
+                f"(worst {round(prepared['heartbeatWorstMs'], 1)} ms, "
+                f"storage's deserialization included). Wall time to every digest ready "
+                f"{round(prepared['wallMs'])} ms, after the first paint (started from an idle callback). "
+                f"A dedicated Worker of the panel sees: {probed}"
             ),
         )
     )
@@ -253,7 +320,124 @@ def search_and_open(bench: Any) -> list[dict[str, Any]]:
             "ms",
             None,
             samples=[round(s, 2) for s in cold_samples],
-            note="reads and parses the ~100 MB index on the click; what the preload moves off the click",
+            note="reads and parses the light index on the click (digests follow in idle slices)",
+        )
+    )
+    return rows
+
+
+# --- session actions at 100 and 1,000 sessions ---------------------------------------------------------
+
+ACTION_SAMPLES = 5
+SMALL = 100
+
+# Each action as the panel sends it, timed from the page: the round trip is the worker's time plus
+# messaging (a few ms), so it bounds the worker's time from above. `history` is set (untimed)
+# before "New session" and "Open" so that each saves a conversation, as the user's would.
+ACTIONS_JS = """async ({ids, samples}) => {
+  const send = async (type, payload) => {
+    const t = performance.now();
+    const reply = await chrome.runtime.sendMessage({type, payload});
+    const ms = performance.now() - t;
+    if (!reply.ok) throw new Error(type + ': ' + JSON.stringify(reply.error));
+    return {ms, value: reply.value};
+  };
+  const talk = (i) => [{role: 'user', content: 'Question ' + i + ' about café'},
+                       {role: 'assistant', content: 'Answer ' + i}];
+  await send('session.check', {});
+  const out = {rename: [], pin: [], new: [], open: [], delete: [], undelete: [], check: [],
+               ping: [], storageGet: [], storageSet: []};
+  for (let i = 0; i < samples; i++) {
+    // Baselines at this size: a worker round trip with no storage, and the page's own read and
+    // write of the index through chrome.storage (no Python at all).
+    out.ping.push((await send('app.ping', {})).ms);
+    let t = performance.now();
+    const got = await chrome.storage.local.get('savedSessions');
+    out.storageGet.push(performance.now() - t);
+    t = performance.now();
+    await chrome.storage.local.set({benchIndexCopy: got.savedSessions});
+    out.storageSet.push(performance.now() - t);
+    const id = ids[(i * 7) % ids.length];
+    out.rename.push((await send('session.rename', {id, name: 'Renamed ' + i})).ms);
+    out.pin.push((await send('session.pin', {id, pinned: i % 2 === 0})).ms);
+    await chrome.storage.local.set({history: talk(i), historySessionId: null});
+    out.new.push((await send('session.new', {})).ms);
+    await chrome.storage.local.set({history: talk(i + 100), historySessionId: null});
+    out.open.push((await send('session.open', {id})).ms);
+    const deleted = await send('session.delete', {id: ids[ids.length - 1 - i]});
+    out.delete.push(deleted.ms);
+    out.undelete.push((await send('session.undelete', {undo: deleted.value.undo})).ms);
+    out.check.push((await send('session.check', {})).ms);
+  }
+  await chrome.storage.local.remove('benchIndexCopy');
+  return out;
+}"""
+
+MIGRATE_JS = """async () => { const t = performance.now();
+  const reply = await chrome.runtime.sendMessage({type: 'session.check', payload: {}});
+  const ms = performance.now() - t;
+  const got = await chrome.storage.local.get(['savedSessions', 'sessionDigest_bench00000']);
+  return {ms, ok: reply.ok, inline: got.savedSessions.filter((e) => 'textDigest' in e).length,
+          digest: (got.sessionDigest_bench00000 || '').length,
+          indexChars: JSON.stringify(got.savedSessions).length}; }"""
+
+
+def session_actions(bench: Any) -> list[dict[str, Any]]:
+    """Every Python session action at 100 and at 1,000 sessions x 100K digests, and the one-time
+    move of inline digests (the layout before) to their own keys."""
+    figures: dict[int, dict[str, list[float]]] = {}
+    index_chars: dict[int, int] = {}
+    page = bench.margin._extension_page()
+    # BENCH_SESSIONS_LAYOUT=inline measures a build from before digests moved out (the "before").
+    layout = os.environ.get("BENCH_SESSIONS_LAYOUT", "apart")
+    for n in (SMALL, SESSIONS):
+        seeded = _seed_index(bench, n, layout)
+        index_chars[n] = seeded["indexChars"]
+        bench.margin.send_message({"type": "app.ping", "payload": {}})
+        ids = [f"bench{i:05d}" for i in range(n)]
+        figures[n] = page.evaluate(ACTIONS_JS, {"ids": ids, "samples": ACTION_SAMPLES})
+    rows: list[dict[str, Any]] = []
+    baselines = ("ping", "storageGet", "storageSet")
+    base = {b: f"{_median(figures[SMALL][b])} -> {_median(figures[SESSIONS][b])} ms" for b in baselines}
+    for action, samples in figures[SESSIONS].items():
+        if action in baselines:
+            continue
+        small = _median(figures[SMALL][action])
+        big = _median(samples)
+        ratio = round(big / small, 2) if small else None
+        rows.append(
+            result(
+                f"session.{action} at 1,000 sessions x 100K digests (round trip from the page)",
+                big,
+                "ms",
+                200.0,
+                samples=[round(v, 2) for v in samples],
+                note=(
+                    f"at {SMALL} sessions {small} ms: ratio 1,000/{SMALL} = {ratio} "
+                    f"({'independent' if ratio is not None and ratio <= 1.5 else 'GROWS'} "
+                    "with the number of sessions); "
+                    f"index {index_chars[SESSIONS] / 1e3:.0f} K characters at 1,000 sessions; same run, "
+                    f"{SMALL} -> 1,000 sessions, no Python: app.ping {base['ping']}, the page's "
+                    f"chrome.storage get of the index {base['storageGet']}, set {base['storageSet']}"
+                ),
+            )
+        )
+    if layout == "inline":
+        return rows
+    seeded = _seed_index(bench, SESSIONS, layout="inline")
+    migrated = page.evaluate(MIGRATE_JS)
+    if not migrated["ok"] or migrated["inline"] or migrated["digest"] != DIGEST_CHARS:
+        raise RuntimeError(f"the migration left {migrated}")
+    rows.append(
+        result(
+            "one-time move of 1,000 inline 100K digests to sessionDigest_<id> (first session.check)",
+            round(migrated["ms"], 1),
+            "ms",
+            None,
+            note=(
+                f"index before {seeded['indexChars'] / 1e6:.1f} M characters, after "
+                f"{migrated['indexChars'] / 1e3:.0f} K characters"
+            ),
         )
     )
     return rows
@@ -301,13 +485,14 @@ def _others(n: int = 20) -> dict[str, Any]:
             }
         ]
         items[f"session_{sid}"] = {"history": history, "savedAt": 1_700_000_000_000 + i}
+        items[f"sessionDigest_{sid}"] = f"other {i}"
         index.append(
             {
                 "id": sid,
                 "name": f"other {i}",
                 "createdAt": 1_700_000_000_000 + i,
                 "pinned": False,
-                "textDigest": f"other {i}",
+                "digestHead": f"other {i}",
                 "savedAt": 1_700_000_000_000 + i,
                 "bodyHash": session_index.body_hash(history),
             }
@@ -351,7 +536,7 @@ def save_8mb(bench: Any) -> list[dict[str, Any]]:
         if not done["reply"].get("ok"):
             raise RuntimeError(f"session.new failed: {done['reply']}")
         sid = done["reply"]["value"]["savedId"]
-        allowed = {f"session_{sid}", "savedSessions", "history", "historySessionId"}
+        allowed = {f"session_{sid}", f"sessionDigest_{sid}", "savedSessions", "history", "historySessionId"}
         if not set(done["changed"]) <= allowed or f"session_{sid}" not in done["changed"]:
             raise RuntimeError(f"session.new changed {done['changed']}")
         rewritten.extend(k for k in done["changed"] if k.startswith("session_") and k != f"session_{sid}")
@@ -367,7 +552,8 @@ def save_8mb(bench: Any) -> list[dict[str, Any]]:
             note=(
                 f"{chars / 1e6:.1f} M characters of image data URLs; 20 other sessions stored; "
                 f"keys changed per "
-                f"save: only its own body, savedSessions, history, historySessionId; other bodies rewritten: "
+                f"save: only its own body and digest, savedSessions, history, historySessionId; "
+                f"other bodies rewritten: "
                 f"{len(rewritten)}"
             ),
         ),
@@ -409,7 +595,21 @@ def _save_8mb_cpython(history: list[dict[str, Any]], others: dict[str, Any]) -> 
 
 
 # save_8mb first: after search_and_open the worker is still busy with the 100 MB index (see the report).
-METRICS = [save_8mb, search_and_open]
+METRICS = [save_8mb, session_actions, search_and_open]
+
+
+def _verdict(row: dict[str, Any]) -> str:
+    """PASS / FAIL against the row's target (and, for an action, its 1,000/100 ratio <= 1.5)."""
+    if row.get("target") is None or row["value"] is None:
+        return "-" if row["value"] is not None else "FAIL"
+    ok = (
+        row["value"] <= row["target"]
+        if row.get("compare", "below") == "below"
+        else row["value"] >= row["target"]
+    )
+    if "GROWS" in row.get("note", ""):
+        ok = False
+    return "PASS" if ok else "FAIL"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -448,7 +648,7 @@ def main(argv: list[str] | None = None) -> int:
         value = "n/a" if row["value"] is None else f"{row['value']:.2f} {row['unit']}"
         target = f"< {row['target']:g}" if row.get("target") is not None else "-"
         print(
-            f"{row['name']}: {value} (target {target})"
+            f"{_verdict(row):4} {row['name']}: {value} (target {target})"
             + (f"\n    {row['note']}" if row.get("note") else "")
             + (f"\n    ERROR {row['error']}" if row.get("error") else "")
         )

@@ -3,16 +3,17 @@
 // extension/sessions/preload.js, the search it runs in extension/sessions/search.js, the backup's
 // port in extension/sessions/backup.js (the status line shows its progress).
 //
-// API: preloadSessions({storage, readIndex}) -> Promise, sessionsIndexTimings()
+// API: preloadSessions({storage, readIndex, readDigests}) -> Promise, sessionsIndexTimings()
 //        (from extension/sessions/preload.js, re-exported: the side panel imports this module)
-//      mountSessionsPanel(root, {call, onOpened, onClose, readIndex, storage}) -> controller
+//      mountSessionsPanel(root, {call, onOpened, onClose, readIndex, readDigests, storage}) -> controller
 //      activePanel() -> the controller mounted last (the bench drives it)
 //   call(name, payload)  sends a request of docs/protocol.md and returns its `value`, or throws an
 //                        Error carrying `.code` and `.message`.
 //   onOpened(id)         called after "Open" made a session the current conversation.
 //   onClose()            called by the panel's "Close" button (default: hide the root).
 //   readIndex()          resolves to the raw `savedSessions` value; defaults to reading
-//                        chrome.storage.local directly (pages may read storage, never write it).
+//                        chrome.storage.local directly (pages may read storage, never write it);
+//   readDigests(keys)    resolves to {key: value} for `sessionDigest_<id>` keys (same default).
 //   storage              the chrome.storage-like object whose onChanged keeps the list fresh.
 // controller = {show(), hide(), refresh(), search(query), destroy()}; `search` runs what typing in
 // "Search sessions" runs, synchronously, and returns the number of matches (the bench times it).
@@ -31,7 +32,8 @@ import { CONTRACT } from "./generated/contract.js";
 import { exportBackup as streamExport, importBackup as streamImport } from "./sessions/backup.js";
 import { download, el, marked, when } from "./sessions/dom.js";
 import {
-  dataOf, followStorage, forgetEntry, indexEntries, onIndexChange, readStoredIndex, useReadIndex,
+  dataOf, digestsPending, followStorage, forgetEntry, indexEntries, onDigests, onIndexChange, readStoredIndex,
+  useReadIndex,
 } from "./sessions/preload.js";
 import { matchSessions, narrows, queryWords, rowFor } from "./sessions/search.js";
 
@@ -61,7 +63,7 @@ export function activePanel() { return lastMounted; }
 
 export function mountSessionsPanel(root, options) {
   const { call, onOpened = () => {}, onClose = null } = options;
-  useReadIndex(options.readIndex);
+  useReadIndex(options.readIndex, options.readDigests);
   followStorage(options.storage ?? globalThis.chrome?.storage);
   const entriesNow = () => indexEntries() ?? [];
   let query = "";
@@ -145,6 +147,12 @@ export function mountSessionsPanel(root, options) {
     if (renaming === null) render();
   };
   const stopFollowing = onIndexChange(onIndexChanged);
+  // Digests arrive in slices after the index (extension/sessions/preload.js): a search shown
+  // meanwhile is run again with what came in.
+  const stopDigests = onDigests(() => {
+    lastMatched = null;
+    if (!destroyed && !root.hidden && renaming === null && queryWords(query).length) scheduleRender();
+  });
 
   let frame = 0;
   function scheduleRender() {
@@ -190,9 +198,10 @@ export function mountSessionsPanel(root, options) {
     list.replaceChildren();
     appendPage();
     empty.hidden = matched.length > 0;
+    const pending = queryWords(query).length ? digestsPending() : 0;
     empty.textContent = entries.length === 0
       ? "No saved sessions yet. \u201cNew session\u201d keeps the current conversation here."
-      : `No session matches \u201c${query.trim()}\u201d.`;
+      : `No session matches \u201c${query.trim()}\u201d${pending ? ` yet (still reading ${pending} sessions)` : ""}.`;
     restoreFocus(focused);
   }
 
@@ -394,6 +403,7 @@ export function mountSessionsPanel(root, options) {
       destroyed = true;
       observer?.disconnect();
       stopFollowing();
+      stopDigests();
       document.removeEventListener("click", onDocumentClick);
       root.replaceChildren();
       if (lastMounted === controller) lastMounted = null;

@@ -1,53 +1,76 @@
 // The sessions index in memory: one per page, shared by every mounted sessions panel.
 //
-// The side panel calls preloadSessions() once after its first paint: the index is read in idle time
-// (with a thousand full digests it is ~100 MB and takes seconds to read), then kept in step with
-// storage.onChanged (the change's newValue, never a re-read), and the search data of every session
-// (extension/sessions/search.js `searchData`) is prepared in idle slices. So "Sessions" opens as a
-// paint from memory and the first keystroke is as fast as the others.
+// The index (`savedSessions`) is light: ~300 bytes a session, each entry with its digest's head
+// (the preview the list shows). The digests themselves (up to 100K characters each, ~100 MB for a
+// thousand long sessions) are in `sessionDigest_<id>`, read by address (margin.session_index,
+// rule 4). The side panel calls preloadSessions() once after its first paint: the index is read
+// in idle time, then the digests DIGEST_SLICE at a time, and each digest's search data
+// (extension/sessions/search.js `searchData`) prepared in idle callbacks, as many per callback as
+// its deadline allows (one at least); all of it kept in step with storage.onChanged (the change's
+// newValue, never a re-read). So "Sessions" opens as a paint from memory, and no task of the
+// preload holds the page for much longer than one digest's folding. Until every digest is in, a search finds sessions by name and by the
+// digests read so far (`digestsPending()` says how many are missing; onDigests listeners run as
+// slices arrive, so the panel refreshes its results).
 //
-// API: preloadSessions({storage, readIndex}) -> Promise (resolves once the index is read)
-//      sessionsIndexTimings() -> {readMs, prepareMs, prepareBusyMs, prepared, sessions, version}
-//      useReadIndex(readIndex), followStorage(storage), readStoredIndex() -> Promise
+// API: preloadSessions({storage, readIndex, readDigests}) -> Promise (resolves once the index is read)
+//      sessionsIndexTimings() -> {readMs, prepareMs, prepareBusyMs, prepared, sessions, version, slices}
+//      useReadIndex(readIndex, readDigests), followStorage(storage), readStoredIndex() -> Promise
 //      indexEntries()    the readable index, or null until read / while Python must repair it
 //      forgetEntry(id)   drops a deleted entry at once (storage.onChanged confirms it)
-//      onIndexChange(listener) -> unsubscribe: called after each new value
+//      onIndexChange(listener) -> unsubscribe: called after each new value of the index
+//      onDigests(listener) -> unsubscribe: called after digests arrived or changed
+//      digestsPending()  how many entries' digests are not read yet
 //      dataOf(entry)     the entry's search data, cached while its name and digest are unchanged
-// readIndex() resolves to the raw `savedSessions` value; it defaults to reading chrome.storage.local
-// directly (pages may read storage, never write it).
+// readIndex() resolves to the raw `savedSessions` value and readDigests(keys) to {key: value};
+// both default to reading chrome.storage.local directly (pages may read storage, never write it).
 
 import { CONTRACT } from "../generated/contract.js";
 import { readableIndex, searchData } from "./search.js";
 
 const SAVED_SESSIONS = CONTRACT.storage.keys.savedSessions;
+const DIGEST_PREFIX = CONTRACT.storage.sessionDigestPrefix;
+// Digests per read: 20 x 100K characters is ~2 MB to deserialize and fold in one idle slice.
+const DIGEST_SLICE = 20;
 
 function defaultReadIndex() {
   return chrome.storage.local.get(SAVED_SESSIONS).then((got) => got[SAVED_SESSIONS]);
 }
+function defaultReadDigests(keys) { return chrome.storage.local.get(keys); }
 
 const index = {
   entries: null,          // the readable index; null until read, or while Python must repair it
   version: 0,             // bumped at every new value
   loading: null,          // the read in flight
   readIndex: defaultReadIndex,
+  readDigests: defaultReadDigests,
   following: false,
   listeners: new Set(),   // called after each new value
+  digestListeners: new Set(),
+  digests: new Map(),     // id -> digest text ("" when its key is gone or not a string)
+  generation: new Map(),  // id -> bumped when its digest changes (the cache key's part)
   cache: new Map(),       // id -> {key, data}: folded text + bigram filter
-  warmHandle: 0,
-  // For the bench and for honest figures: the cold read and the idle preparation.
-  timings: { readMs: null, prepareMs: null, prepareBusyMs: null, prepared: 0 },
+  warming: false,
+  // For the bench and for honest figures: the index read and the digests' reading + preparation.
+  timings: { readMs: null, prepareMs: null, prepareBusyMs: null, prepared: 0, slices: 0, longestSliceMs: 0 },
 };
 
+const digestOf = (value) => (typeof value === "string" ? value : "");
+
 export function dataOf(entry) {
-  const key = `${entry.name}\u0000${entry.savedAt ?? 0}\u0000${entry.textDigest.length}`;
+  const known = index.digests.has(entry.id);
+  const key = `${entry.name}\u0000${known}\u0000${index.generation.get(entry.id) ?? 0}`;
   const hit = index.cache.get(entry.id);
   if (hit && hit.key === key) return hit.data;
-  const data = searchData(entry);
+  const data = searchData(entry, index.digests.get(entry.id) ?? "");
   index.cache.set(entry.id, { key, data });
   return data;
 }
 
 export function indexEntries() { return index.entries; }
+
+export function digestsPending() {
+  return (index.entries ?? []).reduce((n, e) => n + (index.digests.has(e.id) ? 0 : 1), 0);
+}
 
 export function forgetEntry(id) {
   if (index.entries) index.entries = index.entries.filter((e) => e.id !== id);
@@ -58,15 +81,30 @@ export function onIndexChange(listener) {
   return () => index.listeners.delete(listener);
 }
 
-export function useReadIndex(readIndex) {
+export function onDigests(listener) {
+  index.digestListeners.add(listener);
+  return () => index.digestListeners.delete(listener);
+}
+
+export function useReadIndex(readIndex, readDigests) {
   if (readIndex) index.readIndex = readIndex;
+  if (readDigests) index.readDigests = readDigests;
 }
 
 function setIndex(raw) {
   index.entries = readableIndex(raw);
   index.version++;
-  warmIndex();
+  const live = new Set((index.entries ?? []).map((e) => e.id));
+  for (const map of [index.cache, index.digests, index.generation]) {
+    for (const id of map.keys()) if (!live.has(id)) map.delete(id);
+  }
+  warmDigests();
   for (const listener of index.listeners) listener();
+}
+
+function setDigest(id, value) {
+  index.digests.set(id, digestOf(value));
+  index.generation.set(id, (index.generation.get(id) ?? 0) + 1);
 }
 
 export function readStoredIndex() {
@@ -85,34 +123,56 @@ export function followStorage(storage) {
   if (index.following || !storage?.onChanged) return;
   index.following = true;
   storage.onChanged.addListener((changes, areaName) => {
-    if (areaName === "local" && SAVED_SESSIONS in changes) setIndex(changes[SAVED_SESSIONS].newValue);
+    if (areaName !== "local") return;
+    let digests = false;
+    for (const [key, change] of Object.entries(changes)) {
+      if (key.startsWith(DIGEST_PREFIX)) { setDigest(key.slice(DIGEST_PREFIX.length), change.newValue); digests = true; }
+    }
+    if (SAVED_SESSIONS in changes) setIndex(changes[SAVED_SESSIONS].newValue);
+    if (digests) for (const listener of index.digestListeners) listener();
   });
 }
 
-// Build the search data in idle slices, so the first keystroke is as fast as the others.
-function warmIndex() {
-  cancelIdle(index.warmHandle);
-  const entries = index.entries ?? [];
-  const live = new Set(entries.map((e) => e.id));
-  for (const id of index.cache.keys()) if (!live.has(id)) index.cache.delete(id);
-  let i = 0;
+// Read the digests not read yet, DIGEST_SLICE per idle callback, and prepare each one's search
+// data as it arrives, so the first keystroke is as fast as the others.
+function warmDigests() {
+  if (index.warming) return;
+  index.warming = true;
   const started = performance.now();
   let busy = 0;
-  const step = (deadline) => {
-    const sliceStart = performance.now();
-    let count = 0;  // without requestIdleCallback: 20 sessions per task
-    const more = () => (deadline ? deadline.timeRemaining() > 2 : count++ < 20);
-    while (i < entries.length && more()) dataOf(entries[i++]);
-    busy += performance.now() - sliceStart;
-    index.timings.prepared = i;
-    if (i < entries.length) index.warmHandle = requestIdle(step);
-    else Object.assign(index.timings, { prepareMs: performance.now() - started, prepareBusyMs: busy });
+  const step = async () => {
+    const missing = (index.entries ?? []).filter((e) => !index.digests.has(e.id)).slice(0, DIGEST_SLICE);
+    if (!missing.length) {
+      index.warming = false;
+      Object.assign(index.timings, { prepareMs: performance.now() - started, prepareBusyMs: busy });
+      return;
+    }
+    let got = {};
+    try { got = await index.readDigests(missing.map((e) => DIGEST_PREFIX + e.id)); } catch { got = {}; }
+    let next = 0;
+    const prepare = (deadline) => {
+      const sliceStart = performance.now();
+      do {
+        const entry = missing[next++];
+        if (!index.digests.has(entry.id)) setDigest(entry.id, got[DIGEST_PREFIX + entry.id]);
+        dataOf(entry);
+      } while (next < missing.length && deadline && deadline.timeRemaining() > 8);
+      const sliceMs = performance.now() - sliceStart;
+      busy += sliceMs;
+      index.timings.slices++;
+      index.timings.longestSliceMs = Math.max(index.timings.longestSliceMs, sliceMs);
+      if (next < missing.length) { requestIdle(prepare); return; }
+      index.timings.prepared = (index.entries ?? []).length - digestsPending();
+      for (const listener of index.digestListeners) listener();
+      requestIdle(step);
+    };
+    requestIdle(prepare);
   };
-  index.warmHandle = requestIdle(step);
+  requestIdle(step);
 }
 
-export function preloadSessions({ storage = globalThis.chrome?.storage, readIndex = null } = {}) {
-  useReadIndex(readIndex);
+export function preloadSessions({ storage = globalThis.chrome?.storage, readIndex = null, readDigests = null } = {}) {
+  useReadIndex(readIndex, readDigests);
   followStorage(storage);
   if (index.entries !== null) return Promise.resolve();
   if (index.loading) return index.loading;
@@ -124,4 +184,3 @@ export function sessionsIndexTimings() {
 }
 
 const requestIdle = (fn) => (globalThis.requestIdleCallback ? requestIdleCallback(fn) : setTimeout(() => fn(null), 0));
-const cancelIdle = (handle) => (globalThis.cancelIdleCallback ? cancelIdleCallback(handle) : clearTimeout(handle));

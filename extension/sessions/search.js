@@ -5,7 +5,9 @@
 // every code point), and a row is what `session.list` returns for that session (same preview,
 // same highlights; offsets in UTF-16 units here, code points in Python), so both sides find the
 // same sessions. Per keystroke the cost is bounded by a per-session bigram filter (`searchData`),
-// built once per session by extension/sessions/preload.js.
+// built once per session by extension/sessions/preload.js. An entry of the index carries only
+// its digest's head (`digestHead`, the preview without a query); the digest itself comes apart
+// (`sessionDigest_<id>`) and `dataOf(entry)` hands it over with the search data.
 //
 // API: fold, foldWithMap, queryWords, previewFor (the text side); readableIndex, sortEntries,
 //      searchData, matchSessions, narrows, rowFor, searchSessions (the index side).
@@ -119,7 +121,7 @@ export function readableIndex(raw) {
   const seen = new Set();
   for (const e of raw) {
     if (!e || typeof e !== "object" || "history" in e || typeof e.id !== "string" || !e.id ||
-        seen.has(e.id) || typeof e.name !== "string" || typeof e.textDigest !== "string" ||
+        seen.has(e.id) || typeof e.name !== "string" || typeof e.digestHead !== "string" || "textDigest" in e ||
         !isNumber(e.createdAt) || typeof e.pinned !== "boolean") return null;
     seen.add(e.id);
   }
@@ -132,18 +134,18 @@ export function sortEntries(entries) {
     active(b) - active(a) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }
 
-// Per-session search data: the folded name + digest and a 4096-bit bigram filter over it.
+// Per-session search data: the digest, the folded name + digest and a 4096-bit bigram filter over it.
 const FILTER_BITS = 4096;
 function bigram(a, b) { return ((a * 31) ^ b) & (FILTER_BITS - 1); }
 
-export function searchData(entry) {
-  const haystack = fold(entry.name) + "\n" + fold(entry.textDigest);
+export function searchData(entry, digest = "") {
+  const haystack = fold(entry.name) + "\n" + fold(digest);
   const filter = new Uint32Array(FILTER_BITS / 32);
   for (let i = 1; i < haystack.length; i++) {
     const h = bigram(haystack.charCodeAt(i - 1), haystack.charCodeAt(i));
     filter[h >>> 5] |= 1 << (h & 31);
   }
-  return { haystack, filter };
+  return { digest, haystack, filter };
 }
 
 function mayContain(filter, word) {
@@ -156,7 +158,8 @@ function mayContain(filter, word) {
 
 // The sessions matching `query`, pinned first then newest (no previews yet: that is `rowFor`).
 // `within`: a previous result to narrow, valid when every earlier word is inside a new word.
-export function matchSessions(entries, query, dataOf = searchData, within = null) {
+// dataOf(entry) -> searchData(entry, its digest).
+export function matchSessions(entries, query, dataOf, within = null) {
   const words = queryWords(query);
   const sorted = within ?? sortEntries(entries);
   if (!words.length) return sorted;
@@ -173,14 +176,16 @@ export function narrows(previousQuery, query) {
 }
 
 // One row of the list: what session.list returns for it (same preview and highlights).
-export function rowFor(entry, query, dataOf = null) {
+export function rowFor(entry, query, dataOf) {
   const words = queryWords(query);
+  let digest = entry.digestHead;
   let foldedDigest = null;
-  if (words.length && dataOf) {
-    const haystack = dataOf(entry).haystack;
-    foldedDigest = haystack.slice(haystack.indexOf("\n") + 1);
+  if (words.length) {
+    const data = dataOf(entry);
+    digest = data.digest;
+    foldedDigest = data.haystack.slice(data.haystack.indexOf("\n") + 1);
   }
-  const { preview, highlights } = previewFor(entry.textDigest, foldedDigest, words);
+  const { preview, highlights } = previewFor(digest, foldedDigest, words);
   return {
     id: entry.id, name: entry.name, createdAt: entry.createdAt, savedAt: entry.savedAt ?? 0,
     pinned: entry.pinned, preview, damaged: Boolean(entry.damaged),
@@ -190,6 +195,6 @@ export function rowFor(entry, query, dataOf = null) {
 }
 
 // Every row for `query` (the panel renders them page by page instead).
-export function searchSessions(entries, query, dataOf = searchData) {
+export function searchSessions(entries, query, dataOf) {
   return matchSessions(entries, query, dataOf).map((entry) => rowFor(entry, query, dataOf));
 }

@@ -9,7 +9,8 @@ Rules:
    imported as a copy beside ours, under a new id (`<id>-<8 hex of its content's hash>`, so
    importing the same file twice adds it once) and named “… (imported)”. A file cannot replace
    local work by claiming a newer `savedAt`.
-3. Staging: each session body is written together with the list of every key staged so far
+3. Staging: each session body is written together with its digest (recomputed from the body) and
+   the list of every key staged so far
    (`backupImportStaging`, one atomic `set`). The commit is one `set` of the index, the open
    conversation and the settings that also sets the list to null, so a session is either
    committed or listed for removal. A failure (a bad piece, Chrome's storage full, the panel
@@ -45,6 +46,7 @@ from .storage import (
     OPTION_DEFAULTS,
     PROVIDERS,
     SESSION_BODY_PREFIX,
+    SESSION_DIGEST_PREFIX,
     SUMMARIZE_ABOVE_CHARS,
     UI_LANGUAGE,
     get_all,
@@ -59,7 +61,7 @@ Progress = Callable[[dict[str, Any]], None]
 
 
 async def recover(area: StorageArea) -> int:
-    """Remove what an import that never committed staged (rule 3); how many keys went. The caller
+    """Remove what an import that never committed staged (rule 3); how many sessions went. The caller
     holds the storage lock."""
     stored = await area.get([BACKUP_IMPORT_STAGING])
     if BACKUP_IMPORT_STAGING not in stored:
@@ -67,10 +69,16 @@ async def recover(area: StorageArea) -> int:
     marker = stored[BACKUP_IMPORT_STAGING]
     listed = marker.get("keys") if isinstance(marker, dict) else None
     keys = [k for k in listed if isinstance(k, str)] if isinstance(listed, list) else []
-    referenced = {entry.body_key for entry in await s.read_session_index(area)}
-    drop = [k for k in keys if k.startswith(SESSION_BODY_PREFIX) and k not in referenced]
+    referenced = {
+        key for entry in await s.read_session_index(area) for key in (entry.body_key, entry.digest_key)
+    }
+    drop = [
+        k
+        for k in keys
+        if (k.startswith(SESSION_BODY_PREFIX) or k.startswith(SESSION_DIGEST_PREFIX)) and k not in referenced
+    ]
     await area.remove([*drop, BACKUP_IMPORT_STAGING])
-    return len(drop)
+    return sum(k.startswith(SESSION_BODY_PREFIX) for k in drop)
 
 
 class _Staging:
@@ -126,17 +134,20 @@ class _Staging:
             name=name or s.default_name(item.records),
             created_at=int(item.created_at),
             pinned=item.pinned,
-            text_digest=s.text_digest(item.records),
+            digest_head="",
             saved_at=int(item.saved_at),
             body_hash=digest,
             named=item.named or copy,
         )
+        # The digest is recomputed from the body (a file's own digest is never trusted).
+        entry, digest_item = s.with_digest(entry, s.text_digest(item.records))
         key = entry.body_key
-        self.staged.append(key)
+        self.staged.extend([key, *digest_item])
         self.present.add(key)
         await self.area.set(
             {
                 key: {"history": item.raw, "savedAt": entry.saved_at},
+                **digest_item,
                 BACKUP_IMPORT_STAGING: {"keys": list(self.staged)},
             }
         )

@@ -10,6 +10,8 @@ margin.sessions):
    (extension/sessions/search.js, same fold, same results): Python here takes seconds per query
    over 1,000 full digests, the panel answers each keystroke in milliseconds. This Python search
    serves `session.list {query}` and the tests; tests keep the two in step.
+   The digests come by address (`sessionDigest_<id>`, margin.session_index rule 4); without a
+   query the list needs none: each preview is the entry's `digestHead`.
 """
 
 from __future__ import annotations
@@ -19,9 +21,9 @@ import unicodedata
 from functools import lru_cache
 from typing import Any
 
-from .session_index import IndexEntry
+from .session_index import DIGEST_HEAD, IndexEntry
 
-PREVIEW_LENGTH = 140
+PREVIEW_LENGTH = DIGEST_HEAD
 
 
 # -- fold ----------------------------------------------------------------------------------------
@@ -69,8 +71,8 @@ def query_words(query: str) -> list[str]:
     return fold(query or "").split()
 
 
-def matches(entry: IndexEntry, words: list[str]) -> bool:
-    haystack = fold(entry.name) + "\n" + fold(entry.text_digest)
+def matches(entry: IndexEntry, words: list[str], digest: str) -> bool:
+    haystack = fold(entry.name) + "\n" + fold(digest)
     return all(word in haystack for word in words)
 
 
@@ -118,8 +120,7 @@ def _first_match_offset(digest: str, words: list[str]) -> int | None:
     return None
 
 
-def preview_for(entry: IndexEntry, words: list[str]) -> tuple[str, list[list[int]]]:
-    digest = entry.text_digest
+def preview_for(digest: str, words: list[str]) -> tuple[str, list[list[int]]]:
     offset = _first_match_offset(digest, words) if words else None
     if offset is None:
         return _one_line(digest[:PREVIEW_LENGTH]).strip(), []
@@ -142,12 +143,16 @@ def sort_entries(entries: list[IndexEntry]) -> list[IndexEntry]:
     return sorted(entries, key=lambda e: (not e.pinned, -e.last_active, e.id))
 
 
-def list_view(entries: list[IndexEntry], query: str = "") -> list[dict[str, Any]]:
+def list_view(
+    entries: list[IndexEntry], query: str = "", digests: dict[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """The rows for `query`; `digests` (id -> digest) is needed only when the query has words."""
     words = query_words(query)
-    shown = [e for e in entries if matches(e, words)] if words else entries
+    text = (lambda e: (digests or {}).get(e.id, "")) if words else (lambda e: e.digest_head)
+    shown = [e for e in entries if matches(e, words, text(e))] if words else entries
     result = []
     for entry in sort_entries(shown):
-        preview, preview_ranges = preview_for(entry, words)
+        preview, preview_ranges = preview_for(text(entry), words)
         result.append(
             {
                 "id": entry.id,

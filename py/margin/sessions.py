@@ -9,8 +9,8 @@ session as a file). Every storage key name is in margin.storage.
 Rules (numbered as for every sessions module):
 4. `history` remembers its session in `historySessionId`: saving again updates that session (body,
    digest, and name unless the user renamed it) and never rewrites another session's body. A save
-   writes the body (with `historySessionId`) first, then the index, so a crash in between leaves
-   at worst a body the next save overwrites.
+   writes the body and its digest (with `historySessionId`) first, then the index, so a crash in
+   between leaves at worst a body and a digest the next save overwrites.
 5. Delete removes the entry from the index at once and moves the id to `sessionTrash`; the body is
    removed once the undo window (UNDO_MS) has passed, by the next session call. What undo needs
    lives in chrome.storage.session (`sessionUndo_<token>`), so it survives a worker restart;
@@ -45,9 +45,11 @@ from .session_index import (
     is_clean_entry,
     is_number,
     read_body_checked,
+    read_digests,
     read_session_index,
     replace_entry,
     text_digest,
+    with_digest,
     write_index,
 )
 from .session_search import list_view
@@ -59,6 +61,7 @@ from .storage import (
     SESSION_UNDO_PREFIX,
     lock_for,
     session_body_key,
+    session_digest_key,
 )
 from .stored_values import Read, park
 
@@ -92,35 +95,35 @@ async def save_current(area: StorageArea, *, clear: bool = False) -> str | None:
 
     unchanged = existing is not None and existing.body_hash == digest_hash and not existing.damaged
     if not unchanged:
-        # The body first (with the id the history belongs to), the index after.
-        await area.set(
-            {
-                session_body_key(sid): {"history": raw_history, "savedAt": now},
-                HISTORY_SESSION_ID: sid,
-                **park(HISTORY_SESSION_ID, linked),
-            }
-        )
         if existing is None:
             entry = IndexEntry(
                 id=sid,
                 name=default_name(records),
                 created_at=now,
                 pinned=False,
-                text_digest=text_digest(records),
+                digest_head="",
                 saved_at=now,
                 body_hash=digest_hash,
             )
-            entries = [entry, *entries]
         else:
             entry = replace(
                 existing,
-                text_digest=text_digest(records),
                 saved_at=now,
                 body_hash=digest_hash,
                 damaged=None,
                 name=existing.name if existing.named else default_name(records),
             )
-            entries = replace_entry(entries, entry)
+        entry, digest_item = with_digest(entry, text_digest(records))
+        # The body and its digest first (with the id the history belongs to), the index after.
+        await area.set(
+            {
+                session_body_key(sid): {"history": raw_history, "savedAt": now},
+                **digest_item,
+                HISTORY_SESSION_ID: sid,
+                **park(HISTORY_SESSION_ID, linked),
+            }
+        )
+        entries = [entry, *entries] if existing is None else replace_entry(entries, entry)
     if clear:
         await write_index(
             area, entries, **{HISTORY: [], HISTORY_SESSION_ID: None, **park(HISTORY_SESSION_ID, linked)}
@@ -151,7 +154,9 @@ async def purge_expired_trash(area: StorageArea) -> None:
     expired = [t for t in trash if not (is_number(t.get("expiresAt")) and t["expiresAt"] > now)]
     if not expired:
         return
-    await area.remove([session_body_key(t["id"]) for t in expired])
+    await area.remove(
+        [key for t in expired for key in (session_body_key(t["id"]), session_digest_key(t["id"]))]
+    )
     await area.set({SESSION_TRASH: [t for t in trash if t not in expired], **park(SESSION_TRASH, read)})
 
 
@@ -181,9 +186,11 @@ async def _checked_index(area: StorageArea) -> list[IndexEntry]:
 
 async def handle_list(platform: Platform, payload: dict) -> dict:
     query = payload.get("query") if isinstance(payload, dict) else None
+    query = query if isinstance(query, str) else ""
     async with lock_for(platform.local):
         entries = await _checked_index(platform.local)
-    return {"sessions": list_view(entries, query if isinstance(query, str) else "")}
+        digests = await read_digests(platform.local, entries) if query.split() else {}
+    return {"sessions": list_view(entries, query, digests)}
 
 
 async def handle_check(platform: Platform, payload: dict) -> dict:

@@ -6,8 +6,9 @@ Rules (docs/storage-model.md, "Reading the light keys"):
 2. `GET_ALL_KEYS` = DEFAULTS minus `history`, plus the option settings: a FIXED list.
    `get_all()` reads exactly that list and never asks for everything (`get(null)` would
    deserialize every image and every session snapshot on every turn).
-3. Keys read by address stay out of the list: `history`, every `session_<id>` body and every
-   `imageOriginal_<digest>` (margin.image_originals).
+3. Keys read by address stay out of the list: `history`, every `session_<id>` body, every
+   `sessionDigest_<id>` search digest (margin.session_index) and every `imageOriginal_<digest>`
+   (margin.image_originals).
 4. A new key that get_all's consumers must see goes into the list, and into docs/storage.md.
 
 The side panel paints the conversation before Python is up by reading `history` itself; the key
@@ -30,6 +31,9 @@ ACTIVE_PROVIDER_ID = "activeProviderId"
 UI_LANGUAGE = "uiLanguage"
 SUMMARIZE_ABOVE_CHARS = "summarizeAboveChars"
 SESSION_BODY_PREFIX = "session_"
+# The search digest of session <id> (its text, at most DIGEST_CAP characters), apart from the index
+# so that an action on one session does not rewrite 1,000 digests (margin.session_index, rule 4).
+SESSION_DIGEST_PREFIX = "sessionDigest_"
 # Deleted sessions whose body waits out the undo window (margin.sessions, rule 5).
 SESSION_TRASH = "sessionTrash"
 # What `savedSessions` held that could not be read as sessions, parked (margin.session_index).
@@ -56,7 +60,7 @@ DEFAULTS: dict[str, Any] = {
     HISTORY: [],
     # The saved session the current history was opened from (or last saved to), or None.
     HISTORY_SESSION_ID: None,
-    # The light session index [{id, name, createdAt, pinned, textDigest}] (margin.sessions).
+    # The light session index [{id, name, createdAt, pinned, digestHead, ...}] (margin.sessions).
     SAVED_SESSIONS: [],
 }
 
@@ -89,6 +93,10 @@ def lock_for(area: StorageArea) -> asyncio.Lock:
 
 def session_body_key(session_id: str) -> str:
     return f"{SESSION_BODY_PREFIX}{session_id}"
+
+
+def session_digest_key(session_id: str) -> str:
+    return f"{SESSION_DIGEST_PREFIX}{session_id}"
 
 
 def parked_history_key(digest: str) -> str:
@@ -125,6 +133,7 @@ def contract_for_js() -> dict[str, Any]:
             "backupImportStaging": BACKUP_IMPORT_STAGING,
         },
         "sessionBodyPrefix": SESSION_BODY_PREFIX,
+        "sessionDigestPrefix": SESSION_DIGEST_PREFIX,
         # chrome.storage.session keys the pages and the worker's shell read (never write).
         "sessionKeys": {
             "siteCacheIndex": SITE_CACHE_INDEX,

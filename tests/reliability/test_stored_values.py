@@ -36,6 +36,7 @@ ACTIONS = [
     ("app.state", {}),
     ("options.get", {}),
     ("session.list", {}),
+    ("session.list", {"query": "saved chat"}),  # reads every digest by address
     ("session.open", {"id": "s1"}),
     ("session.rename", {"id": "s1", "name": "Renamed"}),
     ("session.export", {"id": "s1", "format": "markdown"}),
@@ -72,10 +73,15 @@ def users_profile():
     )
     run(sessions.handle_new(platform, {}))
     entry = run(platform.local.get(["savedSessions"]))["savedSessions"][0]
-    # Give the saved session the id the corpus names, body and entry together.
-    body = run(platform.local.get([f"session_{entry['id']}"]))[f"session_{entry['id']}"]
-    run(platform.local.remove([f"session_{entry['id']}"]))
-    run(platform.local.set({"savedSessions": [{**entry, "id": "s1"}], "session_s1": body}))
+    # Give the saved session the id the corpus names: entry, body and digest together.
+    keys = [f"session_{entry['id']}", f"sessionDigest_{entry['id']}"]
+    body, digest = (run(platform.local.get(keys))[k] for k in keys)
+    run(platform.local.remove(keys))
+    run(
+        platform.local.set(
+            {"savedSessions": [{**entry, "id": "s1"}], "session_s1": body, "sessionDigest_s1": digest}
+        )
+    )
     run(platform.local.set({"history": [{"role": "user", "content": "the open chat"}]}))
     return platform
 
@@ -95,8 +101,13 @@ def test_a_corrupt_value_reaches_no_crash_and_loses_nothing(key, name, ledger):
         if not reply.get("ok") and reply["error"]["code"] == "internal":
             internal.append((action, reply["error"]["message"]))
     assert not internal, f"failed as internal: {internal}"
-    # The rename is the user's own change of the index; everything else must still be stored.
-    ledger.settle(before, snapshot(platform), replaced=["local:savedSessions", "local:historySessionId"])
+    # The rename is the user's own change of the index, and saving s1 again rewrites its digest (text
+    # derived from its body, which is kept); everything else must still be stored.
+    ledger.settle(
+        before,
+        snapshot(platform),
+        replaced=["local:savedSessions", "local:historySessionId", "local:sessionDigest_s1"],
+    )
 
 
 # -- the rarer keys: each with the actions that read it -----------------------------------------

@@ -9,7 +9,7 @@ from margin import clock, session_index, session_search, sessions, storage
 from margin.errors import MarginError
 from margin.history import Record
 from margin.platform_memory import memory_platform
-from margin.storage import HISTORY, HISTORY_SESSION_ID, SAVED_SESSIONS, session_body_key
+from margin.storage import HISTORY, HISTORY_SESSION_ID, SAVED_SESSIONS, session_body_key, session_digest_key
 
 PIXELS = "data:image/png;base64," + "iVBORw0KGgo" * 500
 
@@ -57,7 +57,9 @@ def test_new_session_saves_the_conversation_with_pixels_and_clears_it(platform):
     assert data[session_body_key(sid)]["history"][0]["content"][1]["image_url"]["url"] == PIXELS
     [entry] = data[SAVED_SESSIONS]
     assert entry["name"] == "What is in this photo?"
-    assert entry["textDigest"] == "What is in this photo?\nA cat."  # no image bytes
+    # The digest (no image bytes) is stored apart from the index, which keeps its head for the list.
+    assert data[session_digest_key(sid)] == "What is in this photo?\nA cat."
+    assert entry["digestHead"] == "What is in this photo?\nA cat." and "textDigest" not in entry
     assert new_session(platform) is None  # nothing to save: nothing happens
     assert len(platform.local.snapshot()[SAVED_SESSIONS]) == 1
 
@@ -92,7 +94,8 @@ def test_reopened_session_is_updated_not_copied_and_other_bodies_untouched(platf
     index = {e["id"]: e for e in platform.local.snapshot()[SAVED_SESSIONS]}
     assert len(index) == 2
     assert index[first]["name"] == "My first"  # renamed: saving keeps the user's name
-    assert "more on it" in index[first]["textDigest"]
+    assert "more on it" in platform.local.snapshot()[session_digest_key(first)]
+    assert session_digest_key(second) not in written
 
 
 def test_open_over_a_conversation_margin_cannot_read_keeps_it(platform):
@@ -390,7 +393,9 @@ def test_js_search_returns_what_session_list_returns(tmp_path, platform):
         "nothing here",
         "Ärger im Büro mit dem Kaffee",
     )
-    index = platform.local.snapshot()[SAVED_SESSIONS]
+    stored = platform.local.snapshot()
+    index = stored[SAVED_SESSIONS]
+    digests = {e["id"]: stored[session_digest_key(e["id"])] for e in index}
     queries = ["", "cafe", "creme brulee", "привет", "世界", "strasse", "buro", "e", "zz", "un cafe"]
     expected = [listed(platform, q) for q in queries]
     for rows in expected:
@@ -399,9 +404,54 @@ def test_js_search_returns_what_session_list_returns(tmp_path, platform):
     got = run_search_js(
         tmp_path,
         """
-const rows = input.queries.map((q) => search.searchSessions(input.index, q).map((r) => {
+const dataOf = (e) => search.searchData(e, input.digests[e.id]);
+const rows = input.queries.map((q) => search.searchSessions(input.index, q, dataOf).map((r) => {
   delete r.savedAt; return r; }));
 console.log(JSON.stringify(rows));""",
-        {"index": index, "queries": queries},
+        {"index": index, "digests": digests, "queries": queries},
     )
     assert got == expected
+
+
+# -- rule 4: an action on one session touches the index and that session's keys only ---------------
+
+
+def test_an_action_on_one_session_reads_and_writes_no_other_sessions_digest_or_body(platform):
+    seed(platform, "alpha talk", "beta talk", "gamma talk")
+    target, *others = [row["id"] for row in listed(platform)]
+    chat(platform, user("the open one"))
+    foreign = {k for sid in others for k in (session_body_key(sid), session_digest_key(sid))}
+    actions = [
+        ("rename", lambda: sessions.handle_rename(platform, {"id": target, "name": "Renamed"})),
+        ("pin", lambda: sessions.handle_pin(platform, {"id": target, "pinned": True})),
+        ("open", lambda: sessions.handle_open(platform, {"id": target})),
+        ("export", lambda: sessions.handle_export(platform, {"id": target, "format": "json"})),
+        ("delete", lambda: sessions.handle_delete(platform, {"id": target})),
+        ("list", lambda: sessions.handle_list(platform, {})),
+    ]
+    for name, action in actions:
+        platform.local.reads.clear()
+        platform.local.writes.clear()
+        run(action())
+        written = {k for w in platform.local.writes if isinstance(w, dict) for k in w}
+        assert not foreign & set(platform.local.reads), name
+        assert not foreign & written, name
+        assert not [k for k in platform.local.reads if k.startswith("sessionDigest_")], name
+    # Only a search reads digests, by address.
+    platform.local.reads.clear()
+    assert [r["name"] for r in listed(platform, "beta")] == ["beta talk"]
+    assert {k for k in platform.local.reads if k.startswith("sessionDigest_")} == {
+        session_digest_key(e["id"]) for e in platform.local.snapshot()[SAVED_SESSIONS]
+    }
+
+
+def test_a_deleted_sessions_digest_goes_with_its_body_after_the_undo_window(platform, monkeypatch):
+    seed(platform, "to delete")
+    [sid] = [row["id"] for row in listed(platform)]
+    run(sessions.handle_delete(platform, {"id": sid}))
+    assert session_digest_key(sid) in platform.local.snapshot()  # undo still possible
+    now = clock.now_ms()
+    monkeypatch.setattr(clock, "now_ms", lambda: now + sessions.UNDO_MS + 1)
+    listed(platform)
+    stored = platform.local.snapshot()
+    assert session_body_key(sid) not in stored and session_digest_key(sid) not in stored

@@ -6,7 +6,13 @@ import json
 
 from margin import session_index, sessions
 from margin.platform_memory import MemoryStorageArea, StoreCrashed
-from margin.storage import SAVED_SESSIONS, SAVED_SESSIONS_UNREADABLE_PREFIX, session_body_key
+from margin.storage import (
+    SAVED_SESSIONS,
+    SAVED_SESSIONS_UNREADABLE_PREFIX,
+    SESSION_DIGEST_PREFIX,
+    session_body_key,
+    session_digest_key,
+)
 
 PIXELS = "data:image/png;base64," + "iVBORw0KGgo" * 3000
 
@@ -89,10 +95,11 @@ def test_legacy_bodies_move_out_of_the_index_verbatim():
     index = data[SAVED_SESSIONS]
     assert all("history" not in e for e in index)
     assert PIXELS not in json.dumps(index)  # the index is light
-    assert entries[1].text_digest == "What is this chart?\nSales by quarter."
-    # The index is rewritten last, after every body.
+    assert data[session_digest_key("s2")] == "What is this chart?\nSales by quarter."
+    assert entries[1].digest_head == "What is this chart?\nSales by quarter."
+    # The index is rewritten last, after every body and every digest.
     assert list(area.writes[-1]) == [SAVED_SESSIONS]
-    assert all(next(iter(w)).startswith("session_") for w in area.writes[:-1])
+    assert all(k.startswith(("session_", SESSION_DIGEST_PREFIX)) for w in area.writes[:-1] for k in w)
 
 
 def test_migration_is_idempotent_and_a_clean_index_is_not_rewritten():
@@ -105,6 +112,18 @@ def test_migration_is_idempotent_and_a_clean_index_is_not_rewritten():
     assert len(area.writes) == writes
 
 
+def migrate_crashing_after(stored, k):
+    """The migration on a store that dies after `k` writes; the store revived, and whether it died."""
+    area = MemoryStorageArea(stored, fail_after_writes=k)
+    try:
+        migrate(area)
+        crashed = False
+    except StoreCrashed:
+        crashed = True
+    area.revive()
+    return area, crashed
+
+
 def count_writes_of_full_migration():
     area = MemoryStorageArea(legacy_store())
     migrate(area)
@@ -115,14 +134,8 @@ def test_a_crash_after_any_write_is_completed_by_the_next_run():
     total, expected = count_writes_of_full_migration()
     assert total >= 5
     for k in range(0, total + 1):
-        area = MemoryStorageArea(legacy_store(), fail_after_writes=k)
-        try:
-            migrate(area)
-            crashed = False
-        except StoreCrashed:
-            crashed = True
+        area, crashed = migrate_crashing_after(legacy_store(), k)
         assert crashed == (k < total), k
-        area.revive()
         migrate(area)
         assert area.snapshot() == expected, f"crash after {k} writes"
         index = area.snapshot()[SAVED_SESSIONS]
@@ -241,3 +254,92 @@ def _platform(area):
     platform = memory_platform()
     platform.local = area
     return platform
+
+
+# -- digests inline in the index (the layout before `sessionDigest_<id>`) move to their own keys ------
+
+
+def inline_digest_store(n=6):
+    """The previous layout: every entry carries its whole `textDigest`; bodies by address."""
+    items = {}
+    index = []
+    for i in range(n):
+        sid = f"d{i}"
+        text = f"Session {i} about café naïve Привет 你好 " + "word " * (i * 40)
+        index.append(
+            {
+                "id": sid,
+                "name": f"Talk {i}",
+                "createdAt": 100 + i,
+                "pinned": i == 2,
+                "textDigest": text,
+                "savedAt": 200 + i,
+                "bodyHash": "h" * 64,
+                "keptField": {"i": i},  # unknown fields are kept verbatim
+            }
+        )
+        items[session_body_key(sid)] = {"history": [{"role": "user", "content": text}], "savedAt": 200 + i}
+    return {SAVED_SESSIONS: index, **items}
+
+
+def test_inline_digests_move_to_their_own_keys_before_the_index_forgets_them(monkeypatch):
+    monkeypatch.setattr(session_index, "_DIGEST_BATCH", 300)  # several digest writes, not one
+    old = inline_digest_store()
+    area = MemoryStorageArea(inline_digest_store())
+    entries = migrate(area)
+    data = area.snapshot()
+    for before, entry in zip(old[SAVED_SESSIONS], entries, strict=True):
+        assert data[session_digest_key(entry.id)] == before["textDigest"]
+        assert entry.digest_head == before["textDigest"][: session_index.DIGEST_HEAD]
+        assert (entry.name, entry.pinned, entry.created_at, entry.saved_at) == (
+            before["name"],
+            before["pinned"],
+            before["createdAt"],
+            before["savedAt"],
+        )
+        assert entry.extra == {"keptField": before["keptField"]}
+    assert all("textDigest" not in e for e in data[SAVED_SESSIONS])
+    assert not [k for k in data if k.startswith(SAVED_SESSIONS_UNREADABLE_PREFIX)]  # nothing was lost
+    digest_writes = [w for w in area.writes if any(k.startswith(SESSION_DIGEST_PREFIX) for k in w)]
+    assert len(digest_writes) >= 3
+    assert list(area.writes[-1]) == [SAVED_SESSIONS] and len(area.writes) == len(digest_writes) + 1
+    assert not [k for k in area.reads if k.startswith("session_")]  # no body needed to move them
+
+
+def test_a_crash_at_any_write_of_the_digest_move_loses_nothing(monkeypatch):
+    monkeypatch.setattr(session_index, "_DIGEST_BATCH", 300)
+    area = MemoryStorageArea(inline_digest_store())
+    migrate(area)
+    total, expected = len(area.writes), area.snapshot()
+    originals = {e["id"]: e["textDigest"] for e in inline_digest_store()[SAVED_SESSIONS]}
+    assert total >= 4
+    for k in range(total + 1):
+        area, crashed = migrate_crashing_after(inline_digest_store(), k)
+        assert crashed == (k < total), k
+        # At the crash: every digest is still inline in the index, or already in its key.
+        data = area.snapshot()
+        inline = {e["id"]: e.get("textDigest") for e in data[SAVED_SESSIONS]}
+        for sid, text in originals.items():
+            assert text in (inline.get(sid), data.get(session_digest_key(sid))), (k, sid)
+        migrate(area)
+        assert area.snapshot() == expected, f"crash after {k} writes"
+        migrate(area)  # idempotent: a clean index is read as it is
+        assert area.snapshot() == expected
+
+
+def test_an_unreadable_digest_reads_as_none_and_is_never_rewritten():
+    area = MemoryStorageArea(inline_digest_store(3))
+    migrate(area)
+    corrupt = {session_digest_key("d0"): 42, session_digest_key("d1"): {"text": "café"}}
+    run(area.set(corrupt))
+    run(area.remove([session_digest_key("d2")]))  # a key Chrome lost
+    platform = _platform(area)
+    found = run(sessions.handle_list(platform, {"query": "talk"}))["sessions"]
+    assert sorted(r["id"] for r in found) == ["d0", "d1", "d2"]  # still found by name
+    assert run(sessions.handle_list(platform, {"query": "café"}))["sessions"] == []
+    data = area.snapshot()
+    assert data[session_digest_key("d0")] == 42 and data[session_digest_key("d1")] == {"text": "café"}
+    # The next save of that session stores its digest again.
+    run(area.set({"history": [{"role": "user", "content": "café again"}], "historySessionId": "d0"}))
+    run(sessions.handle_new(platform, {}))
+    assert area.snapshot()[session_digest_key("d0")] == "café again"
