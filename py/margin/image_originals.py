@@ -156,14 +156,26 @@ async def for_request(area: StorageArea, records: list[Record]) -> list[Record]:
     return out
 
 
-async def collect_garbage(area: StorageArea) -> list[str]:
-    """Remove the originals no `history` value references (rule 4); returns the keys removed."""
+def references_in(records: list[Record]) -> set[str]:
+    """Every original key the parts of these records refer to."""
+    return {
+        key for r in records if isinstance(r.content, list) for key in map(reference_of, r.content) if key
+    }
+
+
+async def collect_garbage(area: StorageArea, *, history_references: set[str] | None = None) -> list[str]:
+    """Remove the originals no `history` value references (rule 4); returns the keys removed.
+
+    `history_references`: what `history` refers to, when the caller holds the lock and knows
+    what is stored (`images.bound` just read or wrote it), so the heavy value is not read again."""
     names = await area.keys()
     originals = [k for k in names if is_original_key(k)]
     if not originals:
         return []
-    holders = [k for k in names if k == HISTORY or k.startswith(HISTORY_UNREADABLE)]
-    referenced: set[str] = set()
+    holders = [
+        k for k in names if (k == HISTORY and history_references is None) or k.startswith(HISTORY_UNREADABLE)
+    ]
+    referenced: set[str] = set(history_references or ())
     for key in holders:  # one value at a time: a parked history can be as heavy as history
         referenced |= _raw_references((await area.get([key])).get(key))
     orphans = [k for k in originals if k not in referenced]

@@ -16,6 +16,7 @@ from margin.errors import MarginError
 from margin.history import HISTORY, Record, history_json, read_history
 from margin.platform_memory import MemoryTabs, memory_platform
 from margin.ports import WebTab
+from margin.storage import lock_for
 
 CAPTURED = 1796047500000  # 2026-11-30 14:05 UTC
 
@@ -363,8 +364,12 @@ def test_the_bound_keeps_a_record_a_turn_stored_while_pillow_was_loading():
     platform = memory_platform({HISTORY: history})
 
     async def a_turn_writes_meanwhile():
-        read = await read_history(platform.local)
-        await platform.local.set({HISTORY: history_json([*read.records, Record("assistant", "late answer")])})
+        # Like every writer of history, under the lock: the bound lets go of it and reads again.
+        async with lock_for(platform.local):
+            read = await read_history(platform.local)
+            await platform.local.set(
+                {HISTORY: history_json([*read.records, Record("assistant", "late answer")])}
+            )
 
     platform.load_package = LoadRecorder(a_turn_writes_meanwhile)
     result = run(
