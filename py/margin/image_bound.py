@@ -19,9 +19,12 @@ Rule 4: the bound never delays a turn: the turn goes first, the bound after. It 
   between images and polls every `POLL_SECONDS` during its reads and Pillow's load; when a turn
   has started or anything else waits for the lock, it lets go at once (a read or a load in
   flight is left to finish on its own), waits for the turn to end, and starts again from a
-  fresh read. Only its two writes are not interrupted (a write in flight cannot be called back).
-  Work done before a restart is kept for the call (thumbnails by the sha256 of their source),
-  so a restart costs a read, not the pixels again.
+  fresh read. Only a write in flight is not interrupted (it cannot be called back): each original
+  is a write of its own, with a look for a turn before each, and `history` is the last write.
+  Work done before a restart is kept for the call (thumbnails by the sha256 of their source, the
+  originals already stored), so a restart costs a read, not the pixels or the writes again; an
+  original stored by a try that was let go is harmless (rule 3 of margin.image_originals: the
+  collector removes it if nothing refers to it, and only the bound collects, rule 5).
 Rule 5: one bound at a time per process: a second call (two panels opening) waits for the first
   and returns its result, so two bounds never yield the lock to each other forever.
 """
@@ -66,6 +69,7 @@ class _Work:
     # the image is unreadable or not bigger than the side.
     thumbnails: dict[tuple[str, int], tuple[str, dict[str, int]] | None] = field(default_factory=dict)
     bytes_before: int | None = None
+    stored_originals: set[str] = field(default_factory=set)  # keys this call has written
 
 
 def _unseen_bytes(records: list[Record]) -> int:
@@ -193,17 +197,24 @@ async def _attempt(
             await _collect(platform, records)
         return {"changed": 0, "bytesBefore": work.bytes_before, "bytesAfter": now}
 
-    if _preempted(lock):  # the last moment a turn can still go first
-        raise _Preempted()
-    updated = _applied(records, plan)
     moved = [
         image_url_of(part)
         for ri, pi in plan
         if image_originals.reference_of(part := records[ri].parts[pi]) is None
     ]
-    # Rule 3: the originals first, so their bytes are never only in memory.
-    if moved:
-        await platform.local.set(image_originals.originals_items(moved))
+    # Rule 3: the originals first, so their bytes are never only in memory; one write each, so a
+    # turn that arrives meanwhile waits for one image's write at most (rule 4).
+    for url in moved:
+        items = image_originals.originals_items([url])
+        if items.keys() <= work.stored_originals:
+            continue
+        if _preempted(lock):
+            raise _Preempted()
+        await platform.local.set(items)
+        work.stored_originals |= items.keys()
+    if _preempted(lock):  # the last moment a turn can still go first
+        raise _Preempted()
+    updated = _applied(records, plan)
     await write_history(platform.local, updated, read)  # a refusal keeps the old value
     if collect_garbage:
         await _collect(platform, updated)

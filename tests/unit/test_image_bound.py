@@ -208,7 +208,7 @@ def test_two_bounds_at_once_are_one_bound():
 
     first, second = asyncio.run(two())
     assert first == second and first["changed"] == 2
-    assert len(platform.local.writes) == 2  # the originals, then history: once
+    assert len(platform.local.writes) == 3  # two originals, then history: once
 
 
 def test_handle_bound_reads_history_once():
