@@ -11,7 +11,16 @@ import pytest
 from helpers import run
 from PIL import Image
 
-from margin import clock, data_urls, figures, image_attachments, image_bound, images, screenshot
+from margin import (
+    clock,
+    data_urls,
+    figures,
+    image_attachments,
+    image_bound,
+    images,
+    request_images,
+    screenshot,
+)
 from margin.errors import MarginError
 from margin.history import HISTORY, Record, history_json, read_history
 from margin.platform_memory import MemoryTabs, memory_platform
@@ -230,6 +239,18 @@ def test_images_over_the_provider_side_limit_are_downscaled_for_the_request():
     sent = decode(prepared[0].content[1]["image_url"]["url"])
     assert sent.size == (8000, 27)
     assert records[0].content[0]["image_url"]["url"] == wide
+
+
+def test_conversions_kept_for_retries_hold_no_stored_url_and_stay_under_their_cap(monkeypatch):
+    monkeypatch.setattr(request_images, "_conversion_cache", {})
+    monkeypatch.setattr(request_images, "CONVERSION_CACHE_BYTES", 150_000)
+    tiffs = [data_url(noise(200, 150, seed), "TIFF") for seed in range(6)]  # ~90 KB converted each
+    records = [Record("user", [part(url)]) for url in tiffs]
+    first = figures.prepare_history_for_model(records)
+    again = figures.prepare_history_for_model(records)
+    assert [r.content for r in again] == [r.content for r in first]  # a retry sends the same bytes
+    assert 0 < request_images.conversion_cache_bytes() <= 150_000
+    assert not set(request_images._conversion_cache) & set(tiffs), "a stored data URL is kept alive"
 
 
 def test_an_unreadable_parked_image_becomes_a_labelled_placeholder_not_a_failed_turn():
