@@ -47,7 +47,12 @@ def url_digest(url: str) -> str:
 
 
 def original_key(url: str) -> str:
-    return IMAGE_ORIGINAL_PREFIX + url_digest(url)[:_DIGEST_CHARS]
+    return key_of_digest(url_digest(url))
+
+
+def key_of_digest(digest: str) -> str:
+    """The key of the original whose data URL has this sha256 (hex)."""
+    return IMAGE_ORIGINAL_PREFIX + digest[:_DIGEST_CHARS]
 
 
 def is_original_key(key: Any) -> bool:
@@ -62,13 +67,14 @@ def reference_of(part: Any) -> str | None:
     return key if is_original_key(key) else None
 
 
-def original_value(url: str) -> dict[str, str]:
-    return {"url": url, "sha256": url_digest(url)}
-
-
 def originals_items(urls: Iterable[str]) -> dict[str, dict[str, str]]:
     """The items that store these originals (rule 1: written before the history write)."""
-    return {original_key(url): original_value(url) for url in urls}
+    return dict(original_item(url, url_digest(url)) for url in urls)
+
+
+def original_item(url: str, digest: str) -> tuple[str, dict[str, str]]:
+    """(key, value) storing one original whose sha256 the caller has (a 3 MB hash costs)."""
+    return key_of_digest(digest), {"url": url, "sha256": digest}
 
 
 def _trusted_url(key: str, value: Any) -> str | None:

@@ -11,6 +11,7 @@ import base64
 import io
 import random
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from fake_provider import FakeProvider, Hang
@@ -22,6 +23,7 @@ PHOTOS = 7  # 2400x1600 noisy JPEGs, ~3 MB of data URL each: ~21 MB
 # The send with the bound running may take this much longer than without (what one original's
 # write can add, on a shared 2-core machine); before this change it waited for the whole bound.
 MAX_DELAY_RATIO = 1.5
+QUESTION = "Which photo is the sharpest?"
 BOUND_RUNNING_JS = (
     "async () => (await marginPython()).pyodide.runPython("
     "'import margin.image_bound as b; b._running is not None and not b._running.done()')"
@@ -87,16 +89,19 @@ def send_delay(margin: Margin, page: Any, fake: FakeProvider, text: str) -> floa
     return request.at - pressed
 
 
-def test_a_message_sent_while_the_bound_works_goes_out_first_and_the_bound_finishes_after(
-    configured_margin: Margin, fake_provider: FakeProvider
-):
-    margin = configured_margin
-    history = parked_photos()
-    assert unseen_bytes(history) > 20 * 1024 * 1024
-    originals = [p["image_url"]["url"] for p in image_parts(history)]
+@dataclass
+class SendDelays:
+    baseline: float  # seconds from Enter to the request, no bound running
+    with_bound: float  # the same while images.bound works on the same history
+    during_turn: list[dict[str, Any]]  # history as stored right after the second request arrived
+    page: Any  # the second panel, its turn still waiting for the provider
 
+
+def measure_send_delays(margin: Margin, fake: FakeProvider, history: list[dict[str, Any]]) -> SendDelays:
+    """The same send over `history`, without and then with the panel's bound running (one run).
+    Both turns fail after 3 s (the provider hangs up), so the photos stay unseen."""
     # Without a bound: the panel opens over a conversation with nothing to bound (its bound is
-    # done at once), then the photos are stored and the same message is sent.
+    # done at once), then the photos are stored and the message is sent.
     margin.storage_set({"history": [{"role": "user", "content": "hello"}]})
     page = margin.open_panel()
     margin.round_trip(page)
@@ -106,8 +111,8 @@ def test_a_message_sent_while_the_bound_works_goes_out_first_and_the_bound_finis
         message="the bound over an empty conversation did not end",
     )
     margin.storage_set({"history": history})
-    fake_provider.script(Hang(seconds=3))  # the turn fails: the photos stay unseen
-    baseline = send_delay(margin, page, fake_provider, "Which photo is the sharpest?")
+    fake.script(Hang(seconds=3))
+    baseline = send_delay(margin, page, fake, QUESTION)
     margin.wait_alert(page, timeout_ms=120_000)
     margin.wait_idle(page)
     page.close()
@@ -122,25 +127,36 @@ def test_a_message_sent_while_the_bound_works_goes_out_first_and_the_bound_finis
         interval=0.05,
         message="the panel did not start images.bound",
     )
-    fake_provider.script(Hang(seconds=3))
-    with_bound = send_delay(margin, page, fake_provider, "Which photo is the sharpest?")
-    # The request is out and the turn is still waiting for its answer: the bound has not
-    # written history (it waits for the turn to end).
-    during_turn = margin.history()
-    assert not any(p.get("meta", {}).get("originalKey") for p in image_parts(during_turn)), (
+    fake.script(Hang(seconds=3))
+    with_bound = send_delay(margin, page, fake, QUESTION)
+    return SendDelays(baseline, with_bound, margin.history(), page)
+
+
+def test_a_message_sent_while_the_bound_works_goes_out_first_and_the_bound_finishes_after(
+    configured_margin: Margin, fake_provider: FakeProvider
+):
+    margin = configured_margin
+    history = parked_photos()
+    assert unseen_bytes(history) > 20 * 1024 * 1024
+    originals = [p["image_url"]["url"] for p in image_parts(history)]
+
+    delays = measure_send_delays(margin, fake_provider, history)
+    # The request is out and the turn still waits for its answer: the bound has not written
+    # history (it waits for the turn to end).
+    assert not any(p.get("meta", {}).get("originalKey") for p in image_parts(delays.during_turn)), (
         "the bound wrote history before the turn that was sent during it"
     )
-    assert [p["image_url"]["url"] for p in image_parts(during_turn)] == originals
-
-    ratio = with_bound / baseline
+    assert [p["image_url"]["url"] for p in image_parts(delays.during_turn)] == originals
+    ratio = delays.with_bound / delays.baseline
     print(
-        f"send -> request: {with_bound:.2f} s with images.bound running, {baseline:.2f} s without ({ratio:.2f}x)"
+        f"send -> request: {delays.with_bound:.2f} s with images.bound running,"
+        f" {delays.baseline:.2f} s without ({ratio:.2f}x)"
     )
     assert ratio <= MAX_DELAY_RATIO, (
-        f"the send took {with_bound:.2f} s with the bound running against {baseline:.2f} s without"
+        f"the send took {delays.with_bound:.2f} s with the bound running against {delays.baseline:.2f} s"
     )
 
-    margin.wait_alert(page, timeout_ms=120_000)
+    margin.wait_alert(delays.page, timeout_ms=120_000)
     # Then the bound finishes, after the turn, against what the turn stored.
     bounded = poll(
         lambda: (h := margin.history()) and unseen_bytes(h) <= UNSEEN_LIMIT and h,
@@ -149,7 +165,7 @@ def test_a_message_sent_while_the_bound_works_goes_out_first_and_the_bound_finis
         message=lambda: f"unseen bytes stayed at {unseen_bytes(margin.history())}",
     )
     assert bounded[len(history)]["role"] == "user"
-    assert bounded[len(history)]["content"] == "Which photo is the sharpest?", "the turn's question was lost"
+    assert bounded[len(history)]["content"] == QUESTION, "the turn's question was lost"
     parts = image_parts(bounded)
     assert parts[-1]["image_url"]["url"] == originals[-1], "the newest photo was touched"
     shrunk = [(p, o) for p, o in zip(parts, originals, strict=True) if p["image_url"]["url"] != o]
