@@ -100,15 +100,18 @@ class SendDelays:
 def measure_send_delays(margin: Margin, fake: FakeProvider, history: list[dict[str, Any]]) -> SendDelays:
     """The same send over `history`, without and then with the panel's bound running (one run).
     Both turns fail after 3 s (the provider hangs up), so the photos stay unseen."""
-    # Without a bound: the panel opens over a conversation with nothing to bound (its bound is
-    # done at once), then the photos are stored and the message is sent.
-    margin.storage_set({"history": [{"role": "user", "content": "hello"}]})
+    # Without a bound: the panel opens over the photos (it paints them, as the second panel
+    # will) and its bound is let finish; then the photos are stored again and the message sent.
+    margin.storage_set({"history": history})
     page = margin.open_panel()
     margin.round_trip(page)
     poll(
-        lambda: not margin.worker().evaluate(BOUND_RUNNING_JS),
-        timeout=30,
-        message="the bound over an empty conversation did not end",
+        lambda: (
+            unseen_bytes(margin.history()) <= UNSEEN_LIMIT and not margin.worker().evaluate(BOUND_RUNNING_JS)
+        ),
+        timeout=180,
+        interval=0.5,
+        message="the first panel's bound did not end",
     )
     margin.storage_set({"history": history})
     fake.script(Hang(seconds=3))
