@@ -11,22 +11,14 @@ import random
 
 import pytest
 from PIL import Image
+from test_chat import SETTINGS
+from test_image_originals import sent_urls
 
 from margin import chat, data_urls, image_bound, image_codec, image_originals
 from margin.history import HISTORY, Record, history_json, read_history
 from margin.platform_memory import ScriptedResponse, ScriptedTransport, memory_platform
 from margin.ports import TransportError
 from margin.storage import lock_for
-
-PROVIDER = {
-    "id": "p",
-    "type": "openai",
-    "name": "Local",
-    "baseUrl": "http://localhost:11434/v1",
-    "apiKey": "",
-    "model": "llama3.2",
-}
-SETTINGS = {"providers": [PROVIDER], "activeProviderId": "p"}
 
 
 def noisy_png(seed: int) -> str:
@@ -52,16 +44,6 @@ def image_part(seed: int) -> dict:
 def limit_for(history: list[dict]) -> int:
     """Room for one picture and the thumbnails: every older one must shrink."""
     return len(history[-2]["content"][1]["image_url"]["url"]) + 200_000
-
-
-def image_urls(history: list[dict]) -> list[str]:
-    return [
-        p["image_url"]["url"]
-        for r in history
-        if isinstance(r["content"], list)
-        for p in r["content"]
-        if p["type"] == "image_url"
-    ]
 
 
 def sse_answer(text: str) -> ScriptedResponse:
@@ -121,7 +103,7 @@ def test_a_turn_sent_while_the_bound_works_goes_first_and_nothing_it_stored_is_o
     # The request went out before the bound wrote anything.
     assert len(at_request) == 1
     assert not any(image_originals.is_original_key(k) for k in at_request[0])
-    assert image_urls(at_request[0][HISTORY]) == image_urls(history)
+    assert sent_urls(at_request[0][HISTORY]) == sent_urls(history)
     stored = platform.local.snapshot()
     question = stored[HISTORY][len(history)]
     assert question["role"] == "user" and question["content"] == "And now?", "the turn's question was lost"
@@ -130,7 +112,7 @@ def test_a_turn_sent_while_the_bound_works_goes_first_and_nothing_it_stored_is_o
         assert [e["event"] for e in events][-1] == "done"
         assert result["changed"] == 0
         assert stored[HISTORY][-1]["content"] == "A cat."
-        assert image_urls(stored[HISTORY]) == image_urls(history)
+        assert sent_urls(stored[HISTORY]) == sent_urls(history)
         assert not any(image_originals.is_original_key(k) for k in stored)
         return
     # The bound ran after the turn, against what the turn stored: the older pictures shrink,
@@ -141,10 +123,10 @@ def test_a_turn_sent_while_the_bound_works_goes_first_and_nothing_it_stored_is_o
     for before, after in zip(history, stored[HISTORY], strict=False):
         if before == after:
             continue
-        (old,) = image_urls([before])
+        (old,) = sent_urls([before])
         (new_part,) = [p for p in after["content"] if p["type"] == "image_url"]
         assert stored[new_part["meta"]["originalKey"]]["url"] == old
-    assert image_urls(stored[HISTORY])[-1] == image_urls(history)[-1]  # the newest: untouched
+    assert sent_urls(stored[HISTORY])[-1] == sent_urls(history)[-1]  # the newest: untouched
 
 
 def test_a_request_waiting_for_the_lock_takes_it_before_the_bound_writes(monkeypatch):
