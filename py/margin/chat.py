@@ -18,10 +18,11 @@ Rules:
    read-modify-write of `history` holds `storage.lock_for(local)`.
 6. Stop is prompt: every wait on the network races the stop event; the panel's port closing
    (emit failing) is a stop too. The body has an idle timeout (`BODY_IDLE_TIMEOUT`).
-7. One turn at a time per process. Every outcome (`Outcome`: done, stopped, failed) is ONE
-   terminal event (`done`, `stopped` or `error`; storing the answer may still turn done or
-   stopped into `error`); the stream is closed in one place, whatever the outcome. `run_turn`
-   emits MarginErrors itself (a storage refusal is a `StorageError`) and lets only bugs escape.
+7. One turn at a time per process (`turn_running()` says whether one runs; `images.bound` waits
+   for it). Every outcome (`Outcome`: done, stopped, failed) is ONE terminal event (`done`,
+   `stopped` or `error`; storing the answer may still turn done or stopped into `error`); the
+   stream is closed in one place, whatever the outcome. `run_turn` emits MarginErrors itself (a
+   storage refusal is a `StorageError`) and lets only bugs escape.
 8. Overflow rescue (`margin.rescue`): a request the provider refuses as too long
    (`ContextOverflowError`), before any delta, is sent once more with the large attached pages
    shortened (the retry races stop and has the same idle timeout). The shortened attachments are
@@ -102,6 +103,11 @@ async def run_turn(
         await _Turn(platform, emit, stop).run(start)
     finally:
         _turn_running = False
+
+
+def turn_running() -> bool:
+    """Whether a turn runs in this process now: `images.bound` waits for it (margin.image_bound)."""
+    return _turn_running
 
 
 def _error_event(error: MarginError) -> dict[str, Any]:

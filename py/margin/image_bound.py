@@ -5,19 +5,39 @@ Rule 1: `bound_unseen_image_bytes` (when the panel opens) keeps parked UNSEEN pi
   newest record with images is never touched; a downscale is recorded in `meta.downscaledFrom`,
   and running it again changes nothing more.
 Rule 2: an image Pillow cannot read is kept as it is (never destroyed), and history is written
-  once, only when something changed, against what is stored at that moment.
+  once, only when something changed, against what is stored at that moment: the bound reads
+  `history`, shrinks and writes it in one hold of `storage.lock_for(local)`, so no other writer
+  is between its read and its write (every writer of `history` holds that lock).
 Rule 3: nothing is degraded: the exact data URL of each image it shrinks is first stored under its
   own key (margin.image_originals: `imageOriginal_<digest>`, read by address), and only then is
   `history` written with the thumbnail and `meta.originalKey`; a part that already refers to an
-  original keeps that reference. Both writes run under `storage.lock_for(local)`; `handle_bound`
-  then removes the originals nothing refers to any more, under the same lock.
+  original keeps that reference. `handle_bound` then removes the originals nothing refers to any
+  more, in the same hold of the lock (what `history` refers to is known: it was just read or
+  written, so it is not read again).
+Rule 4: the bound never delays a turn: the turn goes first, the bound after. It starts only when
+  no turn runs (`chat.turn_running()`), and while it holds the lock it yields to the event loop
+  between images and polls every `POLL_SECONDS` during its reads and Pillow's load; when a turn
+  has started or anything else waits for the lock, it lets go at once (a read or a load in
+  flight is left to finish on its own), waits for the turn to end, and starts again from a
+  fresh read. Only a write in flight is not interrupted (it cannot be called back): each original
+  is a write of its own, with a look for a turn before each, and `history` is the last write.
+  Work done before a restart is kept for the call (thumbnails by the sha256 of their source, the
+  originals already stored), so a restart costs a read, not the pixels or the writes again; an
+  original stored by a try that was let go is harmless (rule 3 of margin.image_originals: the
+  collector removes it if nothing refers to it, and only the bound collects, rule 5).
+Rule 5: one bound at a time per process: a second call (two panels opening) waits for the first
+  and returns its result, so two bounds never yield the lock to each other forever.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+import contextlib
+from collections.abc import Awaitable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
-from . import image_originals
+from . import chat, image_originals
 from .data_urls import build_data_url, parse_data_url
 from .errors import MarginError
 from .history import Record, read_history, write_history
@@ -28,6 +48,28 @@ from .storage import lock_for
 # Parked unseen pixels, counted as data-URL characters (what chrome.storage holds).
 UNSEEN_LIMIT_BYTES = 8 * 1024 * 1024
 THUMBNAIL_SIDES = (512, 256)
+# How often the bound looks for a turn while it waits: on a read, on Pillow's load, for a turn's end.
+POLL_SECONDS = 0.01
+TURN_POLL_SECONDS = 0.05
+
+T = TypeVar("T")
+Position = tuple[int, int]  # (record, part)
+
+
+class _Preempted(Exception):
+    """A turn started, or another request waits for the lock: the bound lets go (rule 4)."""
+
+
+@dataclass
+class _Work:
+    """What one call keeps across restarts (rule 4); dropped when the call returns."""
+
+    pillow: asyncio.Future[None] | None = None
+    # (sha256 of a data URL, side) -> the thumbnail's data URL and `downscaledFrom`, or None when
+    # the image is unreadable or not bigger than the side.
+    thumbnails: dict[tuple[str, int], tuple[str, dict[str, int]] | None] = field(default_factory=dict)
+    bytes_before: int | None = None
+    stored_originals: set[str] = field(default_factory=set)  # keys this call has written
 
 
 def _unseen_bytes(records: list[Record]) -> int:
@@ -41,7 +83,7 @@ def _protected_index(records: list[Record]) -> int | None:
     return None
 
 
-def _candidates(records: list[Record]) -> list[tuple[int, int]]:
+def _candidates(records: list[Record]) -> list[Position]:
     """(record, part) positions the bound may shrink: unseen, not the protected record, oldest first."""
     protected = _protected_index(records)
     return [
@@ -53,103 +95,210 @@ def _candidates(records: list[Record]) -> list[tuple[int, int]]:
     ]
 
 
+# -- yielding to turns (rule 4) ---------------------------------------------------------------------
+
+
+def _someone_waits(lock: asyncio.Lock) -> bool:
+    # asyncio.Lock has no public way to ask whether anyone waits; its waiters are the deque
+    # `_waiters` (None before the first wait). tests/unit/test_image_bound.py pins this down.
+    waiters = getattr(lock, "_waiters", None) or ()
+    return any(not w.done() for w in waiters)
+
+
+def _preempted(lock: asyncio.Lock) -> bool:
+    return chat.turn_running() or _someone_waits(lock)
+
+
+async def _turns_first() -> None:
+    while chat.turn_running():
+        await asyncio.sleep(TURN_POLL_SECONDS)
+
+
+async def _yield(lock: asyncio.Lock) -> None:
+    """Let the event loop run (a message that arrived starts its task), then let go if needed."""
+    await asyncio.sleep(0)
+    if _preempted(lock):
+        raise _Preempted()
+
+
+def _forget(task: asyncio.Future[Any]) -> None:
+    """An abandoned read's outcome is not wanted; retrieve it so nothing logs it as lost."""
+    if not task.cancelled():
+        task.exception()
+
+
+async def _unless_preempted(work: Awaitable[T], lock: asyncio.Lock) -> T:
+    """Await `work`; if a turn comes first, raise _Preempted and leave `work` to finish alone."""
+    task = asyncio.ensure_future(work)
+    while not task.done():
+        if _preempted(lock):
+            task.add_done_callback(_forget)
+            raise _Preempted()
+        await asyncio.wait({task}, timeout=POLL_SECONDS)
+    return task.result()
+
+
+# -- the bound ----------------------------------------------------------------------------------
+
+
+_running: asyncio.Future[dict[str, int]] | None = None
+
+
 async def bound_unseen_image_bytes(
-    platform: Platform, *, limit_bytes: int = UNSEEN_LIMIT_BYTES
+    platform: Platform, *, limit_bytes: int = UNSEEN_LIMIT_BYTES, collect_garbage: bool = False
 ) -> dict[str, int]:
     """Keep parked UNSEEN pixels under `limit_bytes` (data-URL characters) by downscaling the oldest.
 
     Returns `{changed, bytesBefore, bytesAfter}`; `changed` counts image parts downscaled.
     Writes history once, only when something changed. Raises StorageError (`storage_full` or
-    `storage_failed`, as chrome.storage refused) when the write fails; what was stored stays as it was.
-    """
-    read = await read_history(platform.local)
+    `storage_failed`, as chrome.storage refused) when the write fails; what was stored stays as it
+    was. `collect_garbage`: then remove the originals nothing refers to (rule 3)."""
+    global _running
+    if _running is not None and not _running.done():
+        return await asyncio.shield(_running)  # rule 5
+    task = asyncio.ensure_future(_bound(platform, limit_bytes, collect_garbage))
+    _running = task
+    try:
+        return await task
+    finally:
+        if _running is task:
+            _running = None
+
+
+async def _bound(platform: Platform, limit_bytes: int, collect_garbage: bool) -> dict[str, int]:
+    lock = lock_for(platform.local)
+    work = _Work()
+    while True:
+        await _turns_first()
+        async with lock:
+            with contextlib.suppress(_Preempted):
+                return await _attempt(platform, lock, limit_bytes, work, collect_garbage)
+        await asyncio.sleep(0)  # released: the waiter takes the lock before this call asks again
+
+
+async def _attempt(
+    platform: Platform, lock: asyncio.Lock, limit_bytes: int, work: _Work, collect_garbage: bool
+) -> dict[str, int]:
+    """One try, under the lock: read, shrink, write. Raises _Preempted until the writes start."""
+    read = await _unless_preempted(read_history(platform.local), lock)
     records = read.records
-    before = _unseen_bytes(records)
+    now = _unseen_bytes(records)
+    if work.bytes_before is None:
+        work.bytes_before = now
+    plan: dict[Position, dict[str, Any]] = {}
+    digests: dict[Position, str] = {}
     candidates = _candidates(records)
-    if before <= limit_bytes or not candidates:
-        return {"changed": 0, "bytesBefore": before, "bytesAfter": before}
+    if now > limit_bytes and candidates:
+        if work.pillow is None:
+            work.pillow = asyncio.ensure_future(platform.load_package("pillow"))
+        await _unless_preempted(work.pillow, lock)
+        plan, digests = await _plan(records, candidates, now, limit_bytes, work, lock)
+    if not plan:
+        if collect_garbage:
+            await _collect(platform, records)
+        return {"changed": 0, "bytesBefore": work.bytes_before, "bytesAfter": now}
 
-    await platform.load_package("pillow")
-    from . import image_codec
+    moved = [
+        image_originals.original_item(image_url_of(part), digests[ri, pi])
+        for ri, pi in plan
+        if image_originals.reference_of(part := records[ri].parts[pi]) is None
+    ]
+    # Rule 3: the originals first, so their bytes are never only in memory; one write each, so a
+    # turn that arrives meanwhile waits for one image's write at most (rule 4).
+    for key, value in moved:
+        if key in work.stored_originals:
+            continue
+        if _preempted(lock):
+            raise _Preempted()
+        await platform.local.set({key: value})
+        work.stored_originals.add(key)
+    if _preempted(lock):  # the last moment a turn can still go first
+        raise _Preempted()
+    updated = _applied(records, plan)
+    await write_history(platform.local, updated, read)  # a refusal keeps the old value
+    if collect_garbage:
+        await _collect(platform, updated)
+    return {"changed": len(plan), "bytesBefore": work.bytes_before, "bytesAfter": _unseen_bytes(updated)}
 
+
+async def _plan(
+    records: list[Record],
+    candidates: list[Position],
+    total: int,
+    limit_bytes: int,
+    work: _Work,
+    lock: asyncio.Lock,
+) -> tuple[dict[Position, dict[str, Any]], dict[Position, str]]:
+    """position -> its new part: the oldest candidates shrunk until the total is under the limit;
+    and position -> the sha256 of its original data URL (each hashed once: 3 MB cost ~20 ms)."""
     current = {(ri, pi): records[ri].parts[pi] for ri, pi in candidates}
-    replaced: dict[str, dict[str, Any]] = {}  # original url -> new part
-    total = before
+    plan: dict[Position, dict[str, Any]] = {}
+    digests: dict[Position, str] = {}
     for side in THUMBNAIL_SIDES:
         for position in candidates:
             if total <= limit_bytes:
-                break
+                return plan, digests
             part = current[position]
             url = image_url_of(part)
-            try:
-                data = parse_data_url(url).decode()
-                thumb = image_codec.downscale(data, side)
-            except (MarginError, image_codec.CodecError):
-                continue  # unreadable: keep it as it is, never destroy
-            if thumb is None:
+            digest = image_originals.url_digest(url)
+            digests.setdefault(position, digest)  # the first visit is of the original
+            if (digest, side) not in work.thumbnails:
+                await _yield(lock)
+                work.thumbnails[digest, side] = _thumbnail(url, side)
+            made = work.thumbnails[digest, side]
+            if made is None:
                 continue
-            new_url = build_data_url(thumb.mime, thumb.data)
+            new_url, downscaled_from = made
             if len(new_url) >= len(url):
                 continue
-            meta = dict(part.get("meta") or {}) if isinstance(part.get("meta"), dict) else {}
-            meta.setdefault(
-                "downscaledFrom", {"width": thumb.width, "height": thumb.height, "bytes": len(data)}
-            )
-            original_url = image_url_of(records[position[0]].parts[position[1]])
-            meta.setdefault("originalKey", image_originals.original_key(original_url))
+            meta = dict(part["meta"]) if isinstance(part.get("meta"), dict) else {}
+            meta.setdefault("downscaledFrom", downscaled_from)
+            meta.setdefault("originalKey", image_originals.key_of_digest(digests[position]))
             image_url = dict(part["image_url"]) if isinstance(part.get("image_url"), dict) else {}
-            new_part = {**part, "image_url": {**image_url, "url": new_url}, "meta": meta}
-            replaced[original_url] = new_part
-            current[position] = new_part
+            plan[position] = current[position] = {
+                **part,
+                "image_url": {**image_url, "url": new_url},
+                "meta": meta,
+            }
             total -= len(url) - len(new_url)
-    if not replaced:
-        return {"changed": 0, "bytesBefore": before, "bytesAfter": before}
-
-    # Pillow's load awaited: a turn may have written meanwhile. Apply to what is stored now, under
-    # the lock every history writer holds.
-    async with lock_for(platform.local):
-        fresh = await read_history(platform.local)
-        updated, changed, moved = _apply_replacements(fresh.records, replaced)
-        if changed:
-            # Rule 3: the originals first, so their bytes are never only in memory.
-            await platform.local.set(image_originals.originals_items(moved))
-            await write_history(platform.local, updated, fresh)  # a refusal keeps the old value
-    if not changed:
-        return {"changed": 0, "bytesBefore": before, "bytesAfter": _unseen_bytes(fresh.records)}
-    return {"changed": changed, "bytesBefore": before, "bytesAfter": _unseen_bytes(updated)}
+    return plan, digests
 
 
-def _apply_replacements(
-    records: list[Record], replaced: dict[str, dict[str, Any]]
-) -> tuple[list[Record], int, list[str]]:
-    """(the new records, how many parts changed, the URLs whose bytes leave `history` for a key)."""
-    allowed = set(_candidates(records))
-    changed = 0
-    moved: list[str] = []
-    out: list[Record] = []
-    for ri, record in enumerate(records):
-        if not has_images(record) or is_seen(record):
-            out.append(record)
-            continue
-        parts = []
-        for pi, part in enumerate(record.parts):  # has_images: the content is this list of parts
-            url = image_url_of(part) if is_image_part(part) else ""
-            new_part = replaced.get(url) if url and (ri, pi) in allowed else None
-            if new_part is not None:
-                changed += 1
-                if image_originals.reference_of(part) is None:
-                    moved.append(url)
-                parts.append(new_part)
-            else:
-                parts.append(part)
-        out.append(Record(record.role, parts, dict(record.fields)) if parts != record.content else record)
-    return out, changed, moved
+def _thumbnail(url: str, side: int) -> tuple[str, dict[str, int]] | None:
+    from . import image_codec  # loaded: the caller awaited Pillow (margin.images, rule 3)
+
+    try:
+        data = parse_data_url(url).decode()
+        thumb = image_codec.downscale(data, side)
+    except (MarginError, image_codec.CodecError):
+        return None  # unreadable: keep it as it is, never destroy
+    if thumb is None:
+        return None
+    return build_data_url(thumb.mime, thumb.data), {
+        "width": thumb.width,
+        "height": thumb.height,
+        "bytes": len(data),
+    }
+
+
+def _applied(records: list[Record], plan: dict[Position, dict[str, Any]]) -> list[Record]:
+    touched = {ri for ri, _ in plan}
+    return [
+        Record(r.role, [plan.get((ri, pi), p) for pi, p in enumerate(r.parts)], dict(r.fields))
+        if ri in touched
+        else r
+        for ri, r in enumerate(records)
+    ]
+
+
+async def _collect(platform: Platform, stored: list[Record]) -> None:
+    """Rule 3: the originals nothing refers to go; `stored` is what `history` holds now."""
+    await image_originals.collect_garbage(
+        platform.local, history_references=image_originals.references_in(stored)
+    )
 
 
 async def handle_bound(platform: Platform, payload: dict) -> dict[str, int]:
     """`images.bound`: the panel calls it once when it opens. Then the originals nothing refers to
     any more (after "New session", an edit, a session opened over this one) are removed."""
-    result = await bound_unseen_image_bytes(platform)
-    async with lock_for(platform.local):
-        await image_originals.collect_garbage(platform.local)
-    return result
+    return await bound_unseen_image_bytes(platform, collect_garbage=True)

@@ -47,7 +47,12 @@ def url_digest(url: str) -> str:
 
 
 def original_key(url: str) -> str:
-    return IMAGE_ORIGINAL_PREFIX + url_digest(url)[:_DIGEST_CHARS]
+    return key_of_digest(url_digest(url))
+
+
+def key_of_digest(digest: str) -> str:
+    """The key of the original whose data URL has this sha256 (hex)."""
+    return IMAGE_ORIGINAL_PREFIX + digest[:_DIGEST_CHARS]
 
 
 def is_original_key(key: Any) -> bool:
@@ -62,13 +67,14 @@ def reference_of(part: Any) -> str | None:
     return key if is_original_key(key) else None
 
 
-def original_value(url: str) -> dict[str, str]:
-    return {"url": url, "sha256": url_digest(url)}
-
-
 def originals_items(urls: Iterable[str]) -> dict[str, dict[str, str]]:
     """The items that store these originals (rule 1: written before the history write)."""
-    return {original_key(url): original_value(url) for url in urls}
+    return dict(original_item(url, url_digest(url)) for url in urls)
+
+
+def original_item(url: str, digest: str) -> tuple[str, dict[str, str]]:
+    """(key, value) storing one original whose sha256 the caller has (a 3 MB hash costs)."""
+    return key_of_digest(digest), {"url": url, "sha256": digest}
 
 
 def _trusted_url(key: str, value: Any) -> str | None:
@@ -156,14 +162,26 @@ async def for_request(area: StorageArea, records: list[Record]) -> list[Record]:
     return out
 
 
-async def collect_garbage(area: StorageArea) -> list[str]:
-    """Remove the originals no `history` value references (rule 4); returns the keys removed."""
+def references_in(records: list[Record]) -> set[str]:
+    """Every original key the parts of these records refer to."""
+    return {
+        key for r in records if isinstance(r.content, list) for key in map(reference_of, r.content) if key
+    }
+
+
+async def collect_garbage(area: StorageArea, *, history_references: set[str] | None = None) -> list[str]:
+    """Remove the originals no `history` value references (rule 4); returns the keys removed.
+
+    `history_references`: what `history` refers to, when the caller holds the lock and knows
+    what is stored (`images.bound` just read or wrote it), so the heavy value is not read again."""
     names = await area.keys()
     originals = [k for k in names if is_original_key(k)]
     if not originals:
         return []
-    holders = [k for k in names if k == HISTORY or k.startswith(HISTORY_UNREADABLE)]
-    referenced: set[str] = set()
+    holders = [
+        k for k in names if (k == HISTORY and history_references is None) or k.startswith(HISTORY_UNREADABLE)
+    ]
+    referenced: set[str] = set(history_references or ())
     for key in holders:  # one value at a time: a parked history can be as heavy as history
         referenced |= _raw_references((await area.get([key])).get(key))
     orphans = [k for k in originals if k not in referenced]

@@ -4,10 +4,14 @@ Rule 1: formats the model cannot take and images over the provider limits are co
   downscaled for the REQUEST only (`margin.image_codec`, Pillow); storage keeps the original.
 Rule 2: whether an image needs that is told with stdlib sniffing (`request_conversion_needed`),
   so Pillow is loaded (`ensure_request_ready`) only when an UNSEEN image really needs it.
+Rule 3: the one module-level memory is the last conversions (a retry converts the same parked
+  image again), keyed by the sha256 of the stored data URL, never by the URL itself (that would
+  keep a copy of history's pixels alive after the turn), and at most `CONVERSION_CACHE_BYTES`.
 """
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from .data_urls import build_data_url, jpeg_components, parse_data_url, sniff_mime, sniff_size
@@ -22,6 +26,8 @@ MODEL_MIME_TYPES = ("image/png", "image/jpeg", "image/webp", "image/gif")
 # request only.
 REQUEST_MAX_IMAGE_BYTES = 20 * 1024 * 1024
 REQUEST_MAX_SIDE = 8000
+# What the last conversions may hold in all (rule 3); a bigger result is not kept.
+CONVERSION_CACHE_BYTES = 8 * 1024 * 1024
 
 
 def request_conversion_needed(url: str) -> str | None:
@@ -66,13 +72,18 @@ def request_image_part(part: dict[str, Any]) -> dict[str, Any]:
     return {"type": "image_url", "image_url": {"url": url, **extra}}
 
 
-_conversion_cache: dict[str, str] = {}
+_conversion_cache: dict[str, str] = {}  # sha256 of the stored data URL -> the converted one
+
+
+def conversion_cache_bytes() -> int:
+    return sum(len(converted) for converted in _conversion_cache.values())
 
 
 def _converted_for_request(url: str) -> str:
-    # The same parked image is converted again on every retry: keep the last few results.
-    if url in _conversion_cache:
-        return _conversion_cache[url]
+    # The same parked image is converted again on every retry: keep the last results (rule 3).
+    digest = hashlib.sha256(url.encode("utf-8")).hexdigest()
+    if digest in _conversion_cache:
+        return _conversion_cache[digest]
     try:
         from . import image_codec
     except ImportError:
@@ -88,9 +99,10 @@ def _converted_for_request(url: str) -> str:
     except image_codec.CodecError as error:
         raise image_codec_failure(error.kind, sniff_mime(data[:64]), error.size) from None
     result = build_data_url(mime, converted)
-    if len(_conversion_cache) >= 4:
-        _conversion_cache.pop(next(iter(_conversion_cache)))
-    _conversion_cache[url] = result
+    if len(result) <= CONVERSION_CACHE_BYTES:
+        while _conversion_cache and conversion_cache_bytes() + len(result) > CONVERSION_CACHE_BYTES:
+            _conversion_cache.pop(next(iter(_conversion_cache)))
+        _conversion_cache[digest] = result
     return result
 
 

@@ -86,7 +86,7 @@ def test_a_crash_at_every_write_of_the_bound_loses_no_original():
     history, probe = bound_platform()
     run(bound_then_collect(probe))
     total = len(probe.local.writes)
-    assert total == 3  # originals, history, the orphan's removal
+    assert total == 5  # three originals (one write each), history, the orphan's removal
     for k in range(total + 1):
         _, platform = bound_platform(fail_after_writes=k)
         if k < total:
