@@ -6,8 +6,9 @@
 // the code to run, posted by sandbox.js.
 //
 // Rules:
-// 1. Messages in: {type: "boot", base} once, then {type: "run", id, code, limit}, one at a time.
-//    Messages out: "booted", "progress" {id, text}, "started" {id}, "stdout"/"stderr" {id, text},
+// 1. Messages in: {type: "boot", base, fontList?} once, then {type: "run", id, code, limit}, one at
+//    a time. Out: "booted", "progress" {id, text}, "started" {id}, "stdout"/"stderr" {id, text},
+//    "fontlist" {text} (matplotlib's font list, for the next worker: runner.py rule 7),
 //    "done" {id, result, ms}, "failed" {text} (Pyodide could not start or suffered a fatal error:
 //    sandbox.js starts a fresh worker).
 // 2. Packages are loaded on first import (loadPackagesFromImports, from the extension's wheels,
@@ -20,7 +21,9 @@
 const post = self.postMessage.bind(self);
 let pyodide = null;
 let runCode = null;
+let harness = null;
 let booting = null;
+let fontList = ""; // matplotlib's font list from an earlier worker (runner.py rule 7)
 
 async function boot(base) {
   const started = performance.now();
@@ -30,6 +33,7 @@ async function boot(base) {
   const namespace = pyodide.globals.get("dict")();
   pyodide.runPython(source, { globals: namespace });
   runCode = namespace.get("run");
+  harness = namespace;
   delete self.DedicatedWorkerGlobalScope?.prototype.postMessage;
   delete self.postMessage;
   post({ type: "booted", ms: Math.round(performance.now() - started) });
@@ -62,10 +66,25 @@ async function loadImports(id, code) {
   });
   const imported = pyodide.pyodide_py.code.find_imports(code).toJs();
   for (const name of imported) {
-    const statement = PREIMPORTS[name.split(".")[0]];
-    if (!statement || pyodide.runPython(`__import__("sys").modules.get(${JSON.stringify(name.split(".")[0])}) is not None`)) continue;
-    post({ type: "progress", id, text: `Loading ${name.split(".")[0]}…` });
+    const top = name.split(".")[0];
+    const statement = PREIMPORTS[top];
+    if (!statement || pyodide.runPython(`__import__("sys").modules.get(${JSON.stringify(top)}) is not None`)) continue;
+    post({ type: "progress", id, text: `Loading ${top}…` });
+    if (top === "matplotlib") useFontList();
     await pyodide.runPythonAsync(statement);
+    if (top === "matplotlib" && !fontList) {
+      const kept = harness.get("kept_font_list")();
+      if (typeof kept === "string") post({ type: "fontlist", text: kept });
+    }
+  }
+}
+
+function useFontList() {
+  if (!fontList) return;
+  try {
+    pyodide.FS.writeFile(harness.get("font_list_path")(), fontList);
+  } catch {
+    // matplotlib builds its own list, as without one
   }
 }
 
@@ -92,6 +111,7 @@ self.addEventListener("message", (event) => {
   const message = event.data;
   if (!message || typeof message !== "object") return;
   if (message.type === "boot" && !booting) {
+    if (typeof message.fontList === "string") fontList = message.fontList;
     booting = boot(String(message.base)).catch((error) => post({ type: "failed", text: String(error?.message || error) }));
   } else if (message.type === "run" && booting) {
     booting.then(() => (runCode ? run(message) : null));

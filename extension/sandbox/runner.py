@@ -18,6 +18,11 @@ Rules:
    the sandbox's memory ran out, in a sentence, and asks for a fresh worker (`restart`: wasm memory
    never shrinks); asking for one object of 2 GB or more (an OverflowError on wasm32) says so too.
 6. The result is one JSON string: {status, stdout, stderr, value, tables, figures, error, restart}.
+7. Pyodide's matplotlib ships a font list of another version, so each fresh worker would build
+   its own (tens of seconds on a busy machine). The first worker's list (`kept_font_list`, checked
+   by `font_list_ok`: this matplotlib's version, only fonts of its own data folder) is handed by
+   sandbox.js to the workers started after a Stop or a time limit, written before matplotlib is
+   imported.
 """
 
 from __future__ import annotations
@@ -180,6 +185,56 @@ def figures() -> list[dict[str, Any]]:
         out.append({"dataUrl": url, "width": width, "height": height})
     plt.close("all")
     return out
+
+
+# -- matplotlib's font list, kept for the next worker (rule 7) -----------------------------------
+
+FONT_LIST_MAX_CHARS = 2_000_000
+
+
+def font_list_path() -> str:
+    """Where matplotlib keeps its font list: beside its own module (Pyodide's build)."""
+    import sysconfig
+
+    return os.path.join(sysconfig.get_paths()["purelib"], "matplotlib", "fontlist.json")
+
+
+def font_list_ok(text: str, version: int, data_path: str) -> bool:
+    """A font list matplotlib `version` wrote, naming only fonts of its own data folder."""
+    if not isinstance(text, str) or len(text) > FONT_LIST_MAX_CHARS:
+        return False
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return False
+    if not isinstance(value, dict) or value.get("_version") != version:
+        return False
+    entries = [*value.get("ttflist", []), *value.get("afmlist", [])]
+    if not entries:
+        return False
+    prefix = data_path.rstrip("/") + "/"
+    for entry in entries:
+        name = entry.get("fname") if isinstance(entry, dict) else None
+        if not isinstance(name, str) or ".." in name:
+            return False
+        if not (name.startswith(prefix) or name.startswith("fonts/")):
+            return False
+    return True
+
+
+def kept_font_list() -> str | None:
+    """Rule 7: the font list this worker's matplotlib built, if it is one to hand on."""
+    font_manager = sys.modules.get("matplotlib.font_manager")
+    if font_manager is None:
+        return None
+    try:
+        with open(font_list_path()) as handle:
+            text = handle.read()
+    except OSError:
+        return None
+    matplotlib = sys.modules["matplotlib"]
+    ok = font_list_ok(text, font_manager.FontManager.__version__, matplotlib.get_data_path())
+    return text if ok else None
 
 
 def _traceback(exc: BaseException) -> str:

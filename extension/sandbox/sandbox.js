@@ -30,6 +30,13 @@
 
   let worker = null;
   let ready = false;
+  // Pyodide that cannot start twice in a row is not started again (no restart loop); runs are
+  // then answered "crashed" with the reason.
+  let bootFailures = 0;
+  let broken = "";
+  // matplotlib's font list, built by the first worker, handed to the next ones (runner.py rule 7)
+  let fontList = "";
+  const FONT_LIST_MAX_CHARS = 2_000_000;
   let current = null; // {id, timeoutMs, started, timer}
 
   function send(message) {
@@ -48,7 +55,7 @@
       event.preventDefault();
       crashed(event.message || "the sandbox's Python stopped");
     });
-    worker.postMessage({ type: "boot", base: BASE });
+    worker.postMessage({ type: "boot", base: BASE, fontList });
   }
 
   function restart() {
@@ -67,9 +74,15 @@
 
   function crashed(text) {
     const note = /memory|allocation|OOM/i.test(text)
-      ? "The sandbox ran out of memory (its Python has at most about 2 GB) and was restarted."
+      ? "The sandbox ran out of memory (its Python has at most about 4 GB) and was restarted."
       : `The sandbox's Python stopped (${String(text).slice(0, 300)}) and was restarted.`;
     finish("crashed", { note });
+    if (!ready && ++bootFailures >= 2) {
+      broken = `Python could not start in the sandbox (${String(text).slice(0, 300)}). Reload the panel to try again.`;
+      worker?.terminate();
+      worker = null;
+      return;
+    }
     restart();
   }
 
@@ -79,11 +92,16 @@
     if (!message || typeof message !== "object") return;
     if (message.type === "booted") {
       ready = true;
+      bootFailures = 0;
       send({ type: "ready", ms: Number(message.ms) || 0 });
       return;
     }
     if (message.type === "failed") {
       crashed(isText(message.text) ? message.text : "unknown error");
+      return;
+    }
+    if (message.type === "fontlist" && isText(message.text) && message.text.length <= FONT_LIST_MAX_CHARS) {
+      fontList ||= message.text;
       return;
     }
     if (!current || message.id !== current.id) return;
@@ -119,6 +137,7 @@
       if (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > MAX_TIMEOUT_MS) return refuse("bad timeout");
       if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) return refuse("bad limit");
       if (current) return send({ type: "done", id, status: "busy", ms: 0 });
+      if (broken) return send({ type: "done", id, status: "crashed", ms: 0, note: broken });
       current = { id, timeoutMs, started: 0, timer: 0 };
       worker.postMessage({ type: "run", id, code, limit });
       return;

@@ -260,8 +260,8 @@ async def save_run(platform: Any, index: Any, created_at: Any, run: Any) -> dict
     from .storage import lock_for
 
     kept = clean_run(run)
-    if not _count(index, 2**31):
-        raise _bad("index")
+    if not _count(index, 2**31) or not _count(created_at, 2**53):
+        raise _bad("index or createdAt")
     async with lock_for(platform.local):
         read = await read_history(platform.local)
         records = read.records

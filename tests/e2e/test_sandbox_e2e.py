@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from fake_provider import FakeProvider, message_texts
 from harness import COLD_TIMEOUT_MS, Launched, Margin, launch
 from PIL import Image
 from web_pages import WebPages
@@ -80,6 +81,11 @@ print("total", df["sales"].sum())
 df
 """,
     "hello": "print('hello from the sandbox')\n6 * 7\n",
+    "markup": """\
+import pandas as pd
+print('<img src=x onerror="window.top.__pwned=1">')
+pd.DataFrame({"<b>col</b>": ['<img src=x onerror="window.top.__pwned=1">']})
+""",
 }
 ORDER = list(BLOCKS)
 
@@ -297,3 +303,47 @@ def test_the_sandbox_refuses_messages_of_another_version_type_or_shape(sandboxed
         "bad timeout",
     ]
     assert not [r for r in replies if r.get("type") != "refused"]  # nothing ran
+
+
+def test_printed_html_and_table_cells_are_shown_as_text_never_parsed(sandboxed):
+    _margin, page = sandboxed
+    output = run(page, "markup")
+    assert output.get_attribute("data-status") == "ok", output.inner_text()
+    hostile = '<img src=x onerror="window.top.__pwned=1">'
+    assert output.locator(".code-run-stdout").inner_text().strip() == hostile
+    assert output.locator("table td").all_inner_texts() == [hostile]
+    assert "<b>col</b>" in output.locator("table th").all_inner_texts()
+    assert output.locator("img, b").count() == 0
+    assert page.evaluate("window.__pwned") is None
+
+
+def test_a_scripted_answer_runs_and_the_next_turn_sends_the_model_its_output(
+    configured_margin: Margin, fake_provider: FakeProvider
+):
+    margin = configured_margin
+    fake_provider.script(reply="Here:\n\n```python\n" + BLOCKS["science"] + "```\n")
+    page = margin.open_panel()
+    margin.send(page, "Chart sales per month")
+    margin.wait_answer(page)
+    code_block = page.locator("article[data-role=assistant] .code-block").first
+    code_block.get_by_role("button", name="Run").click()
+    output = code_block.locator("xpath=following-sibling::div[contains(@class,'code-run')][1]")
+    page.wait_for_function(
+        "(node) => node.dataset.status", arg=output.element_handle(), timeout=RUN_TIMEOUT_MS
+    )
+    assert output.get_attribute("data-status") == "ok", output.inner_text()
+    deadline = time.monotonic() + 20
+    while not margin.history()[-1].get("runs") and time.monotonic() < deadline:
+        time.sleep(0.2)
+    (stored,) = margin.history()[-1]["runs"]
+    assert stored["tables"][0]["rows"] == [["Jan", "3"], ["Feb", "5"], ["Mar", "8"]]
+
+    fake_provider.script(reply="Done.")
+    margin.send(page, "Now per quarter")
+    margin.wait_answer(page)
+    request = fake_provider.chat_requests[-1]
+    answer = next(t for t in message_texts(request.body) if t.startswith("Here:"))
+    width, height = stored["figures"][0]["width"], stored["figures"][0]["height"]
+    assert "[Output of code block 1: ok]\ntotal 16" in answer
+    assert "[table: 3 rows × 2 columns]" in answer and f"[figure: {width}×{height}]" in answer
+    assert "base64" not in request.raw_body.decode()

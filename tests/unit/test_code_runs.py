@@ -195,3 +195,14 @@ def test_save_run_on_another_record_writes_nothing(index, created_at):
         )
     assert raised.value.code == "run_answer_gone"
     assert asyncio.run(platform.local.get(["history"])) == before
+
+
+@pytest.mark.parametrize(
+    "payload", [{"index": 1}, {"index": -1, "createdAt": 2}, {"index": "1", "createdAt": 2}]
+)
+def test_save_run_without_a_readable_index_and_time_is_bad_payload(payload):
+    platform = seeded()
+    with pytest.raises(MarginError) as raised:
+        asyncio.run(code_runs.handle_save_run(platform, {**payload, "run": run()}))
+    assert raised.value.code == "bad_payload"
+    assert "runs" not in asyncio.run(platform.local.get(["history"]))["history"][1]

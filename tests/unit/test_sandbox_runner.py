@@ -99,3 +99,18 @@ def test_an_object_too_big_for_32_bit_says_so_and_memory_errors_ask_for_a_fresh_
     assert runner.SIZE_NOTE in result["error"] and result["restart"] is False
     assert run("raise MemoryError()")[0]["restart"] is True
     assert run("1")[0]["restart"] is False
+
+
+def test_only_a_font_list_of_this_matplotlib_naming_its_own_fonts_is_handed_on():
+    data = "/lib/python3.12/site-packages/matplotlib/mpl-data"
+    entry = {"fname": f"{data}/fonts/ttf/DejaVuSans.ttf", "name": "DejaVu Sans"}
+    good = {"_version": 330, "ttflist": [entry], "afmlist": []}
+    assert runner.font_list_ok(json.dumps(good), 330, data)
+    # the list Pyodide's wheel ships (another version), a font elsewhere, a path that climbs out
+    assert not runner.font_list_ok(json.dumps({**good, "_version": 390}), 330, data)
+    assert not runner.font_list_ok(json.dumps({**good, "ttflist": [{"fname": "/etc/passwd"}]}), 330, data)
+    climbing = {**good, "ttflist": [{"fname": f"{data}/../../x.ttf"}]}
+    assert not runner.font_list_ok(json.dumps(climbing), 330, data)
+    assert not runner.font_list_ok("not json", 330, data)
+    assert not runner.font_list_ok(json.dumps({**good, "ttflist": []}), 330, data)
+    assert not runner.font_list_ok(" " * (runner.FONT_LIST_MAX_CHARS + 1), 330, data)
