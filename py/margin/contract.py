@@ -22,6 +22,7 @@ def for_js(wheel_filename: str) -> dict[str, Any]:
         SUMMARY_PORT_NAME,
         TURN_PORT_NAME,
     )
+    from .code_runs import limits_for_js as code_run_limits
     from .history import PAGE_CONTEXT_PREFIX
     from .image_attachments import ATTACHMENT_MAX_BYTES
     from .providers import SYSTEM_PROMPT_MAX_CHARS, provider_types_for_js
@@ -48,6 +49,7 @@ def for_js(wheel_filename: str) -> dict[str, Any]:
             "systemPromptMaxChars": SYSTEM_PROMPT_MAX_CHARS,
             "portChunkChars": PORT_CHUNK_CHARS,
         },
+        "codeRuns": code_run_limits(),
         "wheel": wheel_filename,
     }
 

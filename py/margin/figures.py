@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from . import image_originals
+from . import code_runs, image_originals
 from .errors import MarginError
 from .history import Record
 from .images import ATTACHMENT_SOURCES, SCREENSHOT_NAME_PREFIX, has_images, is_image_part, is_seen
@@ -108,7 +108,7 @@ def prepare_history_for_model(records: list[Record], *, language: str = "en") ->
     lang_key = "zh" if language.lower().startswith("zh") else "en"
     number = 0
     prepared: list[Record] = []
-    for record in records:
+    for record in map(code_runs.for_model, records):  # an answer's code output follows its text
         if not has_images(record):
             prepared.append(record)
             continue

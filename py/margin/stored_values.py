@@ -40,6 +40,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .code_runs import is_runs
+
 PARKED_SUFFIX = "Unreadable_"
 
 
@@ -143,6 +145,7 @@ RECORD_FIELDS: dict[str, Callable[[Any], bool]] = {
     "videoSrc": is_text,
     "attachment": is_object,
     "video": is_object,
+    "runs": is_runs,  # margin.code_runs rule 4
 }
 # Only `summary` is checked inside `attachment`: its other fields are read defensively where
 # they are used (the panel's slimming.js reads them too, and must see the same record).

@@ -389,5 +389,24 @@ def test_the_files_attach_page_injects_are_built():
 def test_dist_ships_only_the_pyodide_wheels_the_worker_loads():
     built = built_dist()
     assert built is not None
-    shipped = sorted(p.name.split("-")[0] for p in (built / "pyodide").glob("*.whl"))
-    assert shipped == sorted(sources.PYODIDE_PACKAGES) == ["pillow"]
+    lock = json.loads((built / "pyodide" / "pyodide-lock.json").read_text())
+    shipped = sorted(p.name for p in (built / "pyodide").glob("*.whl"))
+    wanted = {*sources.PYODIDE_PACKAGES, *fetch.with_dependencies(lock, sources.SANDBOX_PACKAGES)}
+    assert shipped == sorted(lock["packages"][name]["file_name"] for name in wanted)
+    # the sandbox's packages and what matplotlib needs to draw; nothing else of the carrier
+    assert {"numpy", "pandas", "matplotlib", "pillow", "six", "pytz", "matplotlib-pyodide"} <= wanted
+    assert not wanted & {"scipy", "scikit-learn", "pyarrow", "micropip", "openblas"}
+
+
+def test_the_sandbox_packages_bring_every_dependency_the_lock_names():
+    lock = {
+        "packages": {
+            "a": {"depends": ["b", "c"]},
+            "b": {"depends": ["c"]},
+            "c": {"depends": []},
+            "d": {"depends": []},
+        }
+    }
+    assert fetch.with_dependencies(lock, ("a",)) == ("a", "b", "c")
+    with pytest.raises(BuildError, match="no package 'zz'"):
+        fetch.with_dependencies({"packages": {"a": {"depends": ["zz"]}}}, ("a",))

@@ -198,7 +198,7 @@ EventTarget.prototype.addEventListener = function (type, ...rest) {
   record("addEventListener")(type);
   return nativeAdd.call(this, type, ...rest);
 };
-for (const name of ["document", "window", "chrome", "navigator", "IntersectionObserver", "ResizeObserver",
+for (const name of ["document", "window", "chrome", "navigator", "IntersectionObserver", "ResizeObserver", "MutationObserver", "Node",
                     "MessageChannel", "NodeFilter", "requestAnimationFrame", "cancelAnimationFrame"]) {
   Object.defineProperty(globalThis, name, { value: stub, configurable: true, writable: true });
 }

@@ -88,3 +88,23 @@ def test_the_readme_says_why_each_permission_is_needed():
     for permission in [*MANIFEST["permissions"], *MANIFEST["host_permissions"]]:
         assert f"`{permission}`" in section, f"README's Permissions section does not name `{permission}`"
     assert "`tabs`" in section  # why it is not needed
+
+
+def _policy(text: str) -> dict[str, set[str]]:
+    return {part.split()[0]: set(part.split()[1:]) for part in text.split(";") if part.split()}
+
+
+def test_the_code_sandbox_is_sandboxed_with_no_network_and_only_its_own_scripts():
+    # extension/sandbox/: model-written code runs there (README "Running code").
+    assert MANIFEST["sandbox"]["pages"] == ["sandbox/sandbox.html"]
+    csp = _policy(MANIFEST["content_security_policy"]["sandbox"])
+    # allow-scripts only: no allow-same-origin (an opaque origin: no chrome.*, no storage), no
+    # allow-popups (no window), no allow-forms, no allow-modals
+    assert csp["sandbox"] == {"allow-scripts"}
+    assert csp["default-src"] == {"'none'"} and csp["connect-src"] == {"'none'"}
+    # Pyodide's wasm needs wasm-unsafe-eval; its worker is a blob: worker (an opaque origin cannot
+    # start one from an extension URL); plain eval stays refused.
+    assert csp["script-src"] == {"'self'", "'wasm-unsafe-eval'", "blob:"}
+    assert csp["worker-src"] == {"blob:"}
+    assert csp["img-src"] == {"data:", "blob:"}
+    assert not [d for d, s in csp.items() if s & {"*", "'unsafe-eval'", "http:", "https:"}], csp

@@ -1,0 +1,252 @@
+// "Run" on an answer's Python code blocks: the code runs in the code sandbox (sandbox/sandbox.html,
+// a sandboxed page framed here), its output is painted under the block and stored with the answer
+// (`code.save_run`, py/margin/code_runs.py), so it is painted again after a reload.
+//
+// Rules:
+// 1. Every Python block of a stored answer (`article[data-index]`, not the streaming bubble) gets
+//    "Run" next to "Copy code"; the blocks are found by watching the conversation, so the
+//    Markdown renderer needs no hook. While a block runs its button is "Stop".
+// 2. The sandbox frame is made on the first Run, never before (first paint is untouched). Only
+//    its messages count: source = the frame's window, origin "null" (the sandbox's opaque
+//    origin), channel "margin-sandbox", version 1, a known type; the rest is ignored.
+// 3. One run at a time. The sandbox ends a run at the time limit (CONTRACT.codeRuns.timeoutMs);
+//    if the sandbox itself stops answering, the frame is removed and made again (a watchdog).
+// 4. Output is text, always: tables are cells set with textContent, figures are <img> of a
+//    `data:image/png;base64,` URL checked here; nothing the code printed is parsed as HTML.
+import { CONTRACT } from "../generated/contract.js";
+import { call, el } from "../ui_common.js";
+import { ui, state } from "./state.js";
+
+const CHANNEL = "margin-sandbox";
+const VERSION = 1;
+const LIMITS = CONTRACT.codeRuns;
+const PYTHON = /^(python|py|python3|pycon)$/i;
+const FIGURE_PREFIX = "data:image/png;base64,";
+// Packages load before the limit starts; past this with no "started", the sandbox is presumed stuck.
+const START_GRACE_MS = 240_000;
+const END_GRACE_MS = 10_000;
+
+let frame = null;
+let frameReady = null;
+let active = null; // {id, block, wrapper, output, run, resolve, watchdog}
+let sequence = 0;
+
+const timeLimitMs = () => globalThis.__marginCodeRunTimeoutMs || LIMITS.timeoutMs;
+
+function addStyles() {
+  const link = el("link", { rel: "stylesheet", href: new URL("./code_runs.css", import.meta.url).href });
+  document.head.append(link);
+}
+
+// --- The sandbox frame (rule 2) ------------------------------------------------------------------
+
+function sandboxFrame() {
+  if (frameReady) return frameReady;
+  frame = el("iframe", { src: "sandbox/sandbox.html", class: "code-sandbox", title: "Code sandbox", "aria-hidden": "true", tabindex: "-1" });
+  frameReady = new Promise((resolve) => {
+    frame.dataset.waiting = "1";
+    frame.readyResolve = resolve;
+  });
+  document.body.append(frame);
+  return frameReady;
+}
+
+function dropFrame() {
+  frame?.remove();
+  frame = null;
+  frameReady = null;
+}
+
+function post(message) {
+  frame?.contentWindow?.postMessage({ channel: CHANNEL, v: VERSION, ...message }, "*");
+}
+
+function onMessage(event) {
+  if (!frame || event.source !== frame.contentWindow || event.origin !== "null") return;
+  const message = event.data;
+  if (!message || typeof message !== "object" || message.channel !== CHANNEL || message.v !== VERSION) return;
+  if (message.type === "ready") {
+    if (frame.readyResolve) frame.readyResolve();
+    frame.readyResolve = null;
+    return;
+  }
+  if (!active || message.id !== active.id) return;
+  const text = typeof message.text === "string" ? message.text : "";
+  if (message.type === "progress") setStatus(active.output, text);
+  else if (message.type === "started") {
+    setStatus(active.output, "Running…");
+    armWatchdog(timeLimitMs() + END_GRACE_MS);
+  } else if (message.type === "stdout" || message.type === "stderr") appendStream(active, message.type, text);
+  else if (message.type === "done") finish(message);
+}
+
+function armWatchdog(ms) {
+  clearTimeout(active.watchdog);
+  active.watchdog = setTimeout(() => {
+    dropFrame();
+    finish({ status: "crashed", note: "The sandbox stopped answering and was restarted.", ms: 0 });
+  }, ms);
+}
+
+// --- One run -------------------------------------------------------------------------------------
+
+function blockIndex(wrapper) {
+  const article = wrapper.closest("article");
+  return [...article.querySelectorAll(".code-block")].indexOf(wrapper);
+}
+
+function outputFor(wrapper) {
+  let output = wrapper.nextElementSibling;
+  if (!output?.classList.contains("code-run")) {
+    output = el("div", { class: "code-run", role: "group", "aria-label": "Output" });
+    wrapper.after(output);
+  }
+  output.replaceChildren(el("p", { class: "code-run-status", role: "status" }));
+  delete output.dataset.status;
+  return output;
+}
+
+function setStatus(output, text) {
+  output.querySelector(".code-run-status").textContent = text;
+}
+
+function appendStream(run, stream, text) {
+  const kept = run.run[stream];
+  if (kept.length >= LIMITS.streamChars) return;
+  run.run[stream] = kept + text.slice(0, LIMITS.streamChars - kept.length);
+  let pre = run.output.querySelector(`.code-run-${stream}`);
+  if (!pre) {
+    pre = el("pre", { class: `code-run-${stream}` });
+    run.output.append(pre);
+  }
+  pre.textContent = run.run[stream];
+}
+
+async function start(wrapper, button) {
+  if (active) {
+    if (active.wrapper === wrapper) stop();
+    else setStatus(outputFor(wrapper), "Another block is running: stop it first.");
+    return;
+  }
+  const article = wrapper.closest("article");
+  const index = Number(article.dataset.index);
+  const record = state.history[index];
+  const code = wrapper.querySelector("pre code, pre")?.textContent || "";
+  const output = outputFor(wrapper);
+  const id = `run-${Date.now()}-${++sequence}`;
+  const run = { block: blockIndex(wrapper), code, status: "ok", stdout: "", stderr: "", value: null, tables: [], figures: [], error: "", note: "", startedAt: Date.now(), ms: 0 };
+  active = { id, wrapper, output, run, button, watchdog: 0 };
+  setButton(button, true);
+  setStatus(output, frame?.readyResolve === null ? "Running…" : "Starting Python…");
+  armWatchdog(START_GRACE_MS);
+  await sandboxFrame();
+  if (active?.id !== id) return;
+  armWatchdog(START_GRACE_MS);
+  active.save = { index, createdAt: record?.createdAt };
+  active.posted = true;
+  post({ type: "run", id, code, timeoutMs: timeLimitMs(), limit: LIMITS.streamChars });
+}
+
+function stop() {
+  if (!active) return;
+  if (!active.posted) return finish({ status: "stopped", note: "Stopped.", ms: 0 });
+  post({ type: "stop", id: active.id });
+  armWatchdog(END_GRACE_MS);
+}
+
+function finish(message) {
+  const current = active;
+  if (!current) return;
+  clearTimeout(current.watchdog);
+  active = null;
+  setButton(current.button, false);
+  const { run } = current;
+  run.status = ["ok", "error", "timeout", "stopped", "crashed"].includes(message.status) ? message.status : "crashed";
+  run.ms = Number.isFinite(message.ms) ? Math.max(0, Math.round(message.ms)) : 0;
+  run.note = typeof message.note === "string" ? message.note : "";
+  const result = message.result && typeof message.result === "object" ? message.result : null;
+  if (result) {
+    for (const key of ["stdout", "stderr", "error"]) if (typeof result[key] === "string") run[key] = result[key];
+    run.value = typeof result.value === "string" ? result.value : null;
+    run.tables = Array.isArray(result.tables) ? result.tables : [];
+    run.figures = Array.isArray(result.figures) ? result.figures.filter((f) => typeof f?.dataUrl === "string" && f.dataUrl.startsWith(FIGURE_PREFIX)) : [];
+  }
+  paintRun(current.output, run);
+  if (current.save?.createdAt === undefined) return;
+  call("code.save_run", { ...current.save, run }).catch((error) => {
+    current.output.append(el("p", { class: "code-run-note", text: `Not saved: ${error.message}` }));
+  });
+}
+
+// --- Painting (rule 4) ---------------------------------------------------------------------------
+
+const STATUS_TEXT = { ok: "Done", error: "Error", timeout: "Time limit reached", stopped: "Stopped", crashed: "Sandbox restarted" };
+
+function tableNode(table) {
+  const head = el("tr", {}, el("th", { text: "" }), ...table.columns.map((c) => el("th", { text: String(c) })));
+  const rows = table.rows.map((row, i) => el("tr", {}, el("th", { text: String(table.index?.[i] ?? "") }), ...row.map((v) => el("td", { text: String(v) }))));
+  const [count, width] = table.shape;
+  const caption = el("caption", { text: `${count} rows × ${width} columns${count > rows.length ? ` (first ${rows.length} shown)` : ""}` });
+  return el("div", { class: "table-scroll" }, el("table", { class: "code-run-table" }, caption, el("thead", {}, head), el("tbody", {}, ...rows)));
+}
+
+function figureNode(figure, i) {
+  const name = `Figure ${i + 1}`;
+  const img = el("img", { src: figure.dataUrl, alt: `${name} (${figure.width}×${figure.height})`, width: figure.width, height: figure.height });
+  const link = el("a", { href: figure.dataUrl, download: `figure-${i + 1}.png`, "aria-label": `Download figure ${i + 1}`, text: "Download PNG" });
+  return el("figure", { class: "code-run-figure" }, img, el("figcaption", {}, link));
+}
+
+function paintRun(output, run) {
+  output.replaceChildren(el("p", { class: "code-run-status", role: "status", text: `${STATUS_TEXT[run.status] || run.status}${run.ms ? ` in ${(run.ms / 1000).toFixed(1)} s` : ""}` }));
+  output.dataset.status = run.status;
+  if (run.stdout) output.append(el("pre", { class: "code-run-stdout", text: run.stdout }));
+  if (run.stderr) output.append(el("pre", { class: "code-run-stderr", text: run.stderr }));
+  if (run.value) output.append(el("pre", { class: "code-run-value", text: run.value }));
+  for (const table of run.tables || []) if (Array.isArray(table?.rows) && Array.isArray(table?.columns)) output.append(tableNode(table));
+  (run.figures || []).forEach((figure, i) => {
+    if (typeof figure?.dataUrl === "string" && figure.dataUrl.startsWith(FIGURE_PREFIX)) output.append(figureNode(figure, i));
+  });
+  if (run.error) output.append(el("pre", { class: "code-run-error", text: run.error }));
+  if (run.note) output.append(el("p", { class: "code-run-note", text: run.note }));
+}
+
+// --- Buttons on the blocks (rule 1) --------------------------------------------------------------
+
+function setButton(button, running) {
+  if (!button?.isConnected) return;
+  button.textContent = running ? "Stop" : "Run";
+  button.setAttribute("aria-label", running ? "Stop" : "Run");
+  button.classList.toggle("is-running", running);
+}
+
+function decorate(wrapper) {
+  if (wrapper.dataset.runnable) return;
+  const article = wrapper.closest("article.msg.assistant[data-index]");
+  if (!article || article.dataset.streaming) return;
+  const code = wrapper.querySelector("pre code");
+  const language = (code?.className.match(/language-([\w+#.-]+)/) || [])[1] || "";
+  if (!PYTHON.test(language)) return;
+  wrapper.dataset.runnable = "1";
+  const button = el("button", { type: "button", class: "btn ghost code-run-button", "aria-label": "Run", text: "Run" });
+  button.addEventListener("click", () => start(wrapper, button));
+  wrapper.querySelector(".code-head")?.append(button);
+  const record = state.history[Number(article.dataset.index)];
+  const block = [...article.querySelectorAll(".code-block")].indexOf(wrapper);
+  const stored = Array.isArray(record?.runs) ? record.runs.find((r) => r?.block === block) : null;
+  if (stored && typeof stored === "object") paintRun(outputFor(wrapper), stored);
+}
+
+function scan(root) {
+  if (root.nodeType !== Node.ELEMENT_NODE) return;
+  if (root.matches(".code-block")) decorate(root);
+  for (const wrapper of root.querySelectorAll(".code-block")) decorate(wrapper);
+}
+
+export function init() {
+  addStyles();
+  window.addEventListener("message", onMessage);
+  new MutationObserver((mutations) => {
+    for (const mutation of mutations) for (const node of mutation.addedNodes) scan(node);
+  }).observe(ui.conversation, { childList: true, subtree: true }); // before the first paint (sidepanel.js)
+}

@@ -1,0 +1,161 @@
+// The code sandbox's page: a sandboxed extension page (manifest `sandbox.pages`, its own CSP:
+// no network, no remote scripts), framed by the side panel (panel/code_runs.js). It keeps one
+// worker running Pyodide (runner.js) and relays between the panel and that worker.
+//
+// Rules:
+// 1. Only the panel talks to this page: a message counts only if its source is `window.parent`
+//    and its origin is this extension's; anything else is ignored. Every message is
+//    {channel: "margin-sandbox", v: 1, type, ...}; a known sender's unknown or malformed message
+//    gets {type: "refused", reason}.
+// 2. In: "run" {id, code, timeoutMs, limit} (one at a time; a second is refused as busy), "stop"
+//    {id}. Out: "ready" (the worker's Python is up), "progress", "stdout", "stderr" {id, text},
+//    "started" {id} (the packages are loaded, the code and its time limit start),
+//    "done" {id, status: ok | error | timeout | stopped | crashed, result?, ms, note?}.
+// 3. The time limit counts from the moment the code starts (packages loaded); at the limit, or on
+//    "stop", the worker is terminated (a busy loop cannot refuse) and a fresh one is started.
+// 4. What the worker posts is checked too (its type, the running id, text fields as text): the
+//    code could try to post itself (runner.js takes postMessage away from it, rule 3 there).
+// 5. The worker is a classic `blob:` worker that importScripts runner.js: an opaque origin cannot
+//    start a worker from an extension URL (measured in Chromium 156).
+"use strict";
+
+(() => {
+  const CHANNEL = "margin-sandbox";
+  const VERSION = 1;
+  const BASE = new URL("../", location.href).href;
+  const PANEL_ORIGIN = `chrome-extension://${location.host}`;
+  const MAX_CODE_CHARS = 1_000_000;
+  const MAX_TIMEOUT_MS = 600_000;
+  const MAX_LIMIT = 1_000_000;
+
+  let worker = null;
+  let ready = false;
+  // Pyodide that cannot start twice in a row is not started again (no restart loop); runs are
+  // then answered "crashed" with the reason.
+  let bootFailures = 0;
+  let broken = "";
+  // matplotlib's font list, built by the first worker, handed to the next ones (runner.py rule 7)
+  let fontList = "";
+  const FONT_LIST_MAX_CHARS = 2_000_000;
+  let current = null; // {id, timeoutMs, started, timer}
+
+  function send(message) {
+    // An opaque origin cannot name the panel's origin as the target; the panel checks the source.
+    window.parent.postMessage({ channel: CHANNEL, v: VERSION, ...message }, "*");
+  }
+
+  function startWorker() {
+    ready = false;
+    const script = `importScripts(${JSON.stringify(`${BASE}sandbox/runner.js`)});`;
+    const url = URL.createObjectURL(new Blob([script], { type: "text/javascript" }));
+    worker = new Worker(url);
+    URL.revokeObjectURL(url);
+    worker.addEventListener("message", (event) => fromWorker(event.data));
+    worker.addEventListener("error", (event) => {
+      event.preventDefault();
+      crashed(event.message || "the sandbox's Python stopped");
+    });
+    worker.postMessage({ type: "boot", base: BASE, fontList });
+  }
+
+  function restart() {
+    worker?.terminate();
+    worker = null;
+    startWorker();
+  }
+
+  function finish(status, extra) {
+    if (!current) return;
+    clearTimeout(current.timer);
+    const ms = current.started ? Math.round(performance.now() - current.started) : 0;
+    send({ type: "done", id: current.id, status, ms, ...extra });
+    current = null;
+  }
+
+  function crashed(text) {
+    const note = /memory|allocation|OOM/i.test(text)
+      ? "The sandbox ran out of memory (its Python has at most about 4 GB) and was restarted."
+      : `The sandbox's Python stopped (${String(text).slice(0, 300)}) and was restarted.`;
+    finish("crashed", { note });
+    if (!ready && ++bootFailures >= 2) {
+      broken = `Python could not start in the sandbox (${String(text).slice(0, 300)}). Reload the panel to try again.`;
+      worker?.terminate();
+      worker = null;
+      return;
+    }
+    restart();
+  }
+
+  const isText = (value) => typeof value === "string";
+
+  function fromWorker(message) {
+    if (!message || typeof message !== "object") return;
+    if (message.type === "booted") {
+      ready = true;
+      bootFailures = 0;
+      send({ type: "ready", ms: Number(message.ms) || 0 });
+      return;
+    }
+    if (message.type === "failed") {
+      crashed(isText(message.text) ? message.text : "unknown error");
+      return;
+    }
+    if (message.type === "fontlist" && isText(message.text) && message.text.length <= FONT_LIST_MAX_CHARS) {
+      fontList ||= message.text;
+      return;
+    }
+    if (!current || message.id !== current.id) return;
+    if (message.type === "progress" && isText(message.text)) {
+      send({ type: "progress", id: current.id, text: message.text.slice(0, 200) });
+    } else if (message.type === "started") {
+      current.started = performance.now();
+      send({ type: "started", id: current.id });
+      current.timer = setTimeout(() => {
+        const seconds = Math.round(current.timeoutMs / 1000);
+        finish("timeout", { note: `The run was stopped at the time limit (${seconds} s).` });
+        restart();
+      }, current.timeoutMs);
+    } else if ((message.type === "stdout" || message.type === "stderr") && isText(message.text)) {
+      send({ type: message.type, id: current.id, text: message.text });
+    } else if (message.type === "done" && message.result && typeof message.result === "object") {
+      const status = message.result.status === "ok" ? "ok" : "error";
+      finish(status, { result: message.result });
+      if (message.result.restart === true) restart(); // after a MemoryError: give the memory back
+    }
+  }
+
+  function refuse(reason) {
+    send({ type: "refused", reason });
+  }
+
+  function fromPanel(message) {
+    if (!message || typeof message !== "object" || message.channel !== CHANNEL) return;
+    if (message.v !== VERSION) return refuse("version");
+    if (message.type === "run") {
+      const { id, code, timeoutMs, limit } = message;
+      if (!isText(id) || id.length > 64 || !isText(code) || code.length > MAX_CODE_CHARS) return refuse("bad run");
+      if (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > MAX_TIMEOUT_MS) return refuse("bad timeout");
+      if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) return refuse("bad limit");
+      if (current) return send({ type: "done", id, status: "busy", ms: 0 });
+      if (broken) return send({ type: "done", id, status: "crashed", ms: 0, note: broken });
+      current = { id, timeoutMs, started: 0, timer: 0 };
+      worker.postMessage({ type: "run", id, code, limit });
+      return;
+    }
+    if (message.type === "stop") {
+      if (!current || message.id !== current.id) return;
+      finish("stopped", { note: "Stopped." });
+      restart();
+      return;
+    }
+    if (message.type === "ping") return send({ type: ready ? "ready" : "booting" });
+    refuse("unknown type");
+  }
+
+  window.addEventListener("message", (event) => {
+    if (event.source !== window.parent || event.origin !== PANEL_ORIGIN) return;
+    fromPanel(event.data);
+  });
+
+  startWorker();
+})();

@@ -1,0 +1,116 @@
+"""The code sandbox's run harness (extension/sandbox/runner.py) under CPython: streaming, the cap on
+output, the last expression's value, tracebacks of the code's own frames, a fresh namespace."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+from pathlib import Path
+
+from margin import code_runs
+
+RUNNER = Path(__file__).resolve().parents[2] / "extension" / "sandbox" / "runner.py"
+spec = importlib.util.spec_from_file_location("sandbox_runner", RUNNER)
+assert spec and spec.loader
+runner = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(runner)
+
+
+def run(code: str, limit: int = 1000) -> tuple[dict, list[tuple[str, str]]]:
+    emitted: list[tuple[str, str]] = []
+    result = json.loads(
+        asyncio.run(runner.run(code, limit, lambda stream, text: emitted.append((stream, text))))
+    )
+    return result, emitted
+
+
+def test_the_last_expression_is_the_value_and_print_is_stdout():
+    result, emitted = run("import sys\nprint('hi')\nprint('oops', file=sys.stderr)\n6 * 7")
+    assert result["status"] == "ok" and result["value"] == "42"
+    assert result["stdout"] == "hi\n" and result["stderr"] == "oops\n"
+    assert "".join(t for s, t in emitted if s == "stdout") == "hi\n"
+
+
+def test_none_and_statements_give_no_value_and_top_level_await_works():
+    assert run("x = 1")[0]["value"] is None
+    assert run("print('a')")[0]["value"] is None
+    assert run("import asyncio\nawait asyncio.sleep(0)\n'done'")[0]["value"] == "'done'"
+
+
+def test_output_is_streamed_in_pieces_while_the_code_runs(monkeypatch):
+    ticks = iter(range(1000))
+    monkeypatch.setattr(runner.time, "monotonic", lambda: next(ticks))
+    result, emitted = run("for i in range(3):\n    print(i)")
+    assert result["stdout"] == "0\n1\n2\n"
+    assert len([1 for s, _ in emitted if s == "stdout"]) >= 3  # not one piece at the end
+
+
+def test_output_past_the_limit_is_counted_not_kept_and_the_note_says_how_much():
+    result, emitted = run("print('x' * 5_000_000)", limit=code_runs.STREAM_CHARS)
+    assert result["stdout"].startswith("x" * 1000)
+    assert "[output truncated: 4.9 million characters more were printed and not kept]" in result["stdout"]
+    assert len(result["stdout"]) <= code_runs.STREAM_CHARS
+    assert sum(len(t) for _, t in emitted) == code_runs.STREAM_CHARS
+    # what the sandbox keeps fits what Margin stores
+    assert (
+        len(
+            code_runs.clean_run(
+                {"block": 0, "status": "ok", "stdout": result["stdout"], "startedAt": 0, "ms": 0}
+            )["stdout"]
+        )
+        <= code_runs.STREAM_CHARS
+    )
+
+
+def test_an_exception_gives_the_code_own_traceback():
+    result, _ = run("def f():\n    raise ValueError('bad month')\n\nf()")
+    assert result["status"] == "error"
+    error = result["error"]
+    assert error.startswith("Traceback (most recent call last):")
+    assert 'File "<answer>", line 4' in error and "ValueError: bad month" in error
+    assert "runner.py" not in error
+
+
+def test_a_syntax_error_and_system_exit_are_reported_not_raised():
+    assert "SyntaxError" in run("def (:")[0]["error"]
+    assert "SystemExit" in run("raise SystemExit(3)")[0]["error"]
+
+
+def test_a_memory_error_says_the_sandbox_memory_ran_out():
+    result, _ = run("raise MemoryError()")
+    assert result["status"] == "error" and runner.MEMORY_NOTE in result["error"]
+
+
+def test_every_run_gets_a_fresh_namespace():
+    run("secret = 1")
+    result, _ = run("secret")
+    assert "NameError" in result["error"]
+
+
+def test_a_long_repr_is_capped():
+    result, _ = run("'x' * 20_000")
+    assert len(result["value"]) <= runner.VALUE_CHARS + 1
+
+
+def test_an_object_too_big_for_32_bit_says_so_and_memory_errors_ask_for_a_fresh_worker():
+    # what wasm32 CPython raises for bytearray(2 * 1024**3)
+    result, _ = run("raise OverflowError(\"cannot fit 'int' into an index-sized integer\")")
+    assert runner.SIZE_NOTE in result["error"] and result["restart"] is False
+    assert run("raise MemoryError()")[0]["restart"] is True
+    assert run("1")[0]["restart"] is False
+
+
+def test_only_a_font_list_of_this_matplotlib_naming_its_own_fonts_is_handed_on():
+    data = "/lib/python3.12/site-packages/matplotlib/mpl-data"
+    entry = {"fname": f"{data}/fonts/ttf/DejaVuSans.ttf", "name": "DejaVu Sans"}
+    good = {"_version": 330, "ttflist": [entry], "afmlist": []}
+    assert runner.font_list_ok(json.dumps(good), 330, data)
+    # the list Pyodide's wheel ships (another version), a font elsewhere, a path that climbs out
+    assert not runner.font_list_ok(json.dumps({**good, "_version": 390}), 330, data)
+    assert not runner.font_list_ok(json.dumps({**good, "ttflist": [{"fname": "/etc/passwd"}]}), 330, data)
+    climbing = {**good, "ttflist": [{"fname": f"{data}/../../x.ttf"}]}
+    assert not runner.font_list_ok(json.dumps(climbing), 330, data)
+    assert not runner.font_list_ok("not json", 330, data)
+    assert not runner.font_list_ok(json.dumps({**good, "ttflist": []}), 330, data)
+    assert not runner.font_list_ok(" " * (runner.FONT_LIST_MAX_CHARS + 1), 330, data)
