@@ -7,7 +7,8 @@
 //    (before Python is up) and kept in step with storage.onChanged. The panel never writes storage:
 //    every change goes through the service worker (docs/protocol.md).
 // 2. First paint comes first: Python is woken and the sessions index read only after it. Only what
-//    the first paint needs is imported statically (sessions_panel.js is a dynamic import).
+//    the first paint needs is imported statically (sessions_panel.js is a dynamic import); the
+//    Markdown and highlighting libraries load after the first frame (markdown_lite.js).
 // 3. Accessible names are the contract of docs/interface.md ("Message", "Send"/"Stop", "Copy", "Edit",
 //    "Regenerate", "Attach image", "Screenshot", "New session", "Sessions", role=alert for errors).
 // 4. `window.__marginFirstPaint`, `window.__marginPaintBreakdown`, `body[data-ready]` and
@@ -31,6 +32,7 @@
 // panel/unsaved.js       answers whose save failed: "Not saved", Copy, Retry save
 
 import { call, idle } from "./ui_common.js";
+import { FIRST_PAINT_KEYS } from "./early_read.js";
 import { init as initState, KEYS, moduleStartedAt, ui, state, showAlert } from "./panel/state.js";
 import * as turn from "./panel/turn.js";
 import * as composer from "./panel/composer.js";
@@ -77,7 +79,10 @@ async function firstPaint() {
   let stored = {};
   let storageReadAt = null;
   try {
-    stored = await chrome.storage.local.get([KEYS.history, KEYS.providers, KEYS.activeProviderId]);
+    // early_read.js asked for these while the modules loaded; usable only if nothing changed since.
+    const early = window.__marginEarlyRead;
+    const read = early?.read && !early.changed ? await early.read.catch(() => null) : null;
+    stored = read && !early.changed ? read : await chrome.storage.local.get(FIRST_PAINT_KEYS);
     storageReadAt = performance.now();
   } catch {
     showAlert("Margin could not read its saved conversation. Reload the panel; your data is not changed.");
@@ -96,6 +101,7 @@ async function firstPaint() {
     channel.port1.onmessage = () => {
       window.__marginFirstPaint = performance.now();
       window.__marginPaintBreakdown = { moduleStartedAt, storageReadAt, domReadyAt, paintedAt: window.__marginFirstPaint };
+      conversation.upgradeAfterPaint();
     };
     channel.port2.postMessage(null);
   });
