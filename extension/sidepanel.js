@@ -30,6 +30,8 @@
 // panel/capsules.js      "Seek to 12:34" capsules in answers that follow a video (timecodes.js)
 // panel/explain.js       runs the turn the context menu's "Explain with Margin" queued
 // panel/unsaved.js       answers whose save failed: "Not saved", Copy, Retry save
+// panel/render_cache.js  the kept render: the newest answers' sanitized HTML, for the next first paint
+// early_read.js          the first paint's storage read, started while these modules load
 
 import { call, idle } from "./ui_common.js";
 import { FIRST_PAINT_KEYS } from "./early_read.js";

@@ -215,8 +215,10 @@ function scheduleUpgrades() {
   idle((deadline) => {
     upgradeScheduled = false;
     while (pendingUpgrades.length && (deadline.timeRemaining() > 3 || deadline.didTimeout)) {
-      const { node, index } = pendingUpgrades.shift();
+      const { node } = pendingUpgrades.shift();
       if (!node.isConnected || !node.dataset.pending) continue;
+      // A kept node may have moved since it was queued (applyHistory renumbers what it keeps).
+      const index = Number(node.dataset.index);
       const record = state.history[index];
       const content = node.querySelector(".md");
       if (!record || !content) continue;
@@ -322,7 +324,7 @@ export function applyHistory(raw, { initial = false } = {}) {
       videoIndex: capsulesFor,
       keep: index >= keepFrom,
     });
-    if (isLite) lite.push({ node, index });
+    if (isLite) lite.push({ node });
     bubbles.push({ sig, node });
     nodes.push(node, ...(unsaved.get(index) ?? []));
   });
