@@ -20,7 +20,7 @@
 import { Marked } from "./vendor/marked.esm.js";
 import DOMPurify from "./vendor/purify.es.mjs";
 import { idle } from "./ui_common.js";
-import { ALLOWED_TAGS, ALLOWED_ATTR, SAFE_LINK, SAFE_IMAGE, keptClasses, decorate } from "./markdown_lite.js";
+import { ALLOWED_TAGS, ALLOWED_ATTR, SAFE_LINK, SAFE_IMAGE, keptClasses, decorate } from "./markdown_policy.js";
 import { createStreamSplit } from "./panel/stream_render.js";
 
 const escapeHtml = (text) =>

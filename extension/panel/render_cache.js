@@ -16,7 +16,7 @@
 //    loaded (conversation.js), so what stays on screen always came from the sanitizer.
 // 5. A storage that throws (full, disabled, corrupt JSON) means no cache, never an error.
 
-import { isSanitizedShape, decorate } from "../markdown_lite.js";
+import { isSanitizedShape, decorate } from "../markdown_policy.js";
 
 const KEY = "margin.renderCache";
 export const MAX_ENTRIES = 16;
