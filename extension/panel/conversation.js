@@ -258,7 +258,7 @@ function markPaint(name) {
 let keptKeys = "";
 function keepNewestRenders() {
   const kept = [];
-  for (const entry of state.bubbles.slice(-MAX_ENTRIES * 2)) {
+  for (const entry of state.bubbles.slice(keepFrom)) {
     const render = entry && renders.get(entry.node);
     if (render && !entry.node.dataset.pending) kept.push(render);
   }
