@@ -165,7 +165,7 @@ def _page_first_paint(bench: Bench, path: str) -> tuple[float, dict | None, int]
 
 
 def _first_paint(
-    bench: Bench, *, worker_stopped: bool, blank: list[float] | None = None
+    bench: Bench, *, worker_stopped: bool, blank: list[float] | None = None, blank_marks: list[dict] | None = None
 ) -> tuple[list[float], str]:
     """Open sidepanel.html over a 200-message history; `window.__marginFirstPaint` of each run.
     With `blank`, each run first opens blank.html (the baseline) and appends its figure there."""
@@ -178,7 +178,10 @@ def _first_paint(
         else:
             _ping(bench)
         if blank is not None:
-            blank.append(_page_first_paint(bench, "blank.html")[0])
+            blank_value, blank_breakdown, _ = _page_first_paint(bench, "blank.html")
+            blank.append(blank_value)
+            if blank_breakdown and blank_marks is not None:
+                blank_marks.append(blank_breakdown)
         value, breakdown, bubbles = _page_first_paint(bench, "sidepanel.html")
         if breakdown:
             breakdowns.append(breakdown)
@@ -202,10 +205,18 @@ def first_paint_200(bench: Bench) -> list[Result]:
     """sidepanel.html painting a 200-message history while the worker is stopped, against a blank
     extension page (blank.html) opened before each run: the goal is a ratio of the two."""
     blank: list[float] = []
-    samples, note = _first_paint(bench, worker_stopped=True, blank=blank)
+    blank_marks: list[dict] = []
+    samples, note = _first_paint(bench, worker_stopped=True, blank=blank, blank_marks=blank_marks)
     ratio = round(median(samples) / median(blank), 4)
     return [
-        Result("blank extension page first paint (baseline)", median(blank), "ms", None, samples=blank),
+        Result(
+            "blank extension page first paint (baseline)",
+            median(blank),
+            "ms",
+            None,
+            samples=blank,
+            note=_breakdown_note(blank_marks),
+        ),
         Result(
             "side panel first paint, 200 messages, worker stopped",
             median(samples),

@@ -5,6 +5,8 @@ requestAnimationFrame(() => {
   const channel = new MessageChannel();
   channel.port1.onmessage = () => {
     window.__marginFirstPaint = performance.now();
+    const htmlParsedAt = performance.getEntriesByType("navigation")[0]?.domInteractive ?? null;
+    window.__marginPaintBreakdown = { htmlParsedAt, paintedAt: window.__marginFirstPaint };
   };
   channel.port2.postMessage(null);
 });
