@@ -20,6 +20,7 @@
 import { Marked } from "./vendor/marked.esm.js";
 import DOMPurify from "./vendor/purify.es.mjs";
 import { idle } from "./ui_common.js";
+import { ALLOWED_TAGS, ALLOWED_ATTR, SAFE_LINK, SAFE_IMAGE, keptClasses, decorate } from "./markdown_policy.js";
 import { createStreamSplit } from "./panel/stream_render.js";
 
 const escapeHtml = (text) =>
@@ -27,14 +28,14 @@ const escapeHtml = (text) =>
 
 const marked = new Marked({ gfm: true, breaks: false });
 
-const ALLOWED_TAGS = [
-  "a", "p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "strong", "b", "em", "i", "del", "s",
-  "code", "pre", "blockquote", "ul", "ol", "li", "table", "thead", "tbody", "tr", "th", "td",
-  "img", "input", "span", "sup", "sub",
-];
-const ALLOWED_ATTR = ["href", "title", "src", "alt", "align", "start", "checked", "disabled", "type", "class"];
-const SAFE_LINK = /^(https?:|mailto:)/i;
-const SAFE_IMAGE = /^data:image\/(png|jpe?g|gif|webp|avif|bmp);/i;
+// highlight.js's colours come with the libraries, after the first paint (markdown_lite.js rule 1).
+for (const [file, scheme] of [["hljs-light.css", "light"], ["hljs-dark.css", "dark"]]) {
+  const link = document.createElement("link");
+  link.rel = "stylesheet";
+  link.href = new URL(`./vendor/${file}`, import.meta.url).href;
+  link.media = `(prefers-color-scheme: ${scheme})`;
+  document.head.append(link);
+}
 
 const purifier = DOMPurify(window);
 purifier.addHook("afterSanitizeAttributes", (node) => {
@@ -55,7 +56,7 @@ purifier.addHook("afterSanitizeAttributes", (node) => {
     node.setAttribute("disabled", "");
   }
   if (tag === "CODE" || tag === "SPAN") {
-    const cls = (node.getAttribute("class") || "").split(/\s+/).filter((c) => /^(language-[\w+#.-]+|hljs[\w-]*)$/.test(c));
+    const cls = keptClasses(node.getAttribute("class"));
     if (cls.length) node.setAttribute("class", cls.join(" "));
     else node.removeAttribute("class");
   } else {
@@ -74,36 +75,46 @@ const PURIFY_CONFIG = {
 };
 
 // Turns Markdown into a sanitized DocumentFragment (no event handlers, no scripts, safe links).
-function markdownFragment(text) {
+// `keep(html)`, when given, receives the sanitized HTML before decoration (the kept render of
+// panel/render_cache.js).
+function markdownFragment(text, keep = null) {
   let html;
   try {
     html = marked.parse(String(text ?? ""), { async: false });
   } catch {
     html = `<p>${escapeHtml(String(text ?? ""))}</p>`;
   }
-  return htmlFragment(html);
+  return htmlFragment(html, keep);
 }
 
 // marked's HTML -> a sanitized, decorated DocumentFragment (rules 1-4).
-function htmlFragment(html) {
-  const fragment = purifier.sanitize(html, PURIFY_CONFIG);
-  for (const node of fragment.querySelectorAll("[data-drop]")) node.remove();
-  for (const pre of fragment.querySelectorAll("pre")) decorateCodeBlock(pre);
-  for (const table of fragment.querySelectorAll("table")) {
-    const scroller = document.createElement("div");
-    scroller.className = "table-scroll";
-    table.replaceWith(scroller);
-    scroller.append(table);
+function htmlFragment(html, keep = null) {
+  let fragment;
+  if (keep) {
+    const clean = purifier.sanitize(html, { ...PURIFY_CONFIG, RETURN_DOM_FRAGMENT: false });
+    const template = document.createElement("template");
+    template.innerHTML = clean;
+    fragment = template.content;
+    for (const node of fragment.querySelectorAll("[data-drop]")) node.remove();
+    keep(template.innerHTML);
+  } else {
+    fragment = purifier.sanitize(html, PURIFY_CONFIG);
+    for (const node of fragment.querySelectorAll("[data-drop]")) node.remove();
   }
-  return fragment;
+  return decorate(fragment);
 }
 
 // Renders Markdown into `target`, replacing its children. `highlight: false` skips highlighting
-// (used while an answer streams: it is re-rendered every frame).
-export function renderMarkdown(target, text, { highlight = true } = {}) {
-  const fragment = markdownFragment(text);
+// (used while an answer streams: it is re-rendered every frame). `keep` as for markdownFragment.
+export function renderMarkdown(target, text, { highlight = true, keep = null } = {}) {
+  const fragment = markdownFragment(text, keep);
   target.replaceChildren(fragment);
-  if (highlight) for (const code of target.querySelectorAll("pre > code")) highlightLater(code);
+  if (highlight) highlightWithin(target);
+}
+
+// Highlights the code blocks under `target` when they come into view (rule 4).
+export function highlightWithin(target) {
+  for (const code of target.querySelectorAll("pre > code")) highlightLater(code);
 }
 
 // Rule 5. `around(paint)` runs each paint (the caller keeps the view pinned to the bottom).
@@ -171,28 +182,6 @@ export function streamingMarkdown(target, { around = (paint) => paint() } = {}) 
       paint(true);
     },
   };
-}
-
-function decorateCodeBlock(pre) {
-  const code = pre.querySelector("code");
-  const language = (code?.className.match(/language-([\w+#.-]+)/) || [])[1] || "";
-  const wrapper = document.createElement("div");
-  wrapper.className = "code-block";
-  const head = document.createElement("div");
-  head.className = "code-head";
-  const label = document.createElement("span");
-  label.className = "code-lang";
-  label.setAttribute("aria-hidden", "true");
-  label.textContent = language || "code";
-  const copy = document.createElement("button");
-  copy.type = "button";
-  copy.className = "btn ghost code-copy";
-  copy.setAttribute("aria-label", "Copy code");
-  copy.dataset.action = "copy-code";
-  copy.textContent = "Copy";
-  head.append(label, copy);
-  pre.replaceWith(wrapper);
-  wrapper.append(head, pre);
 }
 
 // --- Lazy highlighting -------------------------------------------------------------------------

@@ -7,7 +7,8 @@
 //    (before Python is up) and kept in step with storage.onChanged. The panel never writes storage:
 //    every change goes through the service worker (docs/protocol.md).
 // 2. First paint comes first: Python is woken and the sessions index read only after it. Only what
-//    the first paint needs is imported statically (sessions_panel.js is a dynamic import).
+//    the first paint needs is imported statically (sessions_panel.js is a dynamic import); the
+//    Markdown and highlighting libraries load after the first frame (markdown_lite.js).
 // 3. Accessible names are the contract of docs/interface.md ("Message", "Send"/"Stop", "Copy", "Edit",
 //    "Regenerate", "Attach image", "Screenshot", "New session", "Sessions", role=alert for errors).
 // 4. `window.__marginFirstPaint`, `window.__marginPaintBreakdown`, `body[data-ready]` and
@@ -30,8 +31,11 @@
 // panel/explain.js       runs the turn the context menu's "Explain with Margin" queued
 // panel/unsaved.js       answers whose save failed: "Not saved", Copy, Retry save
 // panel/code_runs.js     "Run" on an answer's Python blocks, in the code sandbox; their output
+// panel/render_cache.js  the kept render: the newest answers' sanitized HTML, for the next first paint
+// early_read.js          the first paint's storage read, started while these modules load
 
 import { call, idle } from "./ui_common.js";
+import { FIRST_PAINT_KEYS } from "./early_read.js";
 import { init as initState, KEYS, moduleStartedAt, ui, state, showAlert } from "./panel/state.js";
 import * as turn from "./panel/turn.js";
 import * as composer from "./panel/composer.js";
@@ -80,7 +84,10 @@ async function firstPaint() {
   let stored = {};
   let storageReadAt = null;
   try {
-    stored = await chrome.storage.local.get([KEYS.history, KEYS.providers, KEYS.activeProviderId]);
+    // early_read.js asked for these while the modules loaded; usable only if nothing changed since.
+    const early = window.__marginEarlyRead;
+    const read = early?.read && !early.changed ? await early.read.catch(() => null) : null;
+    stored = read && !early.changed ? read : await chrome.storage.local.get(FIRST_PAINT_KEYS);
     storageReadAt = performance.now();
   } catch {
     showAlert("Margin could not read its saved conversation. Reload the panel; your data is not changed.");
@@ -98,7 +105,13 @@ async function firstPaint() {
     const channel = new MessageChannel();
     channel.port1.onmessage = () => {
       window.__marginFirstPaint = performance.now();
-      window.__marginPaintBreakdown = { moduleStartedAt, storageReadAt, domReadyAt, paintedAt: window.__marginFirstPaint };
+      // htmlParsedAt..moduleStartedAt is the module graph's evaluation; a frame without the
+      // conversation (the header, the composer) may be drawn before (firstContentfulPaintAt).
+      const htmlParsedAt = performance.getEntriesByType("navigation")[0]?.domInteractive ?? null;
+      const firstContentfulPaintAt = performance.getEntriesByName("first-contentful-paint")[0]?.startTime ?? null;
+      const paintedAt = window.__marginFirstPaint;
+      window.__marginPaintBreakdown = { htmlParsedAt, moduleStartedAt, storageReadAt, domReadyAt, firstContentfulPaintAt, paintedAt };
+      conversation.upgradeAfterPaint();
     };
     channel.port2.postMessage(null);
   });

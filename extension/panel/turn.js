@@ -18,7 +18,7 @@
 
 import { CONTRACT } from "../generated/contract.js";
 import { el } from "../ui_common.js";
-import { streamingMarkdown } from "../markdown.js";
+import { markdownModule, loadMarkdown } from "../markdown_lite.js";
 import { postInPieces } from "../port_chunks.js";
 import { ui, state, emit, setTurnState, scrollToBottom, showAlert, clearAlert } from "./state.js";
 
@@ -148,7 +148,14 @@ function scheduleStreamPaint(turn) {
 // The answer so far, painted in linear time (markdown.js rule 5: finished blocks are kept).
 function paintStream(turn, { final = false } = {}) {
   if (!turn.node.isConnected) return;
-  turn.renderer ??= streamingMarkdown(turn.body, {
+  const markdown = markdownModule();
+  if (!markdown) {
+    // The libraries load after the first paint (markdown_lite.js): the text until they are in.
+    turn.body.textContent = turn.text;
+    loadMarkdown().then(() => paintStream(turn, { final }));
+    return;
+  }
+  turn.renderer ??= markdown.streamingMarkdown(turn.body, {
     around(paint) {
       const stick = state.pinned;
       paint();

@@ -17,7 +17,7 @@
 
 import { CONTRACT } from "../generated/contract.js";
 import { call, el, copyText } from "../ui_common.js";
-import { renderMarkdown } from "../markdown.js";
+import { markdownModule, loadMarkdown } from "../markdown_lite.js";
 import { ui, state, events, emit, announce, showAlert, clearAlert, recordText } from "./state.js";
 import { isAttachment } from "./attachments.js";
 
@@ -108,7 +108,17 @@ function nodeFor(entry) {
   const old = nodes.get(entry.id);
   if (old) return old;
   const content = el("div", { class: "md" });
-  renderMarkdown(content, entry.answer.content);
+  const markdown = markdownModule();
+  if (markdown) markdown.renderMarkdown(content, entry.answer.content);
+  else {
+    // Before the libraries are in (markdown_lite.js): the text, then the Markdown.
+    content.classList.add("pending");
+    content.textContent = entry.answer.content;
+    loadMarkdown().then((module) => {
+      module.renderMarkdown(content, entry.answer.content);
+      content.classList.remove("pending");
+    });
+  }
   const bubble = el("div", { class: "bubble" }, content);
   if (entry.answer.stopped) bubble.append(el("span", { class: "tag", text: "Stopped" }));
   if (entry.answer.incomplete) bubble.append(el("p", { class: "answer-note", text: INCOMPLETE_NOTE }));

@@ -7,14 +7,19 @@
 // 3. The cached part shows only when it is above 0; the cost only when it was stored.
 // 4. A cost under a dollar keeps two significant digits ($0.0031), else cents ($1.25).
 
-const COUNT = new Intl.NumberFormat("en-US", { maximumFractionDigits: 0 });
-const SMALL_COST = new Intl.NumberFormat("en-US", { style: "currency", currency: "USD", maximumSignificantDigits: 2 });
-const COST = new Intl.NumberFormat("en-US", { style: "currency", currency: "USD", minimumFractionDigits: 2, maximumFractionDigits: 2 });
+// Made at first use, as attachments.js does: a page's first Intl object loads ICU data.
+let formats = null;
+const numberFormats = () =>
+  (formats ??= {
+    COUNT: new Intl.NumberFormat("en-US", { maximumFractionDigits: 0 }),
+    SMALL_COST: new Intl.NumberFormat("en-US", { style: "currency", currency: "USD", maximumSignificantDigits: 2 }),
+    COST: new Intl.NumberFormat("en-US", { style: "currency", currency: "USD", minimumFractionDigits: 2, maximumFractionDigits: 2 }),
+  });
 
 const isCount = (value) => typeof value === "number" && Number.isFinite(value) && value >= 0;
 
 export function formatCost(dollars) {
-  return dollars < 1 ? SMALL_COST.format(dollars) : COST.format(dollars);
+  return dollars < 1 ? numberFormats().SMALL_COST.format(dollars) : numberFormats().COST.format(dollars);
 }
 
 export function usageLine(record) {
@@ -22,10 +27,10 @@ export function usageLine(record) {
   if (!usage || typeof usage !== "object") return "";
   const parts = [];
   if (isCount(usage.input)) {
-    const cached = isCount(usage.cachedInput) && usage.cachedInput > 0 ? ` (${COUNT.format(usage.cachedInput)} cached)` : "";
-    parts.push(`${COUNT.format(usage.input)} in${cached}`);
+    const cached = isCount(usage.cachedInput) && usage.cachedInput > 0 ? ` (${numberFormats().COUNT.format(usage.cachedInput)} cached)` : "";
+    parts.push(`${numberFormats().COUNT.format(usage.input)} in${cached}`);
   }
-  if (isCount(usage.output)) parts.push(`${COUNT.format(usage.output)} out`);
+  if (isCount(usage.output)) parts.push(`${numberFormats().COUNT.format(usage.output)} out`);
   if (!parts.length) return "";
   if (isCount(record.cost)) parts.push(`≈ ${formatCost(record.cost)}`);
   return parts.join(" · ");

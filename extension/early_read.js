@@ -1,0 +1,21 @@
+// Starts reading what the side panel's first paint needs while its modules are still loading
+// (sidepanel.html loads this as an async module, ahead of the panel's own graph).
+//
+// Rules:
+// 1. It reads only; sidepanel.js uses the result (`window.__marginEarlyRead.read`) only when no
+//    `chrome.storage.local` change was seen since the read was asked for (`changed`), else it
+//    reads again itself, after it follows storage: a change is never missed.
+// 2. The keys are sidepanel.js's (`FIRST_PAINT_KEYS` in the contract's key names).
+
+import { CONTRACT } from "./generated/contract.js";
+
+const KEYS = CONTRACT.storage.keys;
+export const FIRST_PAINT_KEYS = [KEYS.history, KEYS.providers, KEYS.activeProviderId];
+
+const early = { changed: false, read: null };
+chrome.storage.onChanged.addListener((_changes, area) => {
+  if (area === "local") early.changed = true;
+});
+early.read = chrome.storage.local.get(FIRST_PAINT_KEYS);
+early.read.catch(() => {}); // sidepanel.js reports a failed read (it reads again)
+window.__marginEarlyRead = early;
