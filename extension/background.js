@@ -14,6 +14,7 @@ import { loadPyodide } from './pyodide/pyodide.mjs';
 import { CONTRACT } from './generated/contract.js';
 import * as bridge from './bridge.js';
 import { joinPieces } from './port_chunks.js';
+import * as i18n from './i18n.js';
 
 const EXTENSION_ORIGIN = new URL(chrome.runtime.getURL('/')).origin;
 const KNOWN_REQUESTS = new Set(CONTRACT.messages);
@@ -331,6 +332,11 @@ chrome.runtime.onConnect.addListener((port) => {
 // "Explain with Margin" on a selection. The menu item is created once per install (Chrome keeps
 // it); this listener is registered at top level like every other, and fires only on a user's click.
 const EXPLAIN_MENU_ID = 'margin-explain';
+// Its title follows the language setting (extension/i18n.js): Chrome's i18n cannot switch at run time.
+const languageReady = i18n.start();
+i18n.onLanguageChange(() => {
+  chrome.contextMenus.update(EXPLAIN_MENU_ID, { title: i18n.t('bg_explain') }, () => void chrome.runtime.lastError);
+});
 
 function onExplainClicked(info, tab) {
   if (info.menuItemId !== EXPLAIN_MENU_ID) return;
@@ -385,9 +391,11 @@ chrome.storage.local.get(CONTRACT.storage.keys.backupImportStaging).then((stored
 }, (error) => console.warn('Margin: could not check for an unfinished import', error));
 
 chrome.runtime.onInstalled.addListener(() => {
-  chrome.contextMenus.create({ id: EXPLAIN_MENU_ID, title: 'Explain with Margin', contexts: ['selection'] }, () => {
-    // "duplicate id" after an update that kept the item: nothing to do.
-    void chrome.runtime.lastError;
+  languageReady.then(() => {
+    chrome.contextMenus.create({ id: EXPLAIN_MENU_ID, title: i18n.t('bg_explain'), contexts: ['selection'] }, () => {
+      // "duplicate id" after an update that kept the item: its title is brought up to date.
+      if (chrome.runtime.lastError) chrome.contextMenus.update(EXPLAIN_MENU_ID, { title: i18n.t('bg_explain') }, () => void chrome.runtime.lastError);
+    });
   });
   // Boot Python once now, so its memory snapshot exists before the panel is first opened (the
   // first boot of a version takes seconds; later cold starts restore the snapshot in ~0.3 s).
