@@ -51,10 +51,11 @@ function chromeLocale() {
 }
 
 // Each locale's own name ("日本語"), from its catalogue: what the language setting lists.
+const NAME_KEY = "language_name";
 let namesPromise = null;
 export function names() {
   namesPromise ||= Promise.all(
-    LOCALES.map((locale) => fetchCatalogue(locale).then((messages) => [locale, messages.language_name?.message || locale])),
+    LOCALES.map((locale) => fetchCatalogue(locale).then((messages) => [locale, messages[NAME_KEY]?.message || locale])),
   ).then(Object.fromEntries);
   return namesPromise;
 }
