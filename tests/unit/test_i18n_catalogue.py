@@ -29,6 +29,7 @@ CONVERTED = [
     "extension/options_prices.js",
     "extension/i18n.js",
     "extension/background.js",
+    "extension/ui_common.js",
 ]
 # Where keys may be used: all of Margin's code, converted or not.
 CODE = [
