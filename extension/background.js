@@ -334,9 +334,12 @@ chrome.runtime.onConnect.addListener((port) => {
 const EXPLAIN_MENU_ID = 'margin-explain';
 // Its title follows the language setting (extension/i18n.js): Chrome's i18n cannot switch at run time.
 const languageReady = i18n.start();
-i18n.onLanguageChange(() => {
+const retitleExplain = () =>
   chrome.contextMenus.update(EXPLAIN_MENU_ID, { title: i18n.t('bg_explain') }, () => void chrome.runtime.lastError);
-});
+// Chrome keeps the item between worker starts: a start brings its title up to the setting, a
+// change of the setting while the worker runs does so at once.
+languageReady.then(retitleExplain);
+i18n.onLanguageChange(retitleExplain);
 
 function onExplainClicked(info, tab) {
   if (info.menuItemId !== EXPLAIN_MENU_ID) return;
@@ -394,7 +397,7 @@ chrome.runtime.onInstalled.addListener(() => {
   languageReady.then(() => {
     chrome.contextMenus.create({ id: EXPLAIN_MENU_ID, title: i18n.t('bg_explain'), contexts: ['selection'] }, () => {
       // "duplicate id" after an update that kept the item: its title is brought up to date.
-      if (chrome.runtime.lastError) chrome.contextMenus.update(EXPLAIN_MENU_ID, { title: i18n.t('bg_explain') }, () => void chrome.runtime.lastError);
+      if (chrome.runtime.lastError) retitleExplain();
     });
   });
   // Boot Python once now, so its memory snapshot exists before the panel is first opened (the
