@@ -13,9 +13,12 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from helpers import run
 
 from margin import agent_turn, catalogue, figures, page_context, slimming
+from margin.errors import MarginError
 from margin.history import Record
+from margin.platform_memory import memory_platform
 
 REPO = Path(__file__).resolve().parents[2]
 EXTENSION = REPO / "extension"
@@ -339,4 +342,47 @@ def test_english_and_chinese_request_words_are_unchanged():
         "[Page context] Shortened: “Docs” (https://e.com/, 12,000 characters) was attached earlier in "
         "this conversation; its text is left out here to keep the request short. If it is needed, ask "
         "the user to attach it again."
+    )
+
+
+def test_the_worker_loads_a_catalogue_through_the_platform_once(monkeypatch, tmp_path):
+    """Where there is no checkout (the wheel in Pyodide) words come only from what `ensure` read
+    through the platform (the bridge's fetch of _locales); before that, a specific error."""
+    monkeypatch.setattr(catalogue, "CHECKOUT_LOCALES", tmp_path)
+    monkeypatch.setattr(catalogue, "_loaded", {})
+    with pytest.raises(MarginError) as refused:
+        catalogue.words("ko")
+    assert refused.value.code == "catalogue_not_loaded"
+    reads: list[str] = []
+
+    async def read_catalogue(locale: str) -> str:
+        reads.append(locale)
+        return (LOCALES_DIR / locale / "messages.json").read_text(encoding="utf-8")
+
+    platform = memory_platform()
+    platform.read_catalogue = read_catalogue
+    words = run(catalogue.ensure(platform, "ko-KR"))
+    run(catalogue.ensure(platform, "ko"))
+    assert reads == ["en", "ko"]
+    assert words.text("py_figure", 2, words.text("py_figure_image")) == "[그림 2: 이미지]"
+    assert figures.figure_label(1, {}, language="ko") == "[그림 1: 사용자가 앞서 보낸 이미지]"
+
+
+def test_an_attachment_header_is_in_the_model_language_and_attach_again_keeps_its_words():
+    record = page_context.attachment_record(
+        {"kind": "page", "title": "Docs", "url": "https://example.com/", "body": "text", "notes": []},
+        captured_at=1764511500000,
+        language="ru",
+    )
+    assert record.text.split("\n\n")[0] == (
+        "[Page context] Страница: Docs\nURL: https://example.com/\nПрикреплено: 2025-11-30 14:05 UTC"
+    )
+    again = page_context.fresh_copy(record, 1764515100000)
+    assert again.text.split("\n\n")[0].endswith("Прикреплено: 2025-11-30 15:05 UTC")
+    english = page_context.attachment_record(
+        {"kind": "video", "title": "", "url": "https://example.com/v", "body": "x", "notes": ["n"]},
+        captured_at=1764511500000,
+    )
+    assert english.text.split("\n\n")[0] == (
+        "[Page context] Video: example.com\nURL: https://example.com/v\nAttached: 2025-11-30 14:05 UTC\nNote: n"
     )
