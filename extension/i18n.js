@@ -131,18 +131,13 @@ export function formatRelative(ms, now = Date.now()) {
 }
 
 // Rule 5: fill the keys of static HTML under `root`.
-const ATTRIBUTES = [
-  ["i18nAriaLabel", "aria-label"],
-  ["i18nTitle", "title"],
-  ["i18nPlaceholder", "placeholder"],
-];
+const ATTRIBUTES = { "aria-label": "i18nAriaLabel", title: "i18nTitle", placeholder: "i18nPlaceholder" };
 export function translatePage(root = document) {
   if (typeof document === "undefined") return;
   document.documentElement.lang = state.tag;
   for (const node of root.querySelectorAll("[data-i18n]")) node.textContent = t(node.dataset.i18n);
-  for (const [data, attribute] of ATTRIBUTES) {
-    const selector = `[data-${attribute === "aria-label" ? "i18n-aria-label" : `i18n-${attribute}`}]`;
-    for (const node of root.querySelectorAll(selector)) node.setAttribute(attribute, t(node.dataset[data]));
+  for (const [attribute, data] of Object.entries(ATTRIBUTES)) {
+    for (const node of root.querySelectorAll(`[data-i18n-${attribute}]`)) node.setAttribute(attribute, t(node.dataset[data]));
   }
 }
 
