@@ -19,15 +19,26 @@ from pathlib import Path
 from buildsteps import REPO, BuildError
 from buildsteps.dist import build_and_report
 from buildsteps.lint import run_lint
-from buildsteps.toolchain import NO_CHROMIUM, chromium_command, ensure_chromium, ensure_venv, find_chromium
+from buildsteps.toolchain import (
+    NO_CHROMIUM,
+    axe_script,
+    chromium_command,
+    ensure_chromium,
+    ensure_language_packages,
+    ensure_venv,
+    find_chromium,
+)
 
 
 def prepare(repo: Path = REPO) -> tuple[Path, dict[str, str]]:
     """Everything tests and bench need: venv, Chromium, a fresh build. Returns python + env."""
     python = ensure_venv(repo)
     chromium = ensure_chromium()
+    ensure_language_packages()
     dist = build_and_report(repo)
-    env = dict(os.environ, MARGIN_DIST=str(dist.resolve()), CHROMIUM=str(chromium))
+    env = dict(
+        os.environ, MARGIN_DIST=str(dist.resolve()), CHROMIUM=str(chromium), MARGIN_AXE=str(axe_script(repo))
+    )
     return python, env
 
 

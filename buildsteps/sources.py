@@ -78,3 +78,8 @@ PYODIDE_TEST_PACKAGES = ("micropip", "packaging")
 # optional dependency of the `@biomejs/biome` devDependency), at this path in its tarball.
 BIOME_PACKAGE = "@biomejs/cli-linux-x64"
 BIOME_BINARY = "biome"
+
+# The accessibility checker the end-to-end tests inject into Margin's pages (never shipped in
+# dist/margin): this file of the `axe-core` devDependency's tarball, pinned in package-lock.json.
+AXE_PACKAGE = "axe-core"
+AXE_FILE = "axe.min.js"

@@ -5,7 +5,12 @@ Rules:
    included, is pinned to a version and to the sha256 of its files, like the build's downloads.
 2. pip runs only when requirements-test.txt changed (its sha256 is stamped inside .venv/).
 3. Chromium is Debian's package (/usr/bin/chromium, or $CHROMIUM); as root it is installed with
-   apt-get on the spot, otherwise the error names the command.
+   apt-get on the spot, otherwise the error names the command. Chromium's translations
+   (chromium-l10n: `--lang=ja` needs them) and Debian's CJK fonts (fonts-noto-cjk: Chinese,
+   Japanese and Korean text would render as boxes) come the same way; without root, a missing
+   one is a warning, not an error.
+4. axe-core (the accessibility checker of the e2e tests) is the verified npm tarball pinned in
+   package-lock.json; its one script is unpacked once per version into the cache.
 """
 
 from __future__ import annotations
@@ -18,7 +23,8 @@ import sys
 from pathlib import Path
 
 from buildsteps import REPO, BuildError
-from buildsteps.fetch import has_pip
+from buildsteps.fetch import cache_dir, has_pip, npm_pin, npm_tarball, read_npm_lock, read_tar_members
+from buildsteps.sources import AXE_FILE, AXE_PACKAGE
 
 NO_CHROMIUM = (
     "Chromium was not found at /usr/bin/chromium (or $CHROMIUM). Install it "
@@ -58,6 +64,49 @@ def ensure_chromium() -> Path:
     if not chromium:
         raise BuildError("apt-get installed chromium but /usr/bin/chromium is still missing.")
     return chromium
+
+
+# Rule 3: what the browser needs to show Margin in its seven languages: Chromium's own UI
+# translations (without them chrome.i18n answers in English whatever --lang says) and CJK fonts.
+LANGUAGE_PACKAGES = {
+    "chromium-l10n": Path("/usr/lib/chromium/locales/ja.pak"),
+    "fonts-noto-cjk": Path("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc"),
+}
+
+
+def ensure_language_packages() -> None:
+    """Rule 3: installed on the spot when we are root; otherwise a warning naming the command."""
+    missing = [name for name, marker in LANGUAGE_PACKAGES.items() if not marker.is_file()]
+    if not missing:
+        return
+    command = ["apt-get", "install", "-y", *missing]
+    if not is_root() or not shutil.which("apt-get"):
+        print(
+            f"warning: {', '.join(missing)} not installed: the language tests cannot start Chromium "
+            f"in Japanese, and CJK text renders as boxes (sudo {' '.join(command)}).",
+            file=sys.stderr,
+        )
+        return
+    print(f"Installing {', '.join(missing)} ({' '.join(command)}) ...", flush=True)
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    for step in (["apt-get", "update"], command):
+        if subprocess.run(step, env=env).returncode != 0:
+            raise BuildError(f"`{' '.join(step)}` failed: install {', '.join(missing)} yourself.")
+
+
+def axe_script(repo: Path = REPO, cache: Path | None = None) -> Path:
+    """Rule 4: axe-core's script from its verified npm tarball, unpacked once per version."""
+    cache = cache or cache_dir()
+    pin = npm_pin(read_npm_lock(repo / "package-lock.json"), AXE_PACKAGE)
+    script = cache / "axe-core" / pin.version / AXE_FILE
+    stamp = script.with_name(".integrity")
+    if script.is_file() and stamp.is_file() and stamp.read_text() == pin.integrity:
+        return script
+    data = read_tar_members(npm_tarball(pin, cache), {AXE_FILE}, f"{AXE_PACKAGE}@{pin.version}")[AXE_FILE]
+    script.parent.mkdir(parents=True, exist_ok=True)
+    script.write_bytes(data)
+    stamp.write_text(pin.integrity)
+    return script
 
 
 def chromium_command(chromium: Path, dist: Path, profile: Path) -> list[str]:

@@ -14,6 +14,7 @@ import { loadPyodide } from './pyodide/pyodide.mjs';
 import { CONTRACT } from './generated/contract.js';
 import * as bridge from './bridge.js';
 import { joinPieces } from './port_chunks.js';
+import * as i18n from './i18n.js';
 
 const EXTENSION_ORIGIN = new URL(chrome.runtime.getURL('/')).origin;
 const KNOWN_REQUESTS = new Set(CONTRACT.messages);
@@ -193,17 +194,17 @@ const utf8 = new TextEncoder();
 
 async function handleRequest(message, sender) {
   const tier = senderTier(sender);
-  if (tier === null) return failure('forbidden', 'Margin only answers its own pages.');
+  if (tier === null) return failure('forbidden', i18n.t('bg_error_foreign'));
   if (!message || typeof message !== 'object' || typeof message.type !== 'string') {
-    return failure('bad_message', 'A request to Margin needs a "type".');
+    return failure('bad_message', i18n.t('bg_error_no_type'));
   }
   const { type, payload } = message;
   // Tier 1: works without Python.
   if (!KNOWN_REQUESTS.has(type)) {
-    return failure('unknown_message', `Margin does not know the request "${type}".`);
+    return failure('unknown_message', i18n.t('bg_error_unknown', type));
   }
   if (tier === 'content' && !type.startsWith(CONTRACT.contentScriptPrefix)) {
-    return failure('forbidden', `Pages may not send "${type}" to Margin.`);
+    return failure('forbidden', i18n.t('bg_error_page_forbidden', type));
   }
   // Tier 2: needs Python.
   let replyJson;
@@ -212,8 +213,7 @@ async function handleRequest(message, sender) {
   } catch (error) {
     if (!(error instanceof BootFailed)) throw error;
     console.error('Margin: Python failed to start', error);
-    return failure('python_boot_failed',
-      `Margin's Python backend failed to start (${error.message}). Reload the extension.`);
+    return failure('python_boot_failed', i18n.t('bg_error_boot', error.message));
   }
   return JSON.parse(replyJson);
 }
@@ -239,12 +239,14 @@ const PORT_KINDS = {
     stop: (worker, id) => worker.stop_turn(id),
     isStop: (message) => message?.action === 'stop',
     during: 'during this answer',
+    failedKey: 'bg_error_turn',
   },
   [CONTRACT.summaryPort]: {
     run: (worker, id, startJson) => worker.run_summary_json(id, startJson),
     stop: (worker, id) => worker.stop_summary(id),
     isStop: (message) => message?.stop === true || message?.action === 'stop',
     during: 'while summarizing the page',
+    failedKey: 'bg_error_summary',
   },
   // A backup's later messages (the file's chunks, acks) are its data: each goes to the running work.
   [CONTRACT.backupPort]: {
@@ -253,6 +255,7 @@ const PORT_KINDS = {
     isStop: (message) => message?.action === 'stop',
     forward: (worker, id, messageJson) => worker.backup_message(id, messageJson),
     during: 'during the backup',
+    failedKey: 'bg_error_backup',
   },
 };
 
@@ -297,7 +300,7 @@ chrome.runtime.onConnect.addListener((port) => {
     try {
       startJson = nextPiece(message)?.json;
     } catch (error) {
-      postPortError(portId, 'bad_message', `Margin received a damaged request (${error.message}). Try again.`);
+      postPortError(portId, 'bad_message', i18n.t('bg_error_damaged', error.message));
       try { port.disconnect(); } catch { /* already gone */ }
       return;
     }
@@ -309,14 +312,12 @@ chrome.runtime.onConnect.addListener((port) => {
       } catch (error) {
         if (error instanceof BootFailed) {
           console.error('Margin: Python failed to start', error);
-          postPortError(portId, 'python_boot_failed',
-            `Margin's Python backend failed to start (${error.message}). Reload the extension.`);
+          postPortError(portId, 'python_boot_failed', i18n.t('bg_error_boot', error.message));
           return;
         }
         // The run reports every failure of its own: what lands here is Pyodide failing.
         console.error(`Margin: failed ${kind.during}`, error);
-        postPortError(portId, 'internal',
-          `Margin's background worker failed ${kind.during} (${error?.message ?? error}). Reload the extension and try again.`);
+        postPortError(portId, 'internal', i18n.t(kind.failedKey, String(error?.message ?? error)));
       }
     } finally {
       finished = true;
@@ -331,6 +332,14 @@ chrome.runtime.onConnect.addListener((port) => {
 // "Explain with Margin" on a selection. The menu item is created once per install (Chrome keeps
 // it); this listener is registered at top level like every other, and fires only on a user's click.
 const EXPLAIN_MENU_ID = 'margin-explain';
+// Its title follows the language setting (extension/i18n.js): Chrome's i18n cannot switch at run time.
+const languageReady = i18n.start();
+const retitleExplain = () =>
+  chrome.contextMenus.update(EXPLAIN_MENU_ID, { title: i18n.t('bg_explain') }, () => void chrome.runtime.lastError);
+// Chrome keeps the item between worker starts: a start brings its title up to the setting, a
+// change of the setting while the worker runs does so at once.
+languageReady.then(retitleExplain);
+i18n.onLanguageChange(retitleExplain);
 
 function onExplainClicked(info, tab) {
   if (info.menuItemId !== EXPLAIN_MENU_ID) return;
@@ -385,9 +394,11 @@ chrome.storage.local.get(CONTRACT.storage.keys.backupImportStaging).then((stored
 }, (error) => console.warn('Margin: could not check for an unfinished import', error));
 
 chrome.runtime.onInstalled.addListener(() => {
-  chrome.contextMenus.create({ id: EXPLAIN_MENU_ID, title: 'Explain with Margin', contexts: ['selection'] }, () => {
-    // "duplicate id" after an update that kept the item: nothing to do.
-    void chrome.runtime.lastError;
+  languageReady.then(() => {
+    chrome.contextMenus.create({ id: EXPLAIN_MENU_ID, title: i18n.t('bg_explain'), contexts: ['selection'] }, () => {
+      // "duplicate id" after an update that kept the item: its title is brought up to date.
+      if (chrome.runtime.lastError) retitleExplain();
+    });
   });
   // Boot Python once now, so its memory snapshot exists before the panel is first opened (the
   // first boot of a version takes seconds; later cold starts restore the snapshot in ~0.3 s).

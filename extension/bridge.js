@@ -282,6 +282,18 @@ export function uiLanguage() {
   }
 }
 
+// One locale's catalogue, _locales/<locale>/messages.json as text: Python's words for requests
+// come from the same files as the pages' (py/margin/catalogue.py).
+export async function catalogue(locale) {
+  try {
+    const response = await fetch(chrome.runtime.getURL(`_locales/${locale}/messages.json`));
+    if (!response.ok) throw new Error(`HTTP ${response.status}`);
+    return reply(await response.text());
+  } catch (error) {
+    return failed('catalogue', error);
+  }
+}
+
 // -- Pyodide packages and turn ports (set up by background.js) -------------------------------
 
 let pyodideInstance = null;

@@ -20,8 +20,15 @@
 import { CONTRACT } from "./generated/contract.js";
 import { call, el, svg } from "./ui_common.js";
 import { fillPrices, formPrices, pricesProblem } from "./options_prices.js";
+import * as i18n from "./i18n.js";
+
+const { t } = i18n;
+await i18n.start();
 
 const TYPES = CONTRACT.providerTypes;
+// Python names the types in English; these are their translations (a type not listed keeps its name).
+const TYPE_LABELS = { openai: "options_type_openai", "openai-responses": "options_type_responses" };
+const typeLabel = (type) => (TYPE_LABELS[type.type] ? t(TYPE_LABELS[type.type]) : type.label);
 const defaultBaseUrl = (type) => TYPES.find((t) => t.type === type)?.defaultBaseUrl || "";
 
 const PRESETS = [
@@ -91,16 +98,17 @@ function renderList() {
       const label = el(
         "label",
         { for: radioId, class: "provider-label" },
-        el("span", { class: "provider-name", text: provider.name || hostOf(provider.baseUrl) || "Unnamed provider" }),
+        el("span", { class: "provider-name", text: provider.name || hostOf(provider.baseUrl) || t("options_unnamed") }),
         el("span", { class: "provider-meta", text: [provider.model, hostOf(provider.baseUrl)].filter(Boolean).join(" · ") }),
       );
-      const edit = el("button", { type: "button", class: "btn ghost", text: "Edit", "aria-label": `Edit ${provider.name || "provider"}` });
+      const name = provider.name || t("options_provider_word");
+      const edit = el("button", { type: "button", class: "btn ghost", text: t("options_edit"), "aria-label": t("options_edit_named", name) });
       edit.addEventListener("click", () => {
         quiet();
         fillForm(provider);
         form.name.focus();
       });
-      const remove = el("button", { type: "button", class: "btn ghost danger", text: "Delete", "aria-label": `Delete ${provider.name || "provider"}` });
+      const remove = el("button", { type: "button", class: "btn ghost danger", text: t("options_delete"), "aria-label": t("options_delete_named", name) });
       remove.addEventListener("click", () => deleteProvider(provider.id));
       const item = el("li", { class: "provider" }, radio, label, el("div", { class: "provider-actions" }, edit, remove));
       item.classList.toggle("editing", provider.id === state.editingId);
@@ -122,7 +130,7 @@ function fillForm(provider) {
   form.systemPrompt.value = provider?.systemPrompt || "";
   form.allowPlainHttpKey.checked = provider?.allowPlainHttpKey === true;
   fillPrices(provider);
-  form.title.textContent = provider ? `Edit “${provider.name || "provider"}”` : "New provider";
+  form.title.textContent = provider ? t("options_form_edit", provider.name || t("options_provider_word")) : t("options_form_new");
   showKey(false);
   showTypeHints();
   forgetModels();
@@ -155,23 +163,28 @@ form.baseUrl.addEventListener("input", showPlainHttp);
 
 // The sentence for the first problem in the form, or null when it can be saved.
 function problemWith(provider) {
-  if (!provider.baseUrl) return "Enter the Base URL, for example https://api.openai.com/v1, or pick a preset.";
+  if (!provider.baseUrl) return t("options_problem_base_url_missing");
   let url;
   try {
     url = new URL(provider.baseUrl);
   } catch {
-    return "The Base URL is not a web address. It should look like https://api.openai.com/v1.";
+    return t("options_problem_base_url_bad");
   }
-  if (url.protocol !== "http:" && url.protocol !== "https:") return "The Base URL must start with http:// or https://.";
-  if (!provider.model) return "Enter the model name, for example gpt-4o-mini.";
+  if (url.protocol !== "http:" && url.protocol !== "https:") return t("options_problem_base_url_scheme");
+  if (!provider.model) return t("options_problem_model_missing");
   const limit = CONTRACT.limits.systemPromptMaxChars;
-  if (provider.systemPrompt.length > limit) return `The System prompt is too long: shorten it to ${limit.toLocaleString("en-US")} characters or fewer.`;
+  if (provider.systemPrompt.length > limit) return t("options_problem_prompt_long", i18n.formatNumber(limit));
   return pricesProblem(provider.prices);
 }
 
 // --- Provider types -------------------------------------------------------------------------------
 
-form.type.replaceChildren(...TYPES.map((t) => el("option", { value: t.type, text: t.label })));
+function fillTypes() {
+  const chosen = form.type.value;
+  form.type.replaceChildren(...TYPES.map((type) => el("option", { value: type.type, text: typeLabel(type) })));
+  if (chosen) form.type.value = chosen;
+}
+fillTypes();
 
 // Presets are OpenAI-compatible servers; other types have one address, filled in for the user.
 function showTypeHints() {
@@ -191,13 +204,12 @@ form.type.addEventListener("change", () => {
 
 // --- The model list -------------------------------------------------------------------------------
 
-const MODEL_HINT = "Pick one of the provider's models or type a name.";
 let modelsFor = null; // the (type, Base URL, key) the datalist was filled for
 
 function forgetModels() {
   modelsFor = null;
   form.modelList.replaceChildren();
-  modelHint(MODEL_HINT);
+  modelHint(t("options_model_hint"));
 }
 
 function modelHint(sentence, problem = false) {
@@ -208,7 +220,7 @@ function modelHint(sentence, problem = false) {
 async function loadModels({ force = false } = {}) {
   const provider = formProvider();
   if (!provider.baseUrl) {
-    if (force) modelHint("Enter the Base URL first; then Margin can ask for the provider's models.", true);
+    if (force) modelHint(t("options_models_need_url"), true);
     return;
   }
   const key = JSON.stringify([provider.type, provider.baseUrl, provider.apiKey]);
@@ -220,10 +232,10 @@ async function loadModels({ force = false } = {}) {
     if (modelsFor !== key) return; // the form changed meanwhile
     const models = Array.isArray(result?.models) ? result.models : [];
     form.modelList.replaceChildren(...models.map((id) => el("option", { value: id })));
-    if (models.length) modelHint(`${models.length === 1 ? "1 model" : `${models.length} models`} offered. Pick one or type a name.`);
-    else modelHint(result?.message || "The provider lists no models. Type the model's name.", true);
+    if (models.length) modelHint(i18n.tPlural("options_models_offered", models.length));
+    else modelHint(result?.message || t("options_models_none"), true);
   } catch (error) {
-    if (modelsFor === key) modelHint(`${error.message} You can still type the model's name.`, true);
+    if (modelsFor === key) modelHint(t("options_models_failed", error.message), true);
   } finally {
     form.refreshModels.removeAttribute("aria-busy");
   }
@@ -259,7 +271,7 @@ form.baseUrl.addEventListener("input", markPreset);
 function showKey(visible) {
   form.apiKey.type = visible ? "text" : "password";
   form.toggleKey.setAttribute("aria-pressed", String(visible));
-  form.toggleKey.title = visible ? "Hide key" : "Show key";
+  form.toggleKey.title = t(visible ? "options_hide_key" : "options_show_key");
   form.toggleKey.replaceChildren(svg(visible ? "eyeOff" : "eye"));
 }
 form.toggleKey.addEventListener("click", () => showKey(form.apiKey.type === "password"));
@@ -295,9 +307,7 @@ form.root.addEventListener("submit", async (event) => {
     await save(providers, active);
     fillForm(state.providers.find((p) => p.id === provider.id) || provider);
     say(
-      active === provider.id
-        ? `Saved “${provider.name}”. Margin uses it for the next message.`
-        : `Saved “${provider.name}”. Choose it in the list to use it.`,
+      active === provider.id ? t("options_saved_active", provider.name) : t("options_saved_other", provider.name),
     );
   } catch (error) {
     if (isNew) provider.id = null;
@@ -311,7 +321,7 @@ async function setActive(id) {
   const provider = state.providers.find((p) => p.id === id);
   try {
     await save(state.providers, id);
-    say(`Margin now uses “${provider?.name || "this provider"}”.`);
+    say(t("options_now_uses", provider?.name || t("options_this_provider")));
   } catch (error) {
     warn(error.message);
     renderList();
@@ -325,7 +335,7 @@ async function deleteProvider(id) {
   try {
     await save(providers, active);
     if (state.editingId === id) fillForm(null);
-    say(`Deleted “${provider?.name || "the provider"}”.`);
+    say(t("options_deleted", provider?.name || t("options_the_provider")));
   } catch (error) {
     warn(error.message);
   }
@@ -347,8 +357,8 @@ form.test.addEventListener("click", async () => {
   form.test.setAttribute("aria-busy", "true");
   try {
     const result = await call("provider.test", { provider: { ...provider, id: provider.id || "unsaved" } });
-    if (result?.ok) say(result.message || "The connection works.");
-    else warn(result?.message || "The provider did not answer as expected. Check the Base URL, key and model.");
+    if (result?.ok) say(result.message || t("options_test_ok"));
+    else warn(result?.message || t("options_test_failed"));
   } catch (error) {
     warn(error.message);
   } finally {
@@ -360,20 +370,41 @@ form.test.addEventListener("click", async () => {
 
 $("ui-language").addEventListener("change", async (event) => {
   const language = event.target.value;
+  // The page follows the stored setting (i18n rule 3); the confirmation waits for it, so it is
+  // said in the language just chosen.
+  const followed = new Promise((resolve) => {
+    const off = i18n.onLanguageChange(() => resolve(off()));
+    setTimeout(() => resolve(off()), 3000);
+  });
   try {
     await save(state.providers, state.activeProviderId, { uiLanguage: language });
-    say("Language saved. It applies the next time the panel opens.");
+    await followed;
+    say(t("options_language_saved"));
   } catch (error) {
     warn(error.message);
   }
 });
 
+// The language setting: "auto" and the seven locales, each named in its own language; stored as a
+// BCP 47 tag ("ja", "zh-CN"). An older value ("zh") shows as the locale it resolves to.
+const languagesListed = i18n.names().then((names) => {
+  $("ui-language").append(
+    ...i18n.LOCALES.map((locale) => el("option", { value: i18n.tagOf(locale), lang: i18n.tagOf(locale), text: names[locale] })),
+  );
+  showLanguage();
+});
+function showLanguage() {
+  const value = state.uiLanguage;
+  $("ui-language").value = value === "auto" ? "auto" : i18n.tagOf(i18n.localeOf(value));
+}
+
 // "Summarize long pages": a stored value the list does not offer gets its own option.
 function showSummarizeAbove() {
   const select = $("summarize-above");
   const value = String(state.summarizeAboveChars);
-  if (![...select.options].some((option) => option.value === value)) {
-    select.append(el("option", { value, text: `Over ${state.summarizeAboveChars.toLocaleString("en-US")} characters` }));
+  if (![...select.options].some((option) => option.value === value)) select.append(el("option", { value }));
+  for (const option of select.options) {
+    if (option.value !== "0") option.textContent = i18n.tPlural("options_summarize_over", Number(option.value));
   }
   select.value = value;
 }
@@ -382,7 +413,7 @@ $("summarize-above").addEventListener("change", async (event) => {
   const threshold = Number(event.target.value);
   try {
     await save(state.providers, state.activeProviderId, { summarizeAboveChars: threshold });
-    say(threshold ? "Saved. Pages attached from now on that are longer get a summary." : "Saved. Attached pages are no longer summarized.");
+    say(t(threshold ? "options_summarize_saved_on" : "options_summarize_saved_off"));
   } catch (error) {
     warn(error.message);
     showSummarizeAbove();
@@ -390,6 +421,21 @@ $("summarize-above").addEventListener("change", async (event) => {
 });
 
 // --- Load ---------------------------------------------------------------------------------------
+
+// Everything the page wrote in words, again in the language now chosen (i18n rule 3).
+function retranslate() {
+  i18n.translatePage();
+  fillTypes();
+  showKey(form.apiKey.type === "text");
+  showSummarizeAbove();
+  form.title.textContent = state.editingId
+    ? t("options_form_edit", state.providers.find((p) => p.id === state.editingId)?.name || t("options_provider_word"))
+    : t("options_form_new");
+  if (!form.modelHint.classList.contains("problem")) modelHint(t("options_model_hint"));
+  renderList();
+}
+i18n.onLanguageChange(retranslate);
+i18n.translatePage();
 
 async function load() {
   showKey(false);
@@ -402,9 +448,10 @@ async function load() {
   } catch (error) {
     warn(error.message);
   }
-  $("ui-language").value = state.uiLanguage;
+  showLanguage();
   showSummarizeAbove();
   fillForm(state.providers.find((p) => p.id === state.activeProviderId) || null);
+  await languagesListed.catch((error) => console.warn("Margin: the language names could not be read", error));
   document.body.dataset.ready = "1";
 }
 

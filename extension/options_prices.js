@@ -2,10 +2,12 @@
 // provider's `prices` ({input?, cachedInput?, output?}); an empty field is no price. Python checks
 // them again when saving (margin.usage.clean_prices).
 
+import { t } from "./i18n.js";
+
 const FIELDS = [
-  ["input", "price-input", "Input price"],
-  ["cachedInput", "price-cached-input", "Cached input price"],
-  ["output", "price-output", "Output price"],
+  ["input", "price-input", "options_price_input_name"],
+  ["cachedInput", "price-cached-input", "options_price_cached_name"],
+  ["output", "price-output", "options_price_output_name"],
 ];
 
 const field = (id) => document.getElementById(id);
@@ -32,7 +34,7 @@ export function pricesProblem(prices) {
   for (const [key, , label] of FIELDS) {
     const value = prices?.[key];
     if (value !== undefined && !(typeof value === "number" && value >= 0)) {
-      return `The ${label} must be a number of US dollars per 1 million tokens, 0 or more (for example 2.5), or empty.`;
+      return t("options_price_problem", t(label));
     }
   }
   return null;

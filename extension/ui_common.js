@@ -6,8 +6,7 @@
 //    `.message` that is a plain sentence a user can read.
 // 2. Pages read storage directly only to paint; every write goes through the service worker.
 
-const NO_WORKER =
-  "Margin's background worker did not answer. Close and reopen the panel; if it keeps happening, reload the extension.";
+import { t } from "./i18n.js";
 
 class CallError extends Error {
   constructor(code, message) {
@@ -22,12 +21,12 @@ export async function call(name, payload = {}) {
   try {
     reply = await chrome.runtime.sendMessage({ type: name, payload });
   } catch (error) {
-    throw new CallError("no_worker", NO_WORKER + ` (${error?.message || error})`);
+    throw new CallError("no_worker", t("common_no_worker") + ` (${error?.message || error})`);
   }
-  if (!reply || typeof reply !== "object") throw new CallError("no_reply", NO_WORKER);
+  if (!reply || typeof reply !== "object") throw new CallError("no_reply", t("common_no_worker"));
   if (reply.ok) return reply.value;
   const code = reply.error?.code || "unknown";
-  const message = reply.error?.message || "Something went wrong in Margin's background worker. Please try again.";
+  const message = reply.error?.message || t("common_failed");
   throw new CallError(code, message);
 }
 

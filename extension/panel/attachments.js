@@ -27,7 +27,10 @@ const KIND_NAMES = { page: "Attached page", video: "Attached video", selection: 
 // Made at first use: the first Intl object of a page loads ICU data (~100 ms under load), which
 // the first paint does not need.
 let numberFormat = null;
-const formatNumber = (n) => (numberFormat ??= new Intl.NumberFormat()).format(n);
+function formatNumber(n) {
+  if (numberFormat === null) numberFormat = new Intl.NumberFormat();
+  return numberFormat.format(n);
+}
 
 const attachButton = $("attach-page");
 const viewer = $("text-viewer");

@@ -29,7 +29,8 @@ from .ports import Transport
 
 AGENT_PROVIDER_TYPES = ("openai-responses",)
 FORGOTTEN = "conversation_forgotten"
-REPLAY_NOTICE = "The provider had forgotten this conversation, so Margin sent it again in full."
+# What the user is told (rule 3), in the words of the turn's language (margin.catalogue).
+REPLAY_NOTICE_KEY = "py_replay_notice"
 
 
 def is_agent_provider(provider: dict[str, Any]) -> bool:

@@ -27,7 +27,7 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
-from . import captions, clock, page_context, page_text, transcripts
+from . import captions, catalogue, clock, page_context, page_text, transcripts
 from .errors import MarginError
 from .history import HistoryRead, Record, read_history, write_history
 from .page_context import trailing_attachments
@@ -142,7 +142,11 @@ def _duration(video: dict[str, Any], cues: list[transcripts.Cue]) -> float | Non
 
 
 async def page_payload(
-    platform: Platform, extraction: dict[str, Any], *, preferred_languages: list[str]
+    platform: Platform,
+    extraction: dict[str, Any],
+    *,
+    preferred_languages: list[str],
+    language: str = "en",
 ) -> dict[str, Any]:
     """Everything the record needs from one extraction (what the site cache keeps)."""
     url = str(extraction.get("url") or "")
@@ -159,7 +163,7 @@ async def page_payload(
         if not text.text.strip():
             raise no_text_refusal()
         if text.truncated:
-            notes.append(page_context.truncation_note(len(text.text), text.original_chars))
+            notes.append(page_context.truncation_note(len(text.text), text.original_chars, language=language))
         return {
             "kind": "page",
             "title": title,
@@ -181,7 +185,7 @@ async def page_payload(
         body += "\n\n## Page text\n\n" + text.text
     capped = page_text.cap_text(body)
     if capped.truncated:
-        notes.append(page_context.truncation_note(len(capped.text), capped.original_chars))
+        notes.append(page_context.truncation_note(len(capped.text), capped.original_chars, language=language))
     return {
         "kind": "video",
         "title": title,
@@ -240,7 +244,10 @@ async def read_tab(platform: Platform, tab: WebTab, language: str) -> tuple[dict
                 + ". Reload it and try again, or use Screenshot.",
             )
         payload = await page_payload(
-            platform, extraction, preferred_languages=preferred_languages(extraction, language)
+            platform,
+            extraction,
+            preferred_languages=preferred_languages(extraction, language),
+            language=language,
         )
         await cache.put(tab.id, url, fingerprint, payload)
         return payload, False
@@ -274,10 +281,15 @@ async def handle_attach(platform: Platform, payload: dict) -> dict[str, Any]:
         raise MarginError("no_web_tab", NO_WEB_TAB)
     refuse_by_url(tab.url)
     settings = await read_options(platform)
-    page, from_cache = await read_tab(platform, tab, model_language(settings, platform.browser_language))
+    language = model_language(settings, platform.browser_language)
+    await catalogue.ensure(platform, language)
+    page, from_cache = await read_tab(platform, tab, language)
     read_ms = round((time.perf_counter() - started) * 1000, 1)
     record = page_context.attachment_record(
-        page, captured_at=clock.now_ms(), tab={"id": tab.id, "windowId": tab.window_id}
+        page,
+        captured_at=clock.now_ms(),
+        tab={"id": tab.id, "windowId": tab.window_id},
+        language=language,
     )
     async with lock_for(platform.local):
         waiting = await _append_unless_waiting(platform, await read_history(platform.local), record)

@@ -58,7 +58,7 @@ from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
-from . import agent_turn, clock, figures, images, options, rescue, slimming, unsaved_answers
+from . import agent_turn, catalogue, clock, figures, images, options, rescue, slimming, unsaved_answers
 from . import usage as token_usage
 from .errors import MarginError, ProviderError, StorageError
 from .history import Record, for_edit, for_regenerate, read_history, user_record, write_history
@@ -172,6 +172,7 @@ class _Turn:
         self.emit = guarded_emit(emit, stop)
         self.stop = stop
         self.delta_sent = False
+        self.language = "en"  # the model language of the turn (run), for its notices
 
     async def run(self, start: dict) -> None:
         try:
@@ -183,6 +184,7 @@ class _Turn:
         self.emit({"event": "started"})
 
         language = options.model_language(settings, self.platform.browser_language)
+        self.language = language
         text_only = provider.get("supportsImages") is False  # rule 10
         outcome, failure, stream = await self._attempt(provider, question, language, text_only=text_only)
         if isinstance(failure, ImagesRefusedError) and not self.delta_sent and not text_only:
@@ -220,8 +222,9 @@ class _Turn:
         if text_only:
             records = images.stamp_images_seen(records)
         try:
+            await catalogue.ensure(self.platform, language)
             request_records = await figures.prepare_request_history(
-                self.platform, slimming.age_stale_attachments(records), language=language
+                self.platform, slimming.age_stale_attachments(records, language), language=language
             )
             module = provider_module(provider["type"])
             if agent_turn.is_agent_provider(provider):  # rule 9
@@ -257,7 +260,9 @@ class _Turn:
                 await stream.aclose()
 
     def _notify_replay(self) -> None:
-        self.emit({"event": "notice", "text": agent_turn.REPLAY_NOTICE})
+        self.emit(
+            {"event": "notice", "text": catalogue.words(self.language).text(agent_turn.REPLAY_NOTICE_KEY)}
+        )
 
     async def _finish_done(
         self, question: list[Record], provider: dict[str, Any], stream: Any, plan: rescue.Rescue | None

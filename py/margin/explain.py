@@ -8,9 +8,10 @@ Rules:
    storage.onChanged) and starts an ordinary turn `{action: "explain", requestId}`; so the answer
    streams like any other, and Stop, Regenerate and Edit work on it.
 3. The turn takes the request once (`take_request`): the selection and the page it came from
-   become an attachment record, followed by the question `EXPLAIN_QUESTION`. A request already
-   taken, replaced by a newer one, or older than `REQUEST_MAX_AGE_MS` is refused with a sentence;
-   two open panels therefore never answer the same click twice.
+   become an attachment record, followed by the question (`EXPLAIN_QUESTION_KEY`, in the model
+   language). A request already taken, replaced by a newer one, or older than
+   `REQUEST_MAX_AGE_MS` is refused with a sentence; two open panels therefore never answer the
+   same click twice.
 """
 
 from __future__ import annotations
@@ -18,14 +19,15 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from . import clock
+from . import catalogue, clock
 from .errors import MarginError
 from .history import Record, user_record
 from .page_context import selection_record
 from .ports import Platform
 from .storage import EXPLAIN_REQUEST
 
-EXPLAIN_QUESTION = "Explain this."
+# The question, in the words of the model language (margin.catalogue).
+EXPLAIN_QUESTION_KEY = "py_explain_question"
 REQUEST_MAX_AGE_MS = 5 * 60 * 1000
 QUEUED_SELECTION_MAX_CHARS = 200_000
 
@@ -77,11 +79,16 @@ async def take_request(platform: Platform, request_id: Any) -> list[Record]:
     )
     if not fresh:  # a stale request, or one whose time is not a time, is as gone as a missing one
         raise _gone()
+    from .options import model_language, read_options
+
+    language = model_language(await read_options(platform), platform.browser_language)
+    words = await catalogue.ensure(platform, language)
     now = clock.now_ms()
     attachment = selection_record(
         request["selection"],
         title=str(request.get("title") or ""),
         url=str(request.get("pageUrl") or ""),
         captured_at=now,
+        language=language,
     )
-    return [attachment, user_record(EXPLAIN_QUESTION, createdAt=now)]
+    return [attachment, user_record(words.text(EXPLAIN_QUESTION_KEY), createdAt=now)]

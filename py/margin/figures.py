@@ -1,7 +1,8 @@
 """Figures: the conversation as the model gets it, each image numbered and labelled in text.
 
 Rule 1: `prepare_history_for_model` (every request builder) replaces the images of SEEN records by
-  a deterministic text placeholder `[Figure N: ...]` (`[图N：...]` in Chinese) and passes UNSEEN
+  a deterministic text placeholder `[Figure N: ...]` (`[图N：...]` in Chinese; its words from
+  margin.catalogue, in the language of `options.model_language`) and passes UNSEEN
   images with their pixels, each preceded by the same label so the model can match later
   placeholders to what it saw. N numbers every image of the conversation in order of appearance,
   so it is stable turn after turn and the request prefix stays byte-identical.
@@ -17,7 +18,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from . import code_runs, image_originals
+from . import catalogue, code_runs, image_originals
 from .errors import MarginError
 from .history import Record
 from .images import ATTACHMENT_SOURCES, SCREENSHOT_NAME_PREFIX, has_images, is_image_part, is_seen
@@ -48,8 +49,13 @@ def format_captured_at(value: Any) -> str:
     return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(seconds))
 
 
+_KIND_KEYS = {"screenshot": "py_figure_screenshot", "paste": "py_figure_pasted", "drop": "py_figure_dropped"}
+
+
 def figure_label(number: int, meta: Any, *, language: str = "en", note: str = "") -> str:
-    """The deterministic text that stands for image `number`: `[Figure 2: ...]` / `[图2：...]`."""
+    """The deterministic text that stands for image `number`: `[Figure 2: ...]` / `[图2：...]`,
+    in the words of `language`'s catalogue (margin.catalogue)."""
+    words = catalogue.words(language)
     meta = meta if isinstance(meta, dict) else {}
     source = meta.get("source") if meta.get("source") in ATTACHMENT_SOURCES else ""
     name = _clean_label(meta.get("name"))
@@ -60,39 +66,24 @@ def figure_label(number: int, meta: Any, *, language: str = "en", note: str = ""
         raw = " ".join(meta["name"].split())
         if raw.startswith(SCREENSHOT_NAME_PREFIX):
             title, name = _clean_label(raw[len(SCREENSHOT_NAME_PREFIX) :]), ""
-    chinese = language.lower().startswith("zh")
-    known = bool(source or name or alt or when)
-    if chinese:
-        if not known:
-            body = "用户之前发送的图片"
-        else:
-            kind = {"screenshot": "截图", "paste": "粘贴", "drop": "拖入"}.get(source, "")
-            if title:
-                kind = f"{kind or '图片'}「{title}」"
-            fields = [kind, f"「{name}」" if name else "", f"“{alt}”" if alt else "", when]
-            body = "，".join(f for f in fields if f) or "图片"
-        if note:
-            body += f"（{note}）"
-        return f"[图{number}：{body}]"
-    if not known:
-        body = "an image the user sent earlier"
+    if not (source or name or alt or when):
+        body = words.text("py_figure_unknown")
     else:
         # Terse on purpose: a placeholder is resent on every later turn, so each byte counts
         # (the issue's bound: seen images may cost at most 1% of the request).
-        kind = {"screenshot": "screenshot", "paste": "pasted", "drop": "dropped"}.get(source, "")
+        kind = words.text(_KIND_KEYS[source]) if source in _KIND_KEYS else ""
         if title:
-            kind = f'{kind or "image"} "{title}"'
-        fields = [kind, name, f'"{alt}"' if alt else "", when]
-        body = ", ".join(f for f in fields if f) or "image"
+            kind = words.text("py_figure_titled", kind or words.text("py_figure_image"), title)
+        fields = [
+            kind,
+            words.text("py_figure_name", name) if name else "",
+            words.text("py_figure_alt", alt) if alt else "",
+            when,
+        ]
+        body = words.text("py_list_separator").join(f for f in fields if f) or words.text("py_figure_image")
     if note:
-        body += f" ({note})"
-    return f"[Figure {number}: {body}]"
-
-
-_NOT_SENDABLE_NOTE = {
-    "en": "could not be sent to the model: unreadable or unsupported format",
-    "zh": "无法发送给模型：格式无法读取或不受支持",
-}
+        body += words.text("py_parenthesized", note)
+    return words.text("py_figure", number, body)
 
 
 def prepare_history_for_model(records: list[Record], *, language: str = "en") -> list[Record]:
@@ -105,7 +96,6 @@ def prepare_history_for_model(records: list[Record], *, language: str = "en") ->
     `await ensure_request_ready(platform, records)` first (or use `prepare_request_history`), which
     loads Pillow only when such an image is present.
     """
-    lang_key = "zh" if language.lower().startswith("zh") else "en"
     number = 0
     prepared: list[Record] = []
     for record in map(code_runs.for_model, records):  # an answer's code output follows its text
@@ -129,7 +119,7 @@ def prepare_history_for_model(records: list[Record], *, language: str = "en") ->
                 if error.code == "image_tools_not_loaded":
                     raise
                 # Never let one unreadable parked image poison every later turn.
-                note = _NOT_SENDABLE_NOTE[lang_key]
+                note = catalogue.words(language).text("py_figure_not_sendable")
                 parts.append(
                     {"type": "text", "text": figure_label(number, meta, language=language, note=note)}
                 )
@@ -145,6 +135,7 @@ async def prepare_request_history(
 ) -> list[Record]:
     """What the chat turn calls: each unseen thumbnail swapped for its original (the best copy;
     margin.image_originals), `ensure_request_ready`, then `prepare_history_for_model`."""
+    await catalogue.ensure(platform, language)
     records = await image_originals.for_request(platform.local, records)
     await ensure_request_ready(platform, records)
     return prepare_history_for_model(records, language=language)

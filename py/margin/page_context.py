@@ -6,7 +6,8 @@ shown as a card, not a bubble, and answered by the next question.
 
 Rules:
 1. The text the model reads is the record's `content`: a header (what it is, the title, the URL,
-   when it was attached, and a note when something was cut or is missing), a blank line, then
+   when it was attached, and a note when something was cut or is missing; in the words of the
+   model language's catalogue, margin.catalogue, after the fixed PAGE_CONTEXT_PREFIX), a blank line, then
    the body (the page as compact Markdown, a transcript with `[m:ss]` times, or a selection).
    The same inputs give the same bytes: a stable request prefix for the provider's cache.
 2. `attachment` = `{kind: "page" | "video" | "selection", title, url, site, chars, truncated,
@@ -26,15 +27,18 @@ Rules:
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Any
 
+from . import catalogue
 from .errors import MarginError
 from .history import PAGE_CONTEXT_PREFIX, Record
 from .page_text import MAX_PAGE_CHARS, site_of
 
-KIND_LABELS = {"page": "Page", "video": "Video", "selection": "Selection from"}
+KIND_KEYS = {"page": "py_header_page", "video": "py_header_video", "selection": "py_header_selection"}
 SELECTION_MAX_CHARS = 20_000
+_ATTACHED_TIME = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC")
 
 
 def attached_at(ms: int) -> str:
@@ -46,25 +50,34 @@ def _one_line(text: Any, limit: int = 300) -> str:
     return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
 
 
-def header(kind: str, title: str, url: str, captured_at: int, notes: list[str]) -> str:
+def header(
+    kind: str, title: str, url: str, captured_at: int, notes: list[str], *, language: str = "en"
+) -> str:
+    """Rule 1's header, in the words of `language` (margin.catalogue); the prefix is not a word."""
+    words = catalogue.words(language)
+    name = _one_line(title) or site_of(url) or words.text("py_untitled")
     lines = [
-        f"{PAGE_CONTEXT_PREFIX} {KIND_LABELS[kind]}: {_one_line(title) or site_of(url) or 'untitled'}",
-        f"URL: {url}",
-        f"Attached: {attached_at(captured_at)}",
+        f"{PAGE_CONTEXT_PREFIX} {words.text('py_header_title', words.text(KIND_KEYS[kind]), name)}",
+        words.text("py_header_url", url),
+        words.text("py_header_attached", attached_at(captured_at)),
     ]
-    lines += [f"Note: {note}" for note in notes]
+    lines += [words.text("py_header_note", note) for note in notes]
     return "\n".join(lines)
 
 
-def truncation_note(shown: int, original: int) -> str:
-    return (
-        f"this page is very long; only its first {shown:,} of {original:,} characters are "
-        f"attached (Margin's limit is {MAX_PAGE_CHARS:,})."
+def truncation_note(shown: int, original: int, *, language: str = "en") -> str:
+    words = catalogue.words(language)
+    return words.text(
+        "py_note_truncated", words.number(shown), words.number(original), words.number(MAX_PAGE_CHARS)
     )
 
 
 def attachment_record(
-    payload: dict[str, Any], *, captured_at: int, tab: dict[str, Any] | None = None
+    payload: dict[str, Any],
+    *,
+    captured_at: int,
+    tab: dict[str, Any] | None = None,
+    language: str = "en",
 ) -> Record:
     """The record for an extracted page (`margin.attach.page_payload`'s result).
 
@@ -75,7 +88,7 @@ def attachment_record(
     url = str(payload.get("url") or "")
     body = str(payload.get("body") or "")
     notes = [str(n) for n in payload.get("notes") or []]
-    text = header(kind, title, url, captured_at, notes) + "\n\n" + body
+    text = header(kind, title, url, captured_at, notes, language=language) + "\n\n" + body
     fields: dict[str, Any] = {
         "attachment": {
             "kind": kind,
@@ -102,14 +115,19 @@ def attachment_record(
     return Record("user", text, fields)
 
 
-def selection_record(selection: str, *, title: str, url: str, captured_at: int) -> Record:
+def selection_record(
+    selection: str, *, title: str, url: str, captured_at: int, language: str = "en"
+) -> Record:
     """The attachment "Explain" sends: the selected text and the page it came from."""
     text = " ".join(selection.split()) if "\n" not in selection else selection.strip()
     notes = []
     original = len(text)
     if original > SELECTION_MAX_CHARS:
         text = text[:SELECTION_MAX_CHARS].rstrip() + "…"
-        notes.append(f"the selection was cut at {SELECTION_MAX_CHARS:,} of {original:,} characters.")
+        words = catalogue.words(language)
+        notes.append(
+            words.text("py_note_selection_cut", words.number(SELECTION_MAX_CHARS), words.number(original))
+        )
     payload = {
         "kind": "selection",
         "title": title,
@@ -120,7 +138,7 @@ def selection_record(selection: str, *, title: str, url: str, captured_at: int) 
         "originalChars": original,
         "notes": notes,
     }
-    return attachment_record(payload, captured_at=captured_at)
+    return attachment_record(payload, captured_at=captured_at, language=language)
 
 
 def same_attachment(a: Record, b: Record) -> bool:
@@ -184,11 +202,12 @@ SLIMMING_FIELDS = ("summary", "trimmedFrom")
 def fresh_copy(record: Record, captured_at: int) -> Record:
     """Rule 6: `record` attached again at `captured_at`."""
     head, separator, body = record.text.partition("\n\n")
+    # The header's time is found by its shape, so a header in any language gets the new one.
     lines = head.split("\n")
-    lines = [
-        f"Attached: {attached_at(captured_at)}" if i > 0 and line.startswith("Attached: ") else line
-        for i, line in enumerate(lines)
-    ]
+    for i in range(1, len(lines)):
+        if _ATTACHED_TIME.search(lines[i]):
+            lines[i] = _ATTACHED_TIME.sub(attached_at(captured_at), lines[i], count=1)
+            break
     text = "\n".join(lines) + separator + body
     meta = {k: v for k, v in record.fields["attachment"].items() if k not in SLIMMING_FIELDS}
     meta["capturedAt"] = captured_at

@@ -160,6 +160,10 @@ async def load_package(name: str) -> None:
     await _call("loadPackage", name)
 
 
+async def read_catalogue(locale: str) -> str:
+    return str(await _call("catalogue", locale))
+
+
 def post_turn_event(turn_id: str, event: dict[str, Any]) -> bool:
     """Send a turn event to its panel; False when the panel's port is gone. An event that holds a
     non-finite number is sent as that error instead (margin.wire rule 2), so the panel still
@@ -178,5 +182,6 @@ def browser_platform() -> Platform:
         transport=FetchTransport(),
         tabs=ChromeTabs(),
         load_package=load_package,
+        read_catalogue=read_catalogue,
         browser_language=str(margin_bridge.uiLanguage()),
     )

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from .errors import StorageError
@@ -151,6 +152,15 @@ async def _already_installed(name: str) -> None:
     """Under CPython every package is installed already."""
 
 
+# The development checkout's catalogue (absent in the wheel: the worker reads the extension's).
+CHECKOUT_LOCALES = Path(__file__).resolve().parents[2] / "extension" / "_locales"
+
+
+async def _catalogue_from_checkout(locale: str) -> str:
+    """Under CPython: extension/_locales/<locale>/messages.json of the checkout, as text."""
+    return (CHECKOUT_LOCALES / locale / "messages.json").read_text(encoding="utf-8")
+
+
 @dataclass
 class Platform:
     """Everything the core may touch, injected once per process."""
@@ -163,3 +173,5 @@ class Platform:
     browser_language: str = "en"
     # Makes a Pyodide package importable ("pillow"); a no-op under CPython, where it is installed.
     load_package: Callable[[str], Awaitable[None]] = field(default=_already_installed)
+    # One locale's _locales/<locale>/messages.json as text (margin.catalogue).
+    read_catalogue: Callable[[str], Awaitable[str]] = field(default=_catalogue_from_checkout)

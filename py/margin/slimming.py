@@ -13,7 +13,8 @@ Rules:
    would be sent for it is at least `AGING_MIN_CHARS` characters. A cold attachment goes to the
    model as one line (`stub_text`) that names it (title, URL, size) and says it was shortened.
    Records that are not attachments (a question's images included) are never aged.
-3. The stub depends only on the record's stored `attachment` object, so the same record gives the
+3. The stub depends only on the record's stored `attachment` object (and the model language, whose
+   catalogue gives its words: margin.catalogue), so the same record gives the
    same bytes on every request. An attachment only ever turns cold (questions are only added
    after it), so after that one-time break each request's messages extend the previous
    request's byte for byte, and the provider's prompt cache keeps hitting.
@@ -37,6 +38,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from . import catalogue
 from .history import PAGE_CONTEXT_PREFIX, Record
 from .overflow import Overflow
 
@@ -98,19 +100,21 @@ def with_sent_text(record: Record) -> Record:
     return _with_text(record, sent_text(record)) if summary_of(record) is not None else record
 
 
-def stub_text(record: Record) -> str:
-    """Rule 3: one deterministic line for a cold attachment."""
+def stub_text(record: Record, language: str = "en") -> str:
+    """Rule 3: one deterministic line for a cold attachment, in the words of `language`."""
+    words = catalogue.words(language)
     meta = _meta(record)
-    title = " ".join(str(meta.get("title") or "").split()) or "untitled"
+    title = " ".join(str(meta.get("title") or "").split()) or words.text("py_untitled")
     url = str(meta.get("url") or "")
     chars = meta.get("chars")
-    size = f", {chars:,} characters" if isinstance(chars, int) and not isinstance(chars, bool) else ""
-    where = f" ({url}{size})" if url else (f" ({size[2:]})" if size else "")
-    return (
-        f"{PAGE_CONTEXT_PREFIX} Shortened: “{title}”{where} was attached earlier in this "
-        "conversation; its text is left out here to keep the request short. If it is needed, ask "
-        "the user to attach it again."
+    size = (
+        words.text("py_chars", words.number(chars))
+        if isinstance(chars, int) and not isinstance(chars, bool)
+        else ""
     )
+    details = words.text("py_list_separator").join(part for part in (url, size) if part)
+    where = words.text("py_parenthesized", details) if details else ""
+    return f"{PAGE_CONTEXT_PREFIX} {words.text('py_stub', title, where)}"
 
 
 def aged_indices(records: list[Record]) -> list[int]:
@@ -134,13 +138,14 @@ def aged_indices(records: list[Record]) -> list[int]:
     ]
 
 
-def age_stale_attachments(records: list[Record]) -> list[Record]:
-    """Records as the model gets them: cold attachments as stubs, the others as `sent_text`."""
+def age_stale_attachments(records: list[Record], language: str = "en") -> list[Record]:
+    """Records as the model gets them: cold attachments as stubs (in the words of `language`),
+    the others as `sent_text`."""
     cold = set(aged_indices(records))
     out: list[Record] = []
     for i, record in enumerate(records):
         if i in cold:
-            out.append(_with_text(record, stub_text(record)))
+            out.append(_with_text(record, stub_text(record, language)))
         elif record.is_attachment:
             out.append(with_sent_text(record))
         else:

@@ -68,7 +68,8 @@ DEFAULTS: dict[str, Any] = {
 OPTION_DEFAULTS: dict[str, Any] = {
     PROVIDERS: [],
     ACTIVE_PROVIDER_ID: None,
-    # "auto" follows the browser's UI language; "en", "zh", ... force one.
+    # "auto" follows the browser's UI language; a tag ("en", "zh-CN", "ja", ...) forces one of
+    # the seven locales (margin.catalogue.locale_of; docs/i18n.md).
     UI_LANGUAGE: "auto",
     # An attachment longer than this many characters gets one summary pass (margin.summaries); 0 = off.
     SUMMARIZE_ABOVE_CHARS: 50_000,

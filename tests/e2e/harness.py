@@ -87,8 +87,11 @@ class Launched:
             shutil.rmtree(self.profile_dir, ignore_errors=True)
 
 
-def launch(playwright: Playwright, dist_dir: Path, *, headless: bool = True) -> Launched:
-    """Chromium with the extension loaded and a fresh profile; waits for the service worker."""
+def launch(
+    playwright: Playwright, dist_dir: Path, *, headless: bool = True, lang: str | None = None
+) -> Launched:
+    """Chromium with the extension loaded and a fresh profile; waits for the service worker.
+    `lang` ("ja", "ru", ...) is the browser's UI language, what chrome.i18n answers in."""
     dist_dir = Path(dist_dir).resolve()
     if not (dist_dir / "manifest.json").is_file():
         raise FileNotFoundError(f"no built extension at {dist_dir} (run python3 build.py)")
@@ -97,7 +100,14 @@ def launch(playwright: Playwright, dist_dir: Path, *, headless: bool = True) -> 
         str(profile_dir),
         headless=headless,
         executable_path=chromium_path(),
-        args=[*CHROMIUM_ARGS, f"--disable-extensions-except={dist_dir}", f"--load-extension={dist_dir}"],
+        args=[
+            *CHROMIUM_ARGS,
+            f"--disable-extensions-except={dist_dir}",
+            f"--load-extension={dist_dir}",
+            *([f"--lang={lang}"] if lang else []),
+        ],
+        # On Linux, Chromium takes its UI language from the environment; --lang alone is not enough.
+        env={**os.environ, "LANGUAGE": lang, "LANG": f"{lang}.UTF-8"} if lang else None,
     )
     lines: list[str] = []
     page_errors: list[str] = []

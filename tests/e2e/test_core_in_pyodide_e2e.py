@@ -2,7 +2,8 @@
 
 Most of the suite runs the core under CPython 3.11; the product runs it under Pyodide's CPython
 3.12 in the service worker, from the wheel build.py made. This runs one probe in both and compares:
-SSE decoding split at every index, request bytes, image placeholders, search folding (Unicode data
+SSE decoding split at every index, request bytes, image placeholders (their words read from the
+extension's _locales through the bridge in Pyodide, from the checkout under CPython), search folding (Unicode data
 differs between Python versions), and the session digest.
 """
 
@@ -49,7 +50,7 @@ result = {
     "splits_identical": all(s == splits[0] for s in splits),
     "events": splits[0],
     "request_body": request.body,
-    "labels": [figure_label(3, {"name": "Screenshot of Docs", "source": "screenshot", "capturedAt": 1764511500000}, language=lang) for lang in ("en", "zh")],
+    "labels": [figure_label(3, {"name": "Screenshot of Docs", "source": "screenshot", "capturedAt": 1764511500000}, language=lang) for lang in ("en", "zh", "ja", "ru")],
     "folded": [session_search.fold(s) for s in samples],
 }
 json.dumps(result, ensure_ascii=False)
@@ -72,6 +73,12 @@ def run_in_cpython() -> dict:
 def test_the_core_gives_the_same_answers_inside_pyodide(margin: Margin):
     assert margin.send_message({"type": "app.ping", "payload": {}})["ok"]
     worker = margin.context.service_workers[-1]
+    # The worker's Python reads its words from the extension's _locales through the bridge
+    # (margin.catalogue); CPython reads the checkout's: the same labels prove they are one catalogue.
+    worker.evaluate(
+        """async () => { const { pyodide } = await marginPython(); await pyodide.runPythonAsync(
+            "from margin import catalogue, platform\\nfor lang in ('zh', 'ja', 'ru'):\\n    await catalogue.ensure(platform.browser_platform(), lang)"); }"""
+    )
     in_pyodide = json.loads(
         worker.evaluate(
             "async (code) => { const { pyodide } = await marginPython(); return pyodide.runPython(code); }",

@@ -5,7 +5,7 @@ import asyncio
 import json
 
 from margin import chat
-from margin.agent_turn import REPLAY_NOTICE, build_agent_turn
+from margin.agent_turn import build_agent_turn
 from margin.history import PAGE_CONTEXT_PREFIX, Record
 from margin.page_context import attachment_record
 from margin.platform_memory import ScriptedResponse, ScriptedTransport, memory_platform
@@ -260,7 +260,10 @@ def test_a_forgotten_conversation_is_replayed_once_in_full_with_a_notice():
     assert said(replay) == [("user", "Q1"), ("assistant", "A1"), ("user", "Q2")]
     assert turn.events == [
         {"event": "started"},
-        {"event": "notice", "text": REPLAY_NOTICE},
+        {
+            "event": "notice",
+            "text": "The provider had forgotten this conversation, so Margin sent it again in full.",
+        },
         {"event": "delta", "text": "A2"},
         {"event": "done"},
     ]

@@ -488,7 +488,7 @@ def test_explain_sends_the_selection_and_its_page_once():
         "[Page context] Selection from: How rivers carve canyons\nURL: " + ARTICLE_URL
     )
     assert stored[0]["content"].endswith("\n\nisostatic rebound")
-    assert stored[1]["content"] == explain.EXPLAIN_QUESTION
+    assert stored[1]["content"] == "Explain this."
     # The click is answered once: a second panel asking for it gets a quiet "gone".
     again = turn(platform, {"action": "explain", "requestId": request["id"]})
     assert again[-1]["event"] == "error" and again[-1]["error"]["code"] == "explain_gone"
