@@ -132,6 +132,16 @@ def noise_session(n: int, size: int) -> dict:
     }
 
 
+def one_session_of_mine(margin: Margin):
+    """The panel over one small saved session, its sessions list open; the index and the bodies'
+    digests as stored before the test's import."""
+    page = margin.open_panel()
+    page.evaluate(SEED_JS, {"count": 1, "imageBytes": 1000, "prefix": "mine"})
+    region = open_sessions(page)
+    poll(lambda: region.get_by_role("listitem").count() == 1, timeout=60, message="mine not listed")
+    return page, region, margin.storage_get(["savedSessions"])["savedSessions"], page.evaluate(DIGESTS_JS)
+
+
 # --- the tests ----------------------------------------------------------------------------------
 
 
@@ -204,12 +214,7 @@ def test_a_large_profile_is_exported_and_imported_back_byte_for_byte(margin: Mar
 
 
 def test_a_worker_stopped_mid_import_leaves_nothing_half_written(margin: Margin, tmp_path):
-    page = margin.open_panel()
-    page.evaluate(SEED_JS, {"count": 1, "imageBytes": 1000, "prefix": "mine"})
-    region = open_sessions(page)
-    poll(lambda: region.get_by_role("listitem").count() == 1, timeout=60, message="mine not listed")
-    before_index = margin.storage_get(["savedSessions"])["savedSessions"]
-    before_digests = page.evaluate(DIGESTS_JS)
+    page, region, before_index, before_digests = one_session_of_mine(margin)
     path = tmp_path / "big.json"
     write_backup(path, [noise_session(n, 2_000_000) for n in range(12)])  # ~32 MB
 
@@ -315,12 +320,7 @@ FILL_AFTER_JS = """(allowed) => {
 def test_a_storage_that_fills_mid_import_says_so_and_leaves_nothing_half_written(margin: Margin, tmp_path):
     from test_attach_and_storage_errors_e2e import RESTORE_SET_JS, extension_worker
 
-    page = margin.open_panel()
-    page.evaluate(SEED_JS, {"count": 1, "imageBytes": 1000, "prefix": "mine"})
-    region = open_sessions(page)
-    poll(lambda: region.get_by_role("listitem").count() == 1, timeout=60, message="mine not listed")
-    before_index = margin.storage_get(["savedSessions"])["savedSessions"]
-    before_digests = page.evaluate(DIGESTS_JS)
+    page, region, before_index, before_digests = one_session_of_mine(margin)
     path = tmp_path / "fills.json"
     write_backup(path, [noise_session(n, 500_000) for n in range(8)])
 
