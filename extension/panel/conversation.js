@@ -23,10 +23,10 @@
 
 import { call, el, svg, copyText, idle } from "../ui_common.js";
 import { markdownModule, loadMarkdown } from "../markdown_lite.js";
-import { cachedFragment, keepRenders, recordKey, MAX_ENTRIES } from "./render_cache.js";
+import { cachedFragment, keepRenders, recordKey, MAX_ENTRIES, MAX_ENTRY_CHARS } from "./render_cache.js";
 import { KEYS, $, ui, state, events, recordText, recordImages, recordSignature, scrollToBottom, announce, showAlert } from "./state.js";
 import { startEdit, cancelEdit } from "./composer.js";
-import { startTurn, reconcileStreamingWithHistory } from "./turn.js";
+import { startTurn, reconcileStreamingWithHistory, takeStreamedRender } from "./turn.js";
 import { isAttachment, isVideoRecord, waitingFrom, attachmentSignature, buildAttachmentCard, updateComposerHint } from "./attachments.js";
 import { addCapsules } from "./capsules.js";
 import { usageLine } from "./usage.js";
@@ -133,6 +133,15 @@ const renders = new WeakMap();
 
 function renderAnswer(markdown, node, content, record, { keep }) {
   const text = recordText(record);
+  // An answer too long for the kept render takes over what its streaming bubble painted: painting
+  // a long answer again at the hand-over blocked the panel for longer than one whole render.
+  const newest = record === state.history[state.history.length - 1];
+  const streamed = newest && (!keep || text.length > MAX_ENTRY_CHARS) ? takeStreamedRender(text) : null;
+  if (streamed) {
+    content.replaceChildren(streamed);
+    markdown.highlightWithin(content);
+    return;
+  }
   const key = keep ? recordKey(record, text) : "";
   markdown.renderMarkdown(content, text, { keep: keep ? (html) => renders.set(node, { key, html }) : null });
 }

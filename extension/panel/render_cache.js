@@ -20,7 +20,7 @@ import { isSanitizedShape, decorate } from "../markdown_policy.js";
 
 const KEY = "margin.renderCache";
 export const MAX_ENTRIES = 16;
-const MAX_ENTRY_CHARS = 64 * 1024;
+export const MAX_ENTRY_CHARS = 64 * 1024;
 const MAX_TOTAL_CHARS = 512 * 1024;
 
 // cyrb53: a fast 53-bit string hash (not cryptographic: rule 4 does not rely on it).

@@ -241,3 +241,19 @@ export function reconcileStreamingWithHistory() {
     removeStreamingBubble(turn);
   }
 }
+
+// The streaming bubble's painted answer, moved out for the stored bubble that takes over from it
+// (conversation.js), or null. Only when the stored text continues what was streamed and the stored
+// bubble is about to take over (reconcileStreamingWithHistory): the painter first paints the rest,
+// and its last paint equals a whole render (markdown.js rule 5).
+export function takeStreamedRender(text) {
+  const turn = state.turn || state.lastTurn;
+  if (!turn?.renderer || turn.handedOver || !text.startsWith(turn.text)) return null;
+  if (!turn.sawQuestionLast && turn === state.turn) return null;
+  turn.text = text;
+  turn.renderer.finish(text);
+  turn.handedOver = true;
+  const painted = document.createDocumentFragment();
+  painted.append(...turn.body.childNodes);
+  return painted;
+}
