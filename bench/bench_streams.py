@@ -13,6 +13,13 @@ Concept: measurements in the style of `bench/run.py` that need no browser (liste
    through `SSEDecoder` and the OpenAI `StreamParser`; the text must come out whole. Reported:
    the time, and the time for `SIZE` over the time for `SIZE / 2` (2 for a linear decoder).
 4. Times are the best of `RUNS` runs (the machine is shared; the best run is the decoder's cost).
+5. "A stored 1 MB answer" (browser): the panel opened on a conversation whose answer is 1 MB of
+   Markdown (tests/e2e/long_answers.py), painted a slice per task (extension/panel/conversation.js
+   rule 9); the figure is the longest the page was held (the longest gap of a 20 ms timer, from
+   the page's start until the answer is Markdown to its end) over one whole render of the same
+   text timed in the same page right after: a ratio, as the machine's speed varies.
+6. "A streamed 1 MB answer" (browser): the same figure from the send until the stored answer is
+   painted to its end, the answer streamed by the local fake provider in 4,000 chunks.
 """
 
 from __future__ import annotations
@@ -137,7 +144,52 @@ def stream_decoding(bench: Any = None) -> list[dict[str, Any]]:
     ]
 
 
-METRICS = [stream_decoding]
+def _hold_row(name: str, gaps: list[float], whole_ms: float, note: str = "") -> dict[str, Any]:
+    worst = max(gaps)
+    return result(
+        name,
+        round(worst / whole_ms, 3),
+        "x",
+        0.5,
+        compare="at_most",
+        note=f"longest hold {worst:.0f} ms, one whole render {whole_ms:.0f} ms{note}",
+    )
+
+
+def streamed_long_answer_paint(bench: Any) -> list[dict[str, Any]]:
+    from fake_provider import FakeProvider
+    from long_answers import WHOLE_RENDER_JS, long_answer
+    from test_long_stream_e2e import stream_long_answer
+
+    margin = bench.margin
+    fake = FakeProvider(api_key="sk-bench").start()
+    try:
+        margin.save_provider(base_url=fake.base_url, api_key="sk-bench")
+        text = long_answer(1_000_000)
+        page, gaps = stream_long_answer(margin, fake, text)
+        whole = page.evaluate(WHOLE_RENDER_JS, text)
+        page.close()
+    finally:
+        fake.stop()
+    name = "longest hold of the panel while a 1 MB answer streams and is stored / one whole render"
+    return [_hold_row(name, gaps, whole["ms"])]
+
+
+def stored_long_answer_paint(bench: Any) -> list[dict[str, Any]]:
+    from long_answers import ANSWER_PAINTED_JS, WHOLE_RENDER_JS, long_answer, open_panel_on_long_answer
+
+    text = long_answer(1_000_000)
+    page = open_panel_on_long_answer(bench.margin, text)
+    page.wait_for_function(ANSWER_PAINTED_JS, timeout=180_000)
+    gaps = page.evaluate("() => { clearInterval(window.__probe); return window.__gaps; }")
+    first_frame = page.evaluate("() => window.__marginPaintBreakdown?.paintedAt ?? null")
+    whole = page.evaluate(WHOLE_RENDER_JS, text)
+    page.close()
+    name = "longest hold of the panel painting a stored 1 MB answer / one whole render"
+    return [_hold_row(name, gaps, whole["ms"], f", first frame at {first_frame or 0:.0f} ms")]
+
+
+METRICS = [stream_decoding, streamed_long_answer_paint, stored_long_answer_paint]
 BROWSERLESS_METRICS = [stream_decoding]
 
 

@@ -119,8 +119,11 @@ export function highlightWithin(target) {
 
 // Rule 5. `around(paint)` runs each paint (the caller keeps the view pinned to the bottom).
 // `update(text)` may paint later (the paint's cost spaces them); `finish(text)` paints now and
-// stops. Both take the whole answer so far.
+// stops; `complete(text)` paints what is left a slice per task (COMPLETE_SLICE_CHARS), then as
+// `finish`, and resolves to true once that last paint is done (false when the target left the
+// page first). All take the whole answer so far.
 const PAINT_SHARE = 5; // wait at least 4x a paint's own duration before the next one
+const COMPLETE_SLICE_CHARS = 25_000;
 
 export function streamingMarkdown(target, { around = (paint) => paint() } = {}) {
   const split = createStreamSplit({
@@ -132,6 +135,8 @@ export function streamingMarkdown(target, { around = (paint) => paint() } = {}) 
   let notBefore = 0;
   let timer = 0;
   let latest = "";
+  let painted = 0; // characters of the answer the last paint showed
+  let completing = null;
   let failed = false; // marked threw: the answer is painted whole, as renderMarkdown would
 
   function show({ frozen, tail }) {
@@ -146,7 +151,8 @@ export function streamingMarkdown(target, { around = (paint) => paint() } = {}) 
     target.append(fragment);
   }
 
-  function paint(final) {
+  // Paints `text` (the answer so far, or a prefix of it while completing).
+  function paint(final, text = latest) {
     clearTimeout(timer);
     timer = 0;
     if (!target.isConnected && !final) return;
@@ -154,7 +160,7 @@ export function streamingMarkdown(target, { around = (paint) => paint() } = {}) 
     around(() => {
       if (!failed) {
         try {
-          const step = final ? split.finish(latest) : split.update(latest);
+          const step = final ? split.finish(text) : split.update(text);
           if (!step.whole) {
             show(step);
             return;
@@ -165,14 +171,36 @@ export function streamingMarkdown(target, { around = (paint) => paint() } = {}) 
       }
       started = true;
       live = [];
-      target.replaceChildren(markdownFragment(latest));
+      target.replaceChildren(markdownFragment(text));
     });
+    painted = text.length;
     notBefore = performance.now() + (performance.now() - began) * (PAINT_SHARE - 1);
+  }
+
+  function complete(text) {
+    latest = text;
+    completing ??= new Promise((resolve) => {
+      let steps = 0;
+      const step = () => {
+        // The first slice may be painted before the target is in the page (a bubble being built).
+        if (steps++ > 0 && !target.isConnected) return resolve(false);
+        if (!failed && latest.length - painted > COMPLETE_SLICE_CHARS) {
+          paint(false, latest.slice(0, painted + COMPLETE_SLICE_CHARS));
+          setTimeout(step, 0);
+          return;
+        }
+        paint(true);
+        resolve(true);
+      };
+      step();
+    });
+    return completing;
   }
 
   return {
     update(text) {
       latest = text;
+      if (completing) return;
       const wait = notBefore - performance.now();
       if (wait <= 0) paint(false);
       else timer ||= setTimeout(() => paint(false), wait);
@@ -181,6 +209,7 @@ export function streamingMarkdown(target, { around = (paint) => paint() } = {}) 
       latest = text;
       paint(true);
     },
+    complete,
   };
 }
 

@@ -232,8 +232,11 @@ function decorate(wrapper) {
   button.addEventListener("click", () => start(wrapper, button));
   wrapper.querySelector(".code-head")?.append(button);
   const record = state.history[Number(article.dataset.index)];
+  // Most answers have no runs; a block's position is a walk over its answer's blocks (done for
+  // each of a long answer's thousands of blocks, that walk made painting it quadratic).
+  if (!Array.isArray(record?.runs) || !record.runs.length) return;
   const block = [...article.querySelectorAll(".code-block")].indexOf(wrapper);
-  const stored = Array.isArray(record?.runs) ? record.runs.find((r) => r?.block === block) : null;
+  const stored = record.runs.find((r) => r?.block === block);
   if (stored && typeof stored === "object") paintRun(outputFor(wrapper), stored);
 }
 

@@ -20,6 +20,10 @@
 //    streaming bubble came or went) for the empty state.
 // 8. An answer whose save failed is painted right after its question, in the "Not saved" state
 //    (unsaved.js decides which, and builds it).
+// 9. A long answer is never rendered in one task: just streamed (over the kept render's size), the
+//    stored bubble takes over the streaming bubble's element as it is painted (turn.js
+//    `takeStreamedRender`); read from storage (over PROGRESSIVE_FROM_CHARS), it is painted a
+//    slice per task, as if it streamed in.
 
 import { call, el, svg, copyText, idle } from "../ui_common.js";
 import { markdownModule, loadMarkdown } from "../markdown_lite.js";
@@ -131,19 +135,48 @@ function showNoPreview(button, img, name) {
 // The sanitized HTML of the bubbles rendered from a record, for the kept render: node -> {key, html}.
 const renders = new WeakMap();
 
+// Renders the record's answer into `content`; returns the element to show, which is another one
+// when a just-streamed answer takes over its streaming bubble's element (rule 9).
 function renderAnswer(markdown, node, content, record, { keep }) {
   const text = recordText(record);
-  // An answer too long for the kept render takes over what its streaming bubble painted: painting
-  // a long answer again at the hand-over blocked the panel for longer than one whole render.
   const newest = record === state.history[state.history.length - 1];
   const streamed = newest && (!keep || text.length > MAX_ENTRY_CHARS) ? takeStreamedRender(text) : null;
   if (streamed) {
-    content.replaceChildren(streamed);
-    markdown.highlightWithin(content);
-    return;
+    streamed.painted.then((done) => done && markdown.highlightWithin(streamed.element));
+    return streamed.element;
+  }
+  if (text.length > PROGRESSIVE_FROM_CHARS) {
+    markdown.streamingMarkdown(content).complete(text).then((done) => done && markdown.highlightWithin(content));
+    return content;
   }
   const key = keep ? recordKey(record, text) : "";
   markdown.renderMarkdown(content, text, { keep: keep ? (html) => renders.set(node, { key, html }) : null });
+  return content;
+}
+
+// Rule 9. A long answer from storage (a reload, another session opened) is painted as if it
+// streamed in, a slice per task (markdown.js `complete`): rendering 1 MB at once held the panel
+// for ~0.7 s, and laying it out as much again.
+const PROGRESSIVE_FROM_CHARS = 200_000;
+const PLAIN_PIECE_CHARS = 25_000;
+
+// Until the libraries are in (rule 2). A long text goes in as pieces of about PLAIN_PIECE_CHARS,
+// cut before a blank line, each laid out only near the viewport (sidepanel.css): laying out 1 MB
+// as one text node held the first paint for ~0.8 s.
+function showPlainText(content, text) {
+  if (text.length <= PROGRESSIVE_FROM_CHARS) {
+    content.textContent = text;
+    return;
+  }
+  content.classList.add("pieces");
+  const pieces = [];
+  for (let start = 0; start < text.length; ) {
+    const cut = text.indexOf("\n\n", start + PLAIN_PIECE_CHARS);
+    const end = cut < 0 ? text.length : cut;
+    pieces.push(el("div", { text: text.slice(start, end) }));
+    start = end;
+  }
+  content.replaceChildren(...pieces);
 }
 
 function buildBubble(record, index, { regenerate, lite, deferImages, videoIndex, keep }) {
@@ -163,7 +196,7 @@ function buildBubble(record, index, { regenerate, lite, deferImages, videoIndex,
     const text = recordText(record);
     if (text) body.append(el("div", { class: "text", text }));
   } else {
-    const content = el("div", { class: "md" });
+    let content = el("div", { class: "md" });
     const markdown = markdownModule();
     if (lite || !markdown) {
       const text = recordText(record);
@@ -173,11 +206,11 @@ function buildBubble(record, index, { regenerate, lite, deferImages, videoIndex,
         if (videoIndex >= 0) addCapsules(content, videoIndex);
       } else {
         content.classList.add("pending");
-        content.textContent = text;
+        showPlainText(content, text);
       }
       article.dataset.pending = "1";
     } else {
-      renderAnswer(markdown, article, content, record, { keep });
+      content = renderAnswer(markdown, article, content, record, { keep });
       if (videoIndex >= 0) addCapsules(content, videoIndex);
     }
     if (videoIndex >= 0) article.dataset.video = String(videoIndex);
@@ -234,9 +267,10 @@ function scheduleUpgrades() {
       const keepBottom = state.pinned;
       const before = ui.conversation.scrollHeight;
       const top = ui.conversation.scrollTop;
-      renderAnswer(markdown, node, content, record, { keep: index >= keepFrom });
-      if (node.dataset.video) addCapsules(content, Number(node.dataset.video));
-      content.classList.remove("pending");
+      const shown = renderAnswer(markdown, node, content, record, { keep: index >= keepFrom });
+      if (shown !== content) content.replaceWith(shown);
+      if (node.dataset.video) addCapsules(shown, Number(node.dataset.video));
+      shown.classList.remove("pending");
       delete node.dataset.pending;
       // Keep what the user looks at still while older bubbles grow above it.
       if (keepBottom) scrollToBottom();

@@ -162,7 +162,8 @@ function paintStream(turn, { final = false } = {}) {
       if (stick) scrollToBottom();
     },
   });
-  if (final) turn.renderer.finish(turn.text);
+  // The last paint may have far to go (deltas came faster than paints): a slice per task.
+  if (final) void turn.renderer.complete(turn.text);
   else turn.renderer.update(turn.text);
 }
 
@@ -242,18 +243,18 @@ export function reconcileStreamingWithHistory() {
   }
 }
 
-// The streaming bubble's painted answer, moved out for the stored bubble that takes over from it
-// (conversation.js), or null. Only when the stored text continues what was streamed and the stored
-// bubble is about to take over (reconcileStreamingWithHistory): the painter first paints the rest,
-// and its last paint equals a whole render (markdown.js rule 5).
+// The streaming bubble's painted answer, for the stored bubble that takes over from it
+// (conversation.js): its `.md` element, still being painted, and a promise of the last paint; or
+// null. Only when the stored text continues what was streamed and the stored bubble is about to
+// take over (reconcileStreamingWithHistory). The painter paints the rest a slice per task, and
+// its last paint equals a whole render (markdown.js rule 5).
 export function takeStreamedRender(text) {
   const turn = state.turn || state.lastTurn;
   if (!turn?.renderer || turn.handedOver || !text.startsWith(turn.text)) return null;
   if (!turn.sawQuestionLast && turn === state.turn) return null;
   turn.text = text;
-  turn.renderer.finish(text);
   turn.handedOver = true;
-  const painted = document.createDocumentFragment();
-  painted.append(...turn.body.childNodes);
-  return painted;
+  const painted = turn.renderer.complete(text);
+  turn.body.remove();
+  return { element: turn.body, painted };
 }
