@@ -14,6 +14,7 @@
 
 import { CONTRACT } from "../generated/contract.js";
 import { call, el, svg } from "../ui_common.js";
+import { t, formatNumber } from "../i18n.js";
 import { $, ui, state, events, recordText, recordImages, recordSignature, showAlert } from "./state.js";
 import { startTurn, stopTurn } from "./turn.js";
 
@@ -31,6 +32,10 @@ export function init() {
   });
   paintSendButton();
   events.addEventListener("turn-state", paintSendButton);
+  events.addEventListener("language-changed", () => {
+    paintSendButton();
+    renderChips();
+  });
   events.addEventListener("turn-unsent", (event) => giveBack(event.detail.restore));
 
   $("attach-image").append(svg("image"));
@@ -67,8 +72,8 @@ function onMessageKeydown(event) {
 function paintSendButton() {
   const running = state.turnState !== "idle";
   ui.send.replaceChildren(svg(running ? "stop" : "send"));
-  ui.send.setAttribute("aria-label", running ? "Stop" : "Send");
-  ui.send.title = running ? "Stop" : "Send (Enter)";
+  ui.send.setAttribute("aria-label", running ? t("panel_stop") : t("panel_send"));
+  ui.send.title = running ? t("panel_stop") : t("panel_send_enter");
   ui.send.classList.toggle("stopping", running);
   ui.send.disabled = state.turnState === "stopping";
 }
@@ -76,13 +81,13 @@ function paintSendButton() {
 function renderChips() {
   ui.chips.replaceChildren(
     ...state.attachments.map((attachment, i) => {
-      const img = el("img", { alt: attachment.alt || attachment.name || "Attached image" });
+      const img = el("img", { alt: attachment.alt || attachment.name || t("panel_attached_image") });
       // Chrome cannot show some formats the model can still get (converted): TIFF, HEIC, ...
       img.addEventListener("error", () => img.replaceWith(chipWithoutPreview(attachment)), { once: true });
       img.src = attachment.dataUrl;
       const remove = el(
         "button",
-        { type: "button", class: "chip-remove", "aria-label": "Remove image", title: `Remove ${attachment.name || "image"}` },
+        { type: "button", class: "chip-remove", "aria-label": t("panel_remove_image"), title: t("panel_remove_named", attachment.name || t("panel_image_word")) },
         svg("close"),
       );
       remove.addEventListener("click", () => {
@@ -100,7 +105,7 @@ function chipWithoutPreview(attachment) {
   const type = /^data:image\/([\w.+-]+)/i.exec(attachment.dataUrl || "")?.[1] || "image";
   return el(
     "span",
-    { class: "chip-no-preview", title: `${attachment.name || "Image"}: no preview in this browser` },
+    { class: "chip-no-preview", title: t("panel_chip_no_preview", attachment.name || t("panel_image")) },
     svg("image"),
     el("span", { text: type.replace(/^x-/, "").toUpperCase().slice(0, 5) }),
   );
@@ -117,20 +122,20 @@ function readAsDataUrl(file) {
 
 async function addFiles(files, source) {
   for (const file of files) {
-    const name = file.name || "image";
+    const name = file.name || t("panel_image_word");
     if (!file.type.startsWith("image/")) {
-      showAlert(`“${name}” is not an image. Attach a picture such as a PNG, JPEG, GIF or WebP file.`);
+      showAlert(t("panel_not_an_image", name));
       continue;
     }
     if (file.size > MAX_IMAGE_BYTES) {
-      showAlert(`“${name}” is larger than ${MAX_IMAGE_MB} MB. Attach a smaller image or a screenshot of it.`);
+      showAlert(t("panel_image_too_large", name, formatNumber(MAX_IMAGE_MB)));
       continue;
     }
     try {
       const dataUrl = await readAsDataUrl(file);
       state.attachments.push({ dataUrl, name, source });
     } catch {
-      showAlert(`Margin could not read “${name}”. Try saving it to disk and attaching it again.`);
+      showAlert(t("panel_image_unreadable", name));
     }
   }
   renderChips();
@@ -143,8 +148,8 @@ async function takeScreenshot(event) {
     const shot = await call("tab.screenshot", {});
     state.attachments.push({
       dataUrl: shot.dataUrl,
-      name: shot.name || "Screenshot",
-      alt: shot.title ? `Screenshot of ${shot.title}` : "Screenshot",
+      name: shot.name || t("panel_screenshot"),
+      alt: shot.title ? t("panel_screenshot_of", shot.title) : t("panel_screenshot"),
       source: "screenshot",
       capturedAt: shot.capturedAt,
     });
@@ -196,7 +201,7 @@ function followDrops() {
 function attachmentsOf(record) {
   return recordImages(record).map((part, i) => ({
     dataUrl: part.image_url.url,
-    name: part.meta?.name || `Image ${i + 1}`,
+    name: part.meta?.name || t("panel_image_numbered", formatNumber(i + 1)),
     alt: part.meta?.alt,
     source: part.meta?.source || "file",
   }));
