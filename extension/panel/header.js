@@ -21,11 +21,11 @@ import * as modelMenu from "./model_menu.js";
 export function paintModel() {
   const active = state.providers.find((p) => p?.id === state.activeProviderId) || null;
   if (active) {
-    ui.model.textContent = [active.name, active.model].filter(Boolean).join(" · ") || t("panel_model_not_set");
+    ui.modelCurrent.textContent = [active.name, active.model].filter(Boolean).join(" · ") || t("panel_model_not_set");
     ui.model.title = t("panel_switch_model_of", modelMenu.itemName(active));
     ui.model.classList.remove("unset");
   } else {
-    ui.model.textContent = state.providers.length ? t("panel_choose_provider") : t("panel_no_provider");
+    ui.modelCurrent.textContent = state.providers.length ? t("panel_choose_provider") : t("panel_no_provider");
     ui.model.title = state.providers.length ? t("panel_switch_model") : t("panel_set_up_in_settings");
     ui.model.classList.add("unset");
   }
