@@ -9,6 +9,7 @@
 //    enforces) are refused with a sentence saying what to do.
 // 3. Edit mode keeps the draft that was in the box and restores it on Cancel / Esc. It remembers the
 //    edited record's signature: when that record changes under it, edit mode ends (conversation.js).
+//    Cancel and Esc give the focus back to where the edit began (the bubble's "Edit").
 // 4. The Send button follows `state.turnState` ("turn-state"): "Send" while idle, "Stop" while a
 //    turn runs, disabled while it is stopping. A new turn starts only while idle.
 
@@ -48,7 +49,7 @@ export function init() {
   $("screenshot").append(svg("screenshot"));
   $("screenshot").addEventListener("click", takeScreenshot);
   followDrops();
-  $("edit-cancel").addEventListener("click", cancelEdit);
+  $("edit-cancel").addEventListener("click", () => cancelEdit());
 }
 
 // --- Composer ---------------------------------------------------------------------------------------
@@ -210,6 +211,8 @@ function attachmentsOf(record) {
 export function startEdit(index, record) {
   if (state.turnState !== "idle") return;
   state.editing ??= { draftText: ui.message.value, draftAttachments: state.attachments };
+  const from = document.activeElement;
+  state.editing.returnTo = from && ui.history.contains(from) ? from : null;
   state.editing.index = index;
   state.editing.sig = recordSignature(record);
   ui.message.value = recordText(record);
@@ -244,12 +247,15 @@ function giveBack(restore) {
   }
 }
 
-export function cancelEdit() {
+// `returnFocus`: back to where the edit began (Cancel, Esc); otherwise the box keeps it.
+export function cancelEdit({ returnFocus = true } = {}) {
   if (!state.editing) return;
+  const returnTo = returnFocus ? state.editing.returnTo : null;
   ui.message.value = state.editing.draftText;
   state.attachments = state.editing.draftAttachments;
   leaveEditMode();
-  ui.message.focus();
+  if (returnTo?.isConnected) returnTo.focus();
+  else ui.message.focus();
 }
 
 function leaveEditMode() {

@@ -378,7 +378,7 @@ export function applyHistory(raw, { initial = false } = {}) {
   if (stickToBottom) scrollToBottom();
   // The message being edited changed or went away (another session was opened, say): "Send" must
   // not replace whatever now sits at that index.
-  if (state.editing && recordSignature(state.history[state.editing.index]) !== state.editing.sig) cancelEdit();
+  if (state.editing && recordSignature(state.history[state.editing.index]) !== state.editing.sig) cancelEdit({ returnFocus: false });
 }
 
 export function updateEmptyState() {

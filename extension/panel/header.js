@@ -54,7 +54,7 @@ async function startNewSession(event) {
   try {
     await stopTurn();
     await call("session.new", {});
-    if (state.editing) cancelEdit();
+    if (state.editing) cancelEdit({ returnFocus: false });
     closeSessions();
     announce(t("panel_new_session_started"));
     ui.message.focus();
