@@ -45,7 +45,7 @@ export function startTurn(start, restore = null, { quietErrors = [] } = {}) {
     emit("turn-unsent", { restore });
     return;
   }
-  const body = el("div", { class: "md" }, el("span", { class: "typing", "aria-label": t("panel_writing") }, el("i"), el("i"), el("i")));
+  const body = el("div", { class: "md" }, el("span", { class: "typing", role: "img", "aria-label": t("panel_writing") }, el("i"), el("i"), el("i")));
   const node = el("article", { class: "msg assistant streaming", "aria-busy": "true", dataset: { role: "assistant", streaming: "1" } }, el("div", { class: "bubble" }, body));
   const turn = {
     port,

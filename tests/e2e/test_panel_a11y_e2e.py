@@ -1,6 +1,6 @@
 """Accessibility of the side panel and the sessions drawer: axe-core finds no violation in any
 state a user meets (empty, with a conversation and an attachment card, with an alert, in edit
-mode, while an answer streams; the drawer with sessions listed and with none), in light and dark
+mode, waiting for an answer's first words, while it streams; the drawer with sessions listed and with none), in light and dark
 themes, in English, Japanese and Russian."""
 
 from __future__ import annotations
@@ -132,10 +132,14 @@ def test_the_panel_and_the_drawer_have_no_violations(
     page.keyboard.press("Escape")
     page.locator("#edit-bar").wait_for(state="hidden")
 
-    fake_provider.script(slow_stream(chunks=100, delay=0.1))
+    first = slow_stream(chunks=100, delay=0.1)
+    first.first_delay = 3.0
+    fake_provider.script(first)
     page.locator("#message").fill("More, please")
     page.locator("#message").press("Enter")
     margin.wait_turn_state(page, "streaming")
+    page.locator("#live .typing").wait_for(timeout=COLD_TIMEOUT_MS)
+    audit("waiting for the first words")
     page.locator("#live article .md").filter(has_text="word3").wait_for(timeout=COLD_TIMEOUT_MS)
     audit("streaming")
     page.locator("#send").click()
@@ -148,5 +152,5 @@ def test_the_panel_and_the_drawer_have_no_violations(
     page.locator(".sp-empty").wait_for(state="visible")
     audit("drawer with no match")
 
-    assert len(audit.checked) == 14
+    assert len(audit.checked) == 16
     assert audit.found == [], "\n".join(audit.found)
