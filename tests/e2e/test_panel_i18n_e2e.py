@@ -19,6 +19,17 @@ def three_minutes_ago() -> int:
 LONG_AGO = 1741953600000
 
 
+CONVERSATION = [
+    {"role": "user", "content": "Rivers?", "createdAt": 1764684310000},
+    {
+        "role": "assistant",
+        "content": "Canyons.",
+        "createdAt": 1764684320000,
+        "usage": {"input": 1234, "output": 56},
+    },
+]
+
+
 def legacy(sid: str, name: str, at: int) -> dict:
     """A session in the legacy format (docs/storage.md): the panel's migration lists it."""
     history = [{"role": "user", "content": f"{name}?"}, {"role": "assistant", "content": "ok"}]
@@ -90,6 +101,12 @@ def test_the_panel_speaks_japanese_then_follows_the_setting_to_russian(browser_i
     assert not_an_image_alert(margin, page, tmp_path) == (
         "「notes.txt」は画像ではありません。PNG、JPEG、GIF、WebP などの画像ファイルを添付してください。"
     )
+    # A conversation: its bubbles' buttons and its usage line speak Japanese too.
+    margin.storage_set({"history": CONVERSATION})
+    page.get_by_role("button", name="コピー", exact=True).first.wait_for(timeout=COLD_TIMEOUT_MS)
+    page.get_by_role("button", name="編集", exact=True).wait_for()
+    page.get_by_role("button", name="再生成", exact=True).wait_for()
+    assert page.locator(".usage-line").inner_text() == "入力 1,234 · 出力 56"
 
     open_drawer(page, "セッション", "セッションを検索")
     poll(lambda: len(dates(page)) == 2, timeout=COLD_TIMEOUT_MS / 1000, message=lambda: str(dates(page)))
@@ -107,9 +124,15 @@ def test_the_panel_speaks_japanese_then_follows_the_setting_to_russian(browser_i
     page.get_by_role("button", name="Отправить", exact=True).wait_for()
     page.get_by_role("searchbox", name="Поиск по сессиям").wait_for()
     assert dates(page)["Recent"] == "3 минуты назад"
+    # The bubbles were built again in Russian (their labels are built in).
+    page.get_by_role("button", name="Изменить", exact=True).wait_for()
+    page.get_by_role("button", name="Повторить", exact=True).wait_for()
+    assert page.locator(".usage-line").inner_text() == "1\u00a0234 вход · 56 выход"
     assert page.get_by_role("button", name="Открыть").count() == 2
     page.get_by_role("button", name="Закрыть сессии").click()
     page.get_by_role("button", name="Новая сессия", exact=True).wait_for()
+    margin.storage_set({"history": []})
+    page.locator("#welcome").wait_for(state="visible")
     assert page.get_by_role("heading", level=2).inner_text() == "Спросите о том, что читаете"
     assert not_an_image_alert(margin, page, tmp_path).startswith("«notes.txt» — не изображение.")
 
