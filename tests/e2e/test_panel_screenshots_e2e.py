@@ -1,5 +1,5 @@
 """The panel in each of the seven languages, at a narrow side panel's width: screenshots written to
-tests/artifacts/panel-<locale>-{welcome,conversation}.png (looked at by a person), and what can be
+tests/artifacts/panel-<locale>-{welcome,conversation,sessions}.png (looked at by a person), and what can be
 measured of them checked: nothing in the header or the composer is cut off, overflows its box or
 overlaps its neighbour."""
 
@@ -75,8 +75,30 @@ LAYOUT_JS = """() => {
 }"""
 
 
+# The drawer: every control inside the drawer's box, the title clear of the close button.
+DRAWER_JS = """() => {
+    const drawer = document.querySelector('.sp').getBoundingClientRect();
+    const problems = [];
+    for (const el of document.querySelectorAll('.sp button, .sp input, .sp label, .sp-badge, .sp-date')) {
+        if (!el.offsetParent) continue;
+        const r = el.getBoundingClientRect();
+        if (r.right > drawer.right + 1 || r.left < drawer.left - 1) problems.push(`${el.textContent || el.className} leaves the drawer`);
+        if (el.scrollWidth > el.clientWidth + 1 && el.tagName !== 'INPUT') problems.push(`${el.textContent} is cut off`);
+    }
+    const title = document.querySelector('.sp-title').getBoundingClientRect();
+    const close = document.querySelector('.sp-head .sp-icon').getBoundingClientRect();
+    if (title.right > close.left) problems.push('the title runs under the close button');
+    return problems;
+}"""
+
+
 @pytest.fixture
 def panel(margin: Margin, provider_config):
+    pinned = {"id": "s1", "name": "How rivers carve canyons", "createdAt": 1764684300000, "pinned": True}
+    other = {"id": "s2", "name": "Lyon", "createdAt": 1700000000000, "pinned": False}
+    for entry in (pinned, other):
+        entry["history"] = [{"role": "user", "content": "Where?"}, {"role": "assistant", "content": "There."}]
+    margin.storage_set({"savedSessions": [pinned, other]})
     margin.save_provider(
         base_url=provider_config["baseUrl"],
         api_key=provider_config["apiKey"],
@@ -119,5 +141,13 @@ def test_the_panel_in_seven_languages_holds_its_layout(margin: Margin, panel, fa
         page.screenshot(path=str(ARTIFACTS / f"panel-{locale}-conversation.png"))
         page.keyboard.press("Escape")
         page.locator("#alert-dismiss").click()
+
+        page.locator("#sessions").click()
+        page.locator(".sp-item").nth(1).wait_for(timeout=COLD_TIMEOUT_MS)
+        page.wait_for_timeout(200)
+        problems[f"{locale} sessions"] = page.evaluate(DRAWER_JS)
+        page.screenshot(path=str(ARTIFACTS / f"panel-{locale}-sessions.png"))
+        page.keyboard.press("Escape")
+        page.locator(".sp").wait_for(state="hidden")
     found = {state: lines for state, lines in problems.items() if lines}
     assert found == {}, found
