@@ -1,6 +1,6 @@
 """Accessibility of the side panel and the sessions drawer: axe-core finds no violation in any
 state a user meets (empty, with a conversation and an attachment card, with an alert, in edit
-mode, waiting for an answer's first words, while it streams; the drawer with sessions listed and with none), in light and dark
+mode, waiting for an answer's first words, while it streams; the drawer with sessions listed, after a delete, renaming, and with none), in light and dark
 themes, in English, Japanese and Russian."""
 
 from __future__ import annotations
@@ -148,9 +148,16 @@ def test_the_panel_and_the_drawer_have_no_violations(
     page.locator("#sessions").click()
     page.locator(".sp-item").nth(1).wait_for(timeout=COLD_TIMEOUT_MS)
     audit("drawer with sessions")
+    page.locator(".sp-item[data-id=s2] [data-action=delete]").click()
+    page.locator(".sp-toast").wait_for(state="visible")
+    audit("drawer after a delete (its undo toast)")
+    page.locator(".sp-item[data-id=s1] [data-action=rename]").click()
+    page.locator(".sp-rename").wait_for()
+    audit("drawer renaming a session")
+    page.keyboard.press("Escape")
     page.locator(".sp-search").fill("zzzz-nothing")
     page.locator(".sp-empty").wait_for(state="visible")
     audit("drawer with no match")
 
-    assert len(audit.checked) == 16
+    assert len(audit.checked) == 20
     assert audit.found == [], "\n".join(audit.found)
