@@ -1,7 +1,8 @@
 """Accessibility of the side panel and the sessions drawer: axe-core finds no violation in any
 state a user meets (empty, with a conversation and an attachment card, with an alert, in edit
-mode, waiting for an answer's first words, while it streams; the drawer with sessions listed, after a delete, renaming, and with none), in light and dark
-themes, in English, Japanese and Russian."""
+mode, waiting for an answer's first words, while it streams; the drawer with sessions listed,
+after a delete, renaming, and with none), in light and dark themes, in English, Japanese and
+Russian."""
 
 from __future__ import annotations
 
