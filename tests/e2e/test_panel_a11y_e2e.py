@@ -1,5 +1,5 @@
 """Accessibility of the side panel and the sessions drawer: axe-core finds no violation in any
-state a user meets (empty, with a conversation and an attachment card, with an alert, in edit
+state a user meets (empty, with a conversation and attachment cards (one aged), with an alert, in edit
 mode, waiting for an answer's first words, while it streams; the drawer with sessions listed,
 after a delete, renaming, and with none), in light and dark themes, in English, Japanese and
 Russian."""
@@ -53,6 +53,34 @@ CONVERSATION = [
         "content": "## Canyons\n\n| river | depth |\n| --- | ---: |\n| Colorado | 1.8 km |\n\n"
         "```python\nprint(1.8 * 1000)\n```\n\nSee [the USGS page](https://www.usgs.gov/).",
     },
+]
+
+
+# A long page attached three questions before: its card says the model now gets a short note, with
+# "Attach again" (panel/slimming.js, the same rule as py/margin/slimming.py).
+AGED = [
+    {
+        "role": "user",
+        "content": "[Page context] Page: Old notes\nURL: https://example.com/old\n\n" + "river " * 1600,
+        "attachment": {
+            "kind": "page",
+            "title": "Old notes",
+            "url": "https://example.com/old",
+            "site": "example.com",
+            "chars": 9600,
+            "truncated": False,
+            "originalChars": 9600,
+            "capturedAt": 1764684000000,
+        },
+    },
+    *[
+        record
+        for n in range(3)
+        for record in (
+            {"role": "user", "content": f"Question {n}", "createdAt": 1764684100000 + n},
+            {"role": "assistant", "content": f"Answer {n}", "createdAt": 1764684200000 + n},
+        )
+    ],
 ]
 
 
@@ -115,10 +143,10 @@ def test_the_panel_and_the_drawer_have_no_violations(
     audit("empty, no provider")
 
     margin.save_provider(base_url=provider_config["baseUrl"], api_key=provider_config["apiKey"], name="Local")
-    margin.storage_set({"history": CONVERSATION})
-    page.locator(".attachment-card").wait_for(timeout=COLD_TIMEOUT_MS)
+    margin.storage_set({"history": AGED + CONVERSATION})
+    page.locator(".attachment-card[data-slimming=aged]").wait_for(timeout=COLD_TIMEOUT_MS)
     page.locator("article[data-role=assistant] .code-run-button").wait_for(timeout=COLD_TIMEOUT_MS)
-    audit("conversation with an attachment card")
+    audit("conversation with attachment cards, one aged")
 
     note = tmp_path / "notes.txt"
     note.write_text("not a picture", encoding="utf-8")
@@ -127,7 +155,7 @@ def test_the_panel_and_the_drawer_have_no_violations(
     audit("alert")
     page.locator("#alert-dismiss").click()
 
-    page.locator("article[data-role=user] button[data-action=edit]").click()
+    page.locator("article[data-role=user] button[data-action=edit]").last.click()
     page.locator("#edit-bar").wait_for(state="visible")
     audit("edit mode")
     page.keyboard.press("Escape")
