@@ -1,5 +1,5 @@
 """The panel in each of the seven languages, at a narrow side panel's width: screenshots written to
-tests/artifacts/panel-<locale>-{welcome,conversation,sessions}.png (looked at by a person), and what can be
+tests/artifacts/panel-<locale>-{welcome,conversation,sessions,aged-card}.png (looked at by a person), and what can be
 measured of them checked: nothing in the header or the composer is cut off, overflows its box or
 overlaps its neighbour."""
 
@@ -28,6 +28,30 @@ CARD = {
         "capturedAt": 1764684300000,
     },
 }
+AGED = [
+    {
+        "role": "user",
+        "content": "[Page context] Page: Old notes\nURL: https://example.com/old\n\n" + "river " * 1600,
+        "attachment": {
+            "kind": "page",
+            "title": "Old notes",
+            "url": "https://example.com/old",
+            "site": "example.com",
+            "chars": 9600,
+            "truncated": False,
+            "originalChars": 9600,
+            "capturedAt": 1764684000000,
+        },
+    },
+    *[
+        record
+        for n in range(3)
+        for record in (
+            {"role": "user", "content": f"Question {n}", "createdAt": 1764684100000 + n},
+            {"role": "assistant", "content": f"Answer {n}", "createdAt": 1764684200000 + n},
+        )
+    ],
+]
 CONVERSATION = [
     {"role": "user", "content": "How do rivers cut rock?", "createdAt": 1764684310000},
     {
@@ -70,6 +94,20 @@ LAYOUT_JS = """() => {
         if (!button.offsetParent) continue;
         const r = box(button);
         if (r.width < 16 || r.height < 16) problems.push(`${button.id || button.className} is squeezed (${r.width}x${r.height})`);
+    }
+    return problems;
+}"""
+
+
+# An attachment card: its text and buttons inside the card, the buttons on one line each.
+CARD_JS = """(card) => {
+    const outer = card.getBoundingClientRect();
+    const problems = [];
+    for (const el of card.querySelectorAll('button, .att-title, .att-meta, .att-slimming-text')) {
+        const r = el.getBoundingClientRect();
+        if (r.right > outer.right + 1 || r.left < outer.left - 1) problems.push(`${el.textContent || el.className} leaves the card`);
+        if (el.scrollWidth > el.clientWidth + 1) problems.push(`${el.textContent || el.className} is cut off`);
+        if (el.tagName === 'BUTTON' && el.textContent && r.height > 40) problems.push(`${el.textContent} wraps`);
     }
     return problems;
 }"""
@@ -129,9 +167,13 @@ def test_the_panel_in_seven_languages_holds_its_layout(margin: Margin, panel, fa
         problems[f"{locale} welcome"] = page.evaluate(LAYOUT_JS)
         page.screenshot(path=str(ARTIFACTS / f"panel-{locale}-welcome.png"))
 
-        margin.storage_set({"history": CONVERSATION})
-        page.locator(".attachment-card").wait_for(timeout=COLD_TIMEOUT_MS)
-        page.locator("article[data-role=user] button[data-action=edit]").click()
+        margin.storage_set({"history": AGED + CONVERSATION})
+        aged = page.locator(".attachment-card[data-slimming=aged]")
+        aged.wait_for(timeout=COLD_TIMEOUT_MS)
+        aged.scroll_into_view_if_needed()
+        problems[f"{locale} aged card"] = aged.evaluate(CARD_JS)
+        aged.screenshot(path=str(ARTIFACTS / f"panel-{locale}-aged-card.png"))
+        page.locator("article[data-role=user] button[data-action=edit]").last.click()
         page.locator("#edit-bar").wait_for(state="visible")
         page.locator("#file-input").set_input_files(
             files=[{"name": "notes.txt", "mimeType": "text/plain", "buffer": b"not a picture"}]
