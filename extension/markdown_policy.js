@@ -8,6 +8,8 @@
 // 2. `decorate` adds what the render adds after sanitizing (code block head with "Copy code", the
 //    table scroller); it is applied to a fresh render and to a kept one alike, so both look the same.
 
+import { t } from "./i18n.js";
+
 export const ALLOWED_TAGS = [
   "a", "p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "strong", "b", "em", "i", "del", "s",
   "code", "pre", "blockquote", "ul", "ol", "li", "table", "thead", "tbody", "tr", "th", "td",
@@ -63,13 +65,13 @@ function decorateCodeBlock(pre) {
   const label = document.createElement("span");
   label.className = "code-lang";
   label.setAttribute("aria-hidden", "true");
-  label.textContent = language || "code";
+  label.textContent = language || t("panel_code");
   const copy = document.createElement("button");
   copy.type = "button";
   copy.className = "btn ghost code-copy";
-  copy.setAttribute("aria-label", "Copy code");
+  copy.setAttribute("aria-label", t("panel_copy_code"));
   copy.dataset.action = "copy-code";
-  copy.textContent = "Copy";
+  copy.textContent = t("panel_copy");
   head.append(label, copy);
   pre.replaceWith(wrapper);
   wrapper.append(head, pre);

@@ -29,8 +29,9 @@
 // whole index (up to 1,000 x 100K characters) through the worker each time.
 
 import { CONTRACT } from "./generated/contract.js";
+import { t, tPlural, formatNumber, formatSize, onLanguageChange } from "./i18n.js";
 import { exportBackup as streamExport, importBackup as streamImport } from "./sessions/backup.js";
-import { download, el, marked, when } from "./sessions/dom.js";
+import { dateElement, download, el, marked } from "./sessions/dom.js";
 import {
   dataOf, digestsPending, followStorage, forgetEntry, indexEntries, onDigests, onIndexChange, readStoredIndex,
   useReadIndex,
@@ -48,7 +49,6 @@ let verifiedAt = -Infinity;  // the last background session.check (bodies checke
 
 let lastMounted = null;
 
-const megabytes = (bytes) => `${(bytes / 1e6).toLocaleString(undefined, { maximumFractionDigits: 1 })} MB`;
 
 function downloadBlob(blob, filename) {
   const url = URL.createObjectURL(blob);
@@ -73,43 +73,61 @@ export function mountSessionsPanel(root, options) {
   let repairing = null;         // the session.check call that repairs an unreadable index
 
   const search = el("input", {
-    type: "search", class: "sp-search", "aria-label": "Search sessions", placeholder: "Search sessions",
+    type: "search", class: "sp-search",
     autocomplete: "off", spellcheck: "false",
     oninput: () => { query = search.value; scheduleRender(); },
     onkeydown: (event) => { if (event.key === "Escape" && search.value) { event.stopPropagation(); search.value = ""; query = ""; scheduleRender(); } },
   });
-  const list = el("ul", { class: "sp-list", role: "list", "aria-label": "Saved sessions" });
+  const list = el("ul", { class: "sp-list", role: "list" });
   const empty = el("p", { class: "sp-empty", hidden: true });
   const alertBox = el("div", { class: "sp-alert", role: "alert" });
   const toastText = el("span");
-  const undoButton = el("button", { type: "button", class: "sp-toast-undo", text: "Undo" });
+  const undoButton = el("button", { type: "button", class: "sp-toast-undo" });
   const toast = el("div", { class: "sp-toast", role: "status", hidden: true }, toastText, undoButton);
   const includeKeys = el("input", { type: "checkbox", class: "sp-check" });
   const fileInput = el("input", { type: "file", accept: ".json,application/json", hidden: true,
     onchange: () => importBackup() });
   const status = el("p", { class: "sp-status", role: "status" });
 
-  const panel = el("section", { class: "sp", "aria-label": "Sessions" },
-    el("header", { class: "sp-head" },
-      el("h2", { class: "sp-title", text: "Sessions" }),
-      el("button", { type: "button", class: "sp-icon", "aria-label": "Close sessions", text: "\u00d7",
-        onclick: () => (onClose ? onClose() : controller.hide()) })),
+  const title = el("h2", { class: "sp-title" });
+  const closeButton = el("button", { type: "button", class: "sp-icon", text: "\u00d7",
+    onclick: () => (onClose ? onClose() : controller.hide()) });
+  const exportBackupButton = el("button", { type: "button", class: "sp-btn", onclick: () => exportBackup() });
+  const includeKeysText = el("span");
+  const importBackupButton = el("button", { type: "button", class: "sp-btn", onclick: () => fileInput.click() });
+  const panel = el("section", { class: "sp" },
+    el("header", { class: "sp-head" }, title, closeButton),
     el("div", { class: "sp-searchbar" }, search),
     alertBox,
     list,
     empty,
     el("footer", { class: "sp-foot" },
       el("div", { class: "sp-backup" },
-        el("button", { type: "button", class: "sp-btn", text: "Export backup", onclick: () => exportBackup() }),
-        el("label", { class: "sp-check-label" }, includeKeys, " Include API keys")),
-      el("button", { type: "button", class: "sp-btn", text: "Import backup", onclick: () => fileInput.click() }),
+        exportBackupButton,
+        el("label", { class: "sp-check-label" }, includeKeys, " ", includeKeysText)),
+      importBackupButton,
       fileInput, status),
     toast);
+
+  // The words of what stays (rows are built with theirs): at mount, and when the language changes.
+  function paintWords() {
+    search.setAttribute("aria-label", t("sessions_search"));
+    search.placeholder = t("sessions_search");
+    list.setAttribute("aria-label", t("sessions_list"));
+    undoButton.textContent = t("sessions_undo");
+    panel.setAttribute("aria-label", t("sessions_title"));
+    title.textContent = t("sessions_title");
+    closeButton.setAttribute("aria-label", t("sessions_close"));
+    exportBackupButton.textContent = t("sessions_export_backup");
+    includeKeysText.textContent = t("sessions_include_keys");
+    importBackupButton.textContent = t("sessions_import_backup");
+    moreButton.textContent = t("sessions_show_more");
+  }
   root.classList.add("sp-root");
   root.replaceChildren(panel);
 
   function showError(error) {
-    alertBox.textContent = error?.message || "Something went wrong. Try again.";
+    alertBox.textContent = error?.message || t("sessions_failed");
   }
   function clearError() { alertBox.textContent = ""; }
 
@@ -166,8 +184,13 @@ export function mountSessionsPanel(root, options) {
   let shown = 0;
   let lastQuery = "";
   let lastMatched = null;
-  const more = el("li", { class: "sp-more", role: "presentation" },
-    el("button", { type: "button", class: "sp-btn sp-small", text: "Show more sessions", onclick: () => appendPage() }));
+  const moreButton = el("button", { type: "button", class: "sp-btn sp-small", onclick: () => appendPage() });
+  const more = el("li", { class: "sp-more", role: "presentation" }, moreButton);
+  paintWords();
+  const stopLanguage = onLanguageChange(() => {
+    paintWords();
+    if (!destroyed && !root.hidden && renaming === null) render();
+  });
   const observer = globalThis.IntersectionObserver
     ? new IntersectionObserver((seen) => { if (seen.some((s) => s.isIntersecting)) appendPage(); }, { root: null })
     : null;
@@ -200,8 +223,8 @@ export function mountSessionsPanel(root, options) {
     empty.hidden = matched.length > 0;
     const pending = queryWords(query).length ? digestsPending() : 0;
     empty.textContent = entries.length === 0
-      ? "No saved sessions yet. \u201cNew session\u201d keeps the current conversation here."
-      : `No session matches \u201c${query.trim()}\u201d${pending ? ` yet (still reading ${pending} sessions)` : ""}.`;
+      ? t("sessions_none", t("panel_new_session"))
+      : pending ? tPlural("sessions_no_match_pending", pending, query.trim()) : t("sessions_no_match", query.trim());
     restoreFocus(focused);
   }
 
@@ -219,39 +242,37 @@ export function mountSessionsPanel(root, options) {
 
   function rowElement(row) {
     const name = row.id === renaming ? renameField(row) : el("span", { class: "sp-name" }, marked(row.name, row.highlights.name));
-    const exportMenu = el("div", { class: "sp-menu", role: "menu", hidden: true, "aria-label": "Export format",
+    const exportMenu = el("div", { class: "sp-menu", role: "menu", hidden: true, "aria-label": t("sessions_export_format"),
       onkeydown: (event) => menuKey(event, exportButton, exportMenu) },
       el("button", { type: "button", role: "menuitem", text: "Markdown", onclick: () => exportSession(row, "markdown", exportMenu) }),
       el("button", { type: "button", role: "menuitem", text: "JSON", onclick: () => exportSession(row, "json", exportMenu) }));
-    const exportButton = el("button", { type: "button", class: "sp-btn sp-small", text: "Export",
+    const exportButton = el("button", { type: "button", class: "sp-btn sp-small", text: t("sessions_export"),
       "aria-haspopup": "menu", "aria-expanded": "false", "data-action": "export",
       onclick: () => toggleMenu(exportButton, exportMenu) });
     return el("li", { class: `sp-item${row.pinned ? " sp-pinned" : ""}${row.damaged ? " sp-damaged" : ""}`,
       role: "listitem", "data-id": row.id },
       el("div", { class: "sp-line" },
         name,
-        row.pinned ? el("span", { class: "sp-badge", text: "Pinned" }) : null,
-        row.damaged ? el("span", { class: "sp-badge sp-badge-damaged", text: "damaged",
-          title: row.damagedReason === "missing"
-            ? "Its saved text is missing; it cannot be opened."
-            : "Its saved text cannot be read; it is kept as it is." }) : null),
-      el("time", { class: "sp-date", text: when(row) }),
+        row.pinned ? el("span", { class: "sp-badge", text: t("sessions_pinned") }) : null,
+        row.damaged ? el("span", { class: "sp-badge sp-badge-damaged", text: t("sessions_damaged"),
+          title: row.damagedReason === "missing" ? t("sessions_damaged_missing") : t("sessions_damaged_unreadable") }) : null),
+      dateElement(row),
       row.preview ? el("p", { class: "sp-preview" }, marked(row.preview, row.highlights.preview)) : null,
       el("div", { class: "sp-actions" },
-        el("button", { type: "button", class: "sp-btn sp-small sp-primary", text: "Open", "data-action": "open",
+        el("button", { type: "button", class: "sp-btn sp-small sp-primary", text: t("sessions_open"), "data-action": "open",
           onclick: () => openSession(row) }),
-        el("button", { type: "button", class: "sp-btn sp-small", text: "Rename", "data-action": "rename",
+        el("button", { type: "button", class: "sp-btn sp-small", text: t("sessions_rename"), "data-action": "rename",
           onclick: () => { renaming = row.id; render(); } }),
-        el("button", { type: "button", class: "sp-btn sp-small", text: row.pinned ? "Unpin" : "Pin", "data-action": "pin",
+        el("button", { type: "button", class: "sp-btn sp-small", text: row.pinned ? t("sessions_unpin") : t("sessions_pin"), "data-action": "pin",
           onclick: () => mutate("session.pin", { id: row.id, pinned: !row.pinned }) }),
-        el("button", { type: "button", class: "sp-btn sp-small sp-danger", text: "Delete", "data-action": "delete",
+        el("button", { type: "button", class: "sp-btn sp-small sp-danger", text: t("sessions_delete"), "data-action": "delete",
           onclick: () => deleteSession(row) }),
         el("span", { class: "sp-menu-wrap" }, exportButton, exportMenu)));
   }
 
   function renameField(row) {
     let done = false;
-    const input = el("input", { type: "text", class: "sp-rename", value: row.name, "aria-label": "Session name",
+    const input = el("input", { type: "text", class: "sp-rename", value: row.name, "aria-label": t("sessions_name"),
       "data-action": "rename",
       onkeydown: async (event) => {
         if (event.key === "Enter") {
@@ -323,7 +344,7 @@ export function mountSessionsPanel(root, options) {
     forgetEntry(row.id);  // onChanged confirms
     render();
     clearTimeout(toastTimer);
-    toastText.textContent = `Deleted \u201c${row.name}\u201d.`;
+    toastText.textContent = t("sessions_deleted", row.name);
     toast.hidden = false;
     undoButton.onclick = async () => {
       toast.hidden = true;
@@ -351,14 +372,14 @@ export function mountSessionsPanel(root, options) {
   }
 
   async function exportBackup() {
-    status.textContent = "Preparing the backup\u2026";
+    status.textContent = t("sessions_preparing_backup");
     const file = await runBackup(() => streamExport({
       includeApiKeys: includeKeys.checked,
       onProgress: ({ sessions, total }) => {
-        status.textContent = `Exporting ${sessions.toLocaleString()} of ${total.toLocaleString()} sessions\u2026`;
+        status.textContent = tPlural("sessions_exporting", total, formatNumber(sessions));
       },
     }));
-    status.textContent = file ? `Saved ${file.filename} (${megabytes(file.blob.size)}).` : "";
+    status.textContent = file ? t("sessions_saved_file", file.filename, formatSize(file.blob.size)) : "";
     if (file) downloadBlob(file.blob, file.filename);
   }
 
@@ -366,11 +387,13 @@ export function mountSessionsPanel(root, options) {
     const file = fileInput.files?.[0];
     fileInput.value = "";
     if (!file) return;
-    status.textContent = "Importing\u2026";
+    status.textContent = t("sessions_importing");
     const result = await runBackup(() => streamImport(file, {
       onProgress: ({ bytes, size, sessions }) => {
-        const read = size ? ` (${Math.floor((100 * bytes) / size)}% of ${megabytes(size)})` : "";
-        status.textContent = `Importing: ${sessions.toLocaleString()} sessions read${read}\u2026`;
+        const share = formatNumber(Math.floor((100 * bytes) / size) / 100, { style: "percent" });
+        status.textContent = size
+          ? tPlural("sessions_importing_read_of", sessions, share, formatSize(size))
+          : tPlural("sessions_importing_read", sessions);
       },
     }));
     status.textContent = result ? result.message : "";
@@ -404,6 +427,7 @@ export function mountSessionsPanel(root, options) {
       observer?.disconnect();
       stopFollowing();
       stopDigests();
+      stopLanguage();
       document.removeEventListener("click", onDocumentClick);
       root.replaceChildren();
       if (lastMounted === controller) lastMounted = null;

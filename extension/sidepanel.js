@@ -31,10 +31,12 @@
 // panel/explain.js       runs the turn the context menu's "Explain with Margin" queued
 // panel/unsaved.js       answers whose save failed: "Not saved", Copy, Retry save
 // panel/code_runs.js     "Run" on an answer's Python blocks, in the code sandbox; their output
+// panel/words.js         the panel's words: static HTML translated, the language followed live
 // panel/render_cache.js  the kept render: the newest answers' sanitized HTML, for the next first paint
 // early_read.js          the first paint's storage read, started while these modules load
 
 import { call, idle } from "./ui_common.js";
+import * as i18n from "./i18n.js";
 import { FIRST_PAINT_KEYS } from "./early_read.js";
 import { init as initState, KEYS, moduleStartedAt, ui, state, showAlert } from "./panel/state.js";
 import * as turn from "./panel/turn.js";
@@ -45,11 +47,13 @@ import * as unsaved from "./panel/unsaved.js";
 import * as header from "./panel/header.js";
 import * as explain from "./panel/explain.js";
 import * as codeRuns from "./panel/code_runs.js";
+import * as words from "./panel/words.js";
 
 const PING_GRACE_MS = 250;
 
 function wirePanel() {
   initState();
+  words.init();
   turn.init({ refreshFromStorage: conversation.refreshFromStorage });
   composer.init();
   attachments.init();
@@ -81,6 +85,9 @@ const providerList = (value) => (Array.isArray(value) ? value : []);
 
 async function firstPaint() {
   const changesBefore = state.historyChanges;
+  // The words come before the first paint: the setting read (and its catalogue, if Chrome's differs).
+  await languageRead;
+  words.relabel();
   let stored = {};
   let storageReadAt = null;
   try {
@@ -90,7 +97,7 @@ async function firstPaint() {
     stored = read && !early.changed ? read : await chrome.storage.local.get(FIRST_PAINT_KEYS);
     storageReadAt = performance.now();
   } catch {
-    showAlert("Margin could not read its saved conversation. Reload the panel; your data is not changed.");
+    showAlert(i18n.t("panel_read_failed"));
   }
   state.providers = providerList(stored[KEYS.providers]);
   state.activeProviderId = stored[KEYS.activeProviderId] ?? null;
@@ -121,7 +128,7 @@ async function firstPaint() {
 
 async function wakePython() {
   const slow = setTimeout(() => {
-    ui.pythonStatusText.textContent = "Starting Python…";
+    ui.pythonStatusText.textContent = i18n.t("panel_starting_python");
     ui.pythonStatus.hidden = false;
   }, PING_GRACE_MS);
   try {
@@ -145,6 +152,8 @@ function preloadSessionsIndex() {
     .catch((error) => console.warn("sessions preload failed:", error)));
 }
 
+// The language setting is read while the modules wire and storage is read (panel/words.js).
+const languageRead = i18n.start();
 wirePanel();
 // Follow storage before reading it: a change that lands while we read must not be missed.
 followStorage();

@@ -18,19 +18,15 @@
 
 import { CONTRACT } from "../generated/contract.js";
 import { call, el, svg } from "../ui_common.js";
+import { t, tPlural, formatNumber } from "../i18n.js";
 import { $, ui, state, events, recordText, showAlert, clearAlert, announce } from "./state.js";
 import { agedIndices, summaryOf } from "./slimming.js";
 import { summaryKey, summaryProgress, startSummary, cancelSummary } from "./summaries.js";
 
 const PREFIX = CONTRACT.pageContextPrefix;
-const KIND_NAMES = { page: "Attached page", video: "Attached video", selection: "Selected text" };
-// Made at first use: the first Intl object of a page loads ICU data (~100 ms under load), which
-// the first paint does not need.
-let numberFormat = null;
-function formatNumber(n) {
-  if (numberFormat === null) numberFormat = new Intl.NumberFormat();
-  return numberFormat.format(n);
-}
+// The card's kind, as its accessible name begins ("Attached page: <title>").
+const KIND_KEYS = { page: "panel_kind_page", video: "panel_kind_video", selection: "panel_kind_selection" };
+const kindName = (kind) => t(KIND_KEYS[kind] || KIND_KEYS.page);
 
 const attachButton = $("attach-page");
 const viewer = $("text-viewer");
@@ -39,6 +35,10 @@ const viewerBody = $("text-viewer-body");
 
 export function init() {
   events.addEventListener("summary-changed", (event) => repaintCards(event.detail.key));
+  events.addEventListener("language-changed", () => {
+    paintAttachTitle();
+    updateComposerHint(state.history);
+  });
   $("text-viewer-close").append(svg("close"));
   $("text-viewer-close").addEventListener("click", () => viewer.close());
   viewer.addEventListener("close", () => (viewerBody.textContent = ""));
@@ -51,9 +51,14 @@ export function init() {
     if (command === "attach-page") attachPage();
   });
   chrome.commands?.getAll?.().then((commands) => {
-    const shortcut = commands.find((c) => c.name === "attach-page")?.shortcut;
-    attachButton.title = shortcut ? `Attach page (${shortcut})` : "Attach page: the text of the page you are looking at";
+    attachShortcut = commands.find((c) => c.name === "attach-page")?.shortcut || "";
+    paintAttachTitle();
   }, () => {});
+}
+
+let attachShortcut = "";
+function paintAttachTitle() {
+  attachButton.title = attachShortcut ? t("panel_attach_page_shortcut", attachShortcut) : t("panel_attach_page_hint");
 }
 
 export function isAttachment(record) {
@@ -101,32 +106,29 @@ export function attachmentSignature(record, waiting) {
 function metaLine(meta, record) {
   const parts = [];
   if (meta.site) parts.push(meta.site);
-  if (meta.kind === "video" && record.video?.transcript?.cues) parts.push("transcript");
-  parts.push(`${formatNumber(meta.chars ?? recordText(record).length)} characters`);
-  if (meta.truncated) parts.push(`cut at ${formatNumber(meta.chars)} of ${formatNumber(meta.originalChars)}`);
+  if (meta.kind === "video" && record.video?.transcript?.cues) parts.push(t("panel_meta_transcript"));
+  parts.push(tPlural("panel_meta_characters", meta.chars ?? recordText(record).length));
+  if (meta.truncated) parts.push(t("panel_meta_cut", formatNumber(meta.chars), formatNumber(meta.originalChars)));
   return parts.join(" · ");
 }
 
-const summarizingText = (chars) => `Summarizing… ${formatNumber(chars)} characters`;
+const summarizingText = (chars) => tPlural("panel_summarizing", chars);
 
-const SLIMMING_TEXT = {
-  aged: "The model now gets a short note instead of this page.",
-  summarized: "The model gets a summary of this page.",
-};
+const SLIMMING_KEYS = { aged: "panel_slimming_aged", summarized: "panel_slimming_summarized" };
 
 function slimmingLine(record, slimming, title) {
   if (!slimming) return null;
   const key = summaryKey(record.attachment);
-  const text = slimming === "summarizing" ? summarizingText(summaryProgress(key)) : SLIMMING_TEXT[slimming];
+  const text = slimming === "summarizing" ? summarizingText(summaryProgress(key)) : t(SLIMMING_KEYS[slimming]);
   const line = el("div", { class: "att-slimming" }, el("span", { class: "att-slimming-text", text }));
   const button = (label, hint, onClick) => {
     const node = el("button", { type: "button", class: "btn ghost small", text: label, title: hint });
     node.addEventListener("click", () => onClick(node));
     line.append(node);
   };
-  if (slimming === "summarizing") button("Cancel summary", "Stop the summary: the model gets the whole page", () => cancelSummary(key));
-  if (slimming === "aged") button("Attach again", "Attach this page again, so the model gets all of it", (node) => attachAgain(record, node));
-  if (summaryOf(record)) button("View summary", "View the summary the model gets", () => openViewer(`Summary: ${title}`, summaryOf(record).text));
+  if (slimming === "summarizing") button(t("panel_cancel_summary"), t("panel_cancel_summary_hint"), () => cancelSummary(key));
+  if (slimming === "aged") button(t("panel_attach_again"), t("panel_attach_again_hint"), (node) => attachAgain(record, node));
+  if (summaryOf(record)) button(t("panel_view_summary"), t("panel_view_summary_hint"), () => openViewer(t("panel_summary_of", title), summaryOf(record).text));
   return line;
 }
 
@@ -134,8 +136,8 @@ const SAFE_LINK = /^(https?|file):/i;
 
 export function buildAttachmentCard(record, index, { waiting }) {
   const meta = record.attachment;
-  const kind = KIND_NAMES[meta.kind] ? meta.kind : "page";
-  const title = meta.title || meta.site || meta.url || "Untitled page";
+  const kind = KIND_KEYS[meta.kind] ? meta.kind : "page";
+  const title = meta.title || meta.site || meta.url || t("panel_untitled_page");
   const slimming = slimmingOf(record);
   const heading = SAFE_LINK.test(meta.url || "")
     ? el("a", { class: "att-title", href: meta.url, target: "_blank", rel: "noopener noreferrer", title: meta.url, text: title })
@@ -148,18 +150,18 @@ export function buildAttachmentCard(record, index, { waiting }) {
     {
       class: `attachment-card${waiting ? " waiting" : ""}`,
       role: "group",
-      "aria-label": `${KIND_NAMES[kind]}: ${title}`,
+      "aria-label": t("panel_card_name", kindName(kind), title),
       dataset: { index: String(index), kind, slimming, summaryKey: summaryKey(meta) },
     },
     el("span", { class: "att-icon", "aria-hidden": "true" }, svg(kind === "video" ? "video" : kind === "selection" ? "quote" : "page")),
     body,
   );
   const actions = el("div", { class: "att-actions" });
-  const view = el("button", { type: "button", class: "btn ghost icon", "aria-label": "View text", title: "View the page's text as it was attached" }, svg("eye"));
+  const view = el("button", { type: "button", class: "btn ghost icon", "aria-label": t("panel_view_text"), title: t("panel_view_text_hint") }, svg("eye"));
   view.addEventListener("click", () => openViewer(title, recordText(record)));
   actions.append(view);
   if (waiting) {
-    const remove = el("button", { type: "button", class: "btn ghost icon", "aria-label": "Remove attachment", title: "Remove it before you ask" }, svg("close"));
+    const remove = el("button", { type: "button", class: "btn ghost icon", "aria-label": t("panel_remove_attachment"), title: t("panel_remove_attachment_hint") }, svg("close"));
     remove.addEventListener("click", () => removeAttachment(index, meta.url, remove));
     actions.append(remove);
   }
@@ -191,7 +193,7 @@ async function removeAttachment(index, url, button) {
   button.disabled = true;
   try {
     await call("attachment.remove", { index, url });
-    announce("Attachment removed");
+    announce(t("panel_attachment_removed"));
     ui.message.focus();
   } catch (error) {
     button.disabled = false;
@@ -205,7 +207,7 @@ async function attachAgain(record, button) {
   button.disabled = true;
   try {
     const result = await call("attachment.reattach", { capturedAt: record.attachment.capturedAt, url: record.attachment.url });
-    announce(result.duplicate ? "This page is already attached" : `Attached again: ${result.attachment.title || result.attachment.site}`);
+    announce(result.duplicate ? t("panel_already_attached") : t("panel_attached_again", result.attachment.title || result.attachment.site));
     if (result.summarize) startSummary(result.attachment);
     ui.message.focus();
   } catch (error) {
@@ -232,11 +234,11 @@ async function attachPage() {
   attachButton.disabled = true;
   attachButton.classList.add("busy");
   attachButton.setAttribute("aria-busy", "true");
-  const slow = setTimeout(() => announce("Reading the page…"), 400);
+  const slow = setTimeout(() => announce(t("panel_reading_page")), 400);
   try {
     const result = await call("tab.attach", {});
-    if (result.duplicate) announce("This page is already attached");
-    else announce(`${KIND_NAMES[result.attachment.kind] || "Attached"}: ${result.attachment.title || result.attachment.site}`);
+    if (result.duplicate) announce(t("panel_already_attached"));
+    else announce(t("panel_card_name", kindName(result.attachment.kind), result.attachment.title || result.attachment.site));
     if (result.summarize) startSummary(result.attachment);
   } catch (error) {
     showAlert(error.message);
@@ -252,7 +254,5 @@ async function attachPage() {
 // While pages wait for a question, the box says so.
 export function updateComposerHint(records) {
   const waiting = records.length - waitingFrom(records);
-  ui.message.placeholder = waiting
-    ? waiting === 1 ? "Ask about the attached page…" : `Ask about the ${waiting} attached pages…`
-    : "Ask anything…";
+  ui.message.placeholder = waiting ? tPlural("panel_ask_attached", waiting) : t("panel_ask_anything");
 }

@@ -8,6 +8,7 @@
 // 3. What counts as a timestamp is `findTimecodes` (timecodes.js, tested against a corpus).
 
 import { el, svg } from "../ui_common.js";
+import { t } from "../i18n.js";
 import { findTimecodes } from "./timecodes.js";
 
 const SKIP = "pre, code, a, button, kbd, samp";
@@ -43,8 +44,8 @@ function capsule(code, videoIndex) {
     {
       type: "button",
       class: "capsule",
-      "aria-label": `Seek to ${code.label}`,
-      title: `Seek the video to ${code.label}`,
+      "aria-label": t("panel_seek_to", code.label),
+      title: t("panel_seek_hint", code.label),
       dataset: { action: "seek", seconds: String(code.seconds), video: String(videoIndex) },
     },
     svg("play"),

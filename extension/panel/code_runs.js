@@ -15,6 +15,7 @@
 //    `data:image/png;base64,` URL checked here; nothing the code printed is parsed as HTML.
 import { CONTRACT } from "../generated/contract.js";
 import { call, el } from "../ui_common.js";
+import { t, tPlural, formatNumber } from "../i18n.js";
 import { ui, state } from "./state.js";
 
 const CHANNEL = "margin-sandbox";
@@ -42,7 +43,7 @@ function addStyles() {
 
 function sandboxFrame() {
   if (frameReady) return frameReady;
-  frame = el("iframe", { src: "sandbox/sandbox.html", class: "code-sandbox", title: "Code sandbox", "aria-hidden": "true", tabindex: "-1" });
+  frame = el("iframe", { src: "sandbox/sandbox.html", class: "code-sandbox", title: t("panel_run_sandbox"), "aria-hidden": "true", tabindex: "-1" });
   frameReady = new Promise((resolve) => {
     frame.dataset.waiting = "1";
     frame.readyResolve = resolve;
@@ -74,7 +75,7 @@ function onMessage(event) {
   const text = typeof message.text === "string" ? message.text : "";
   if (message.type === "progress") setStatus(active.output, text);
   else if (message.type === "started") {
-    setStatus(active.output, "Running…");
+    setStatus(active.output, t("panel_run_running"));
     armWatchdog(timeLimitMs() + END_GRACE_MS);
   } else if (message.type === "stdout" || message.type === "stderr") appendStream(active, message.type, text);
   else if (message.type === "done") finish(message);
@@ -84,7 +85,7 @@ function armWatchdog(ms) {
   clearTimeout(active.watchdog);
   active.watchdog = setTimeout(() => {
     dropFrame();
-    finish({ status: "crashed", note: "The sandbox stopped answering and was restarted.", ms: 0 });
+    finish({ status: "crashed", note: t("panel_run_sandbox_restarted_note"), ms: 0 });
   }, ms);
 }
 
@@ -98,7 +99,7 @@ function blockIndex(wrapper) {
 function outputFor(wrapper) {
   let output = wrapper.nextElementSibling;
   if (!output?.classList.contains("code-run")) {
-    output = el("div", { class: "code-run", role: "group", "aria-label": "Output" });
+    output = el("div", { class: "code-run", role: "group", "aria-label": t("panel_run_output") });
     wrapper.after(output);
   }
   output.replaceChildren(el("p", { class: "code-run-status", role: "status" }));
@@ -125,7 +126,7 @@ function appendStream(run, stream, text) {
 async function start(wrapper, button) {
   if (active) {
     if (active.wrapper === wrapper) stop();
-    else setStatus(outputFor(wrapper), "Another block is running: stop it first.");
+    else setStatus(outputFor(wrapper), t("panel_run_another"));
     return;
   }
   const article = wrapper.closest("article");
@@ -137,7 +138,7 @@ async function start(wrapper, button) {
   const run = { block: blockIndex(wrapper), code, status: "ok", stdout: "", stderr: "", value: null, tables: [], figures: [], error: "", note: "", startedAt: Date.now(), ms: 0 };
   active = { id, wrapper, output, run, button, watchdog: 0 };
   setButton(button, true);
-  setStatus(output, frame?.readyResolve === null ? "Running…" : "Starting Python…");
+  setStatus(output, frame?.readyResolve === null ? t("panel_run_running") : t("panel_starting_python"));
   armWatchdog(START_GRACE_MS);
   await sandboxFrame();
   if (active?.id !== id) return;
@@ -149,7 +150,7 @@ async function start(wrapper, button) {
 
 function stop() {
   if (!active) return;
-  if (!active.posted) return finish({ status: "stopped", note: "Stopped.", ms: 0 });
+  if (!active.posted) return finish({ status: "stopped", note: t("panel_run_stopped_note"), ms: 0 });
   post({ type: "stop", id: active.id });
   armWatchdog(END_GRACE_MS);
 }
@@ -174,31 +175,33 @@ function finish(message) {
   paintRun(current.output, run);
   if (current.save?.createdAt === undefined) return;
   call("code.save_run", { ...current.save, run }).catch((error) => {
-    current.output.append(el("p", { class: "code-run-note", text: `Not saved: ${error.message}` }));
+    current.output.append(el("p", { class: "code-run-note", text: t("panel_run_not_saved", error.message) }));
   });
 }
 
 // --- Painting (rule 4) ---------------------------------------------------------------------------
 
-const STATUS_TEXT = { ok: "Done", error: "Error", timeout: "Time limit reached", stopped: "Stopped", crashed: "Sandbox restarted" };
+const STATUS_KEYS = { ok: "panel_run_done", error: "panel_run_error", timeout: "panel_run_timeout", stopped: "panel_stopped", crashed: "panel_run_crashed" };
 
 function tableNode(table) {
   const head = el("tr", {}, el("th", { text: "" }), ...table.columns.map((c) => el("th", { text: String(c) })));
   const rows = table.rows.map((row, i) => el("tr", {}, el("th", { text: String(table.index?.[i] ?? "") }), ...row.map((v) => el("td", { text: String(v) }))));
   const [count, width] = table.shape;
-  const caption = el("caption", { text: `${count} rows × ${width} columns${count > rows.length ? ` (first ${rows.length} shown)` : ""}` });
+  const size = t("panel_run_table_size", tPlural("panel_run_rows", count), tPlural("panel_run_columns", width));
+  const caption = el("caption", { text: count > rows.length ? t("panel_run_first_shown", size, formatNumber(rows.length)) : size });
   return el("div", { class: "table-scroll" }, el("table", { class: "code-run-table" }, caption, el("thead", {}, head), el("tbody", {}, ...rows)));
 }
 
 function figureNode(figure, i) {
-  const name = `Figure ${i + 1}`;
-  const img = el("img", { src: figure.dataUrl, alt: `${name} (${figure.width}×${figure.height})`, width: figure.width, height: figure.height });
-  const link = el("a", { href: figure.dataUrl, download: `figure-${i + 1}.png`, "aria-label": `Download figure ${i + 1}`, text: "Download PNG" });
+  const img = el("img", { src: figure.dataUrl, alt: t("panel_run_figure", formatNumber(i + 1), `${figure.width}×${figure.height}`), width: figure.width, height: figure.height });
+  const link = el("a", { href: figure.dataUrl, download: `figure-${i + 1}.png`, "aria-label": t("panel_run_download_figure", formatNumber(i + 1)), text: t("panel_run_download_png") });
   return el("figure", { class: "code-run-figure" }, img, el("figcaption", {}, link));
 }
 
 function paintRun(output, run) {
-  output.replaceChildren(el("p", { class: "code-run-status", role: "status", text: `${STATUS_TEXT[run.status] || run.status}${run.ms ? ` in ${(run.ms / 1000).toFixed(1)} s` : ""}` }));
+  const status = STATUS_KEYS[run.status] ? t(STATUS_KEYS[run.status]) : run.status;
+  const seconds = formatNumber(run.ms / 1000, { minimumFractionDigits: 1, maximumFractionDigits: 1 });
+  output.replaceChildren(el("p", { class: "code-run-status", role: "status", text: run.ms ? t("panel_run_status_in", status, seconds) : status }));
   output.dataset.status = run.status;
   if (run.stdout) output.append(el("pre", { class: "code-run-stdout", text: run.stdout }));
   if (run.stderr) output.append(el("pre", { class: "code-run-stderr", text: run.stderr }));
@@ -215,8 +218,8 @@ function paintRun(output, run) {
 
 function setButton(button, running) {
   if (!button?.isConnected) return;
-  button.textContent = running ? "Stop" : "Run";
-  button.setAttribute("aria-label", running ? "Stop" : "Run");
+  button.textContent = running ? t("panel_stop") : t("panel_run");
+  button.setAttribute("aria-label", running ? t("panel_stop") : t("panel_run"));
   button.classList.toggle("is-running", running);
 }
 
@@ -228,7 +231,7 @@ function decorate(wrapper) {
   const language = (code?.className.match(/language-([\w+#.-]+)/) || [])[1] || "";
   if (!PYTHON.test(language)) return;
   wrapper.dataset.runnable = "1";
-  const button = el("button", { type: "button", class: "btn ghost code-run-button", "aria-label": "Run", text: "Run" });
+  const button = el("button", { type: "button", class: "btn ghost code-run-button", "aria-label": t("panel_run"), text: t("panel_run") });
   button.addEventListener("click", () => start(wrapper, button));
   wrapper.querySelector(".code-head")?.append(button);
   const record = state.history[Number(article.dataset.index)];

@@ -9,11 +9,13 @@
 //    enforces) are refused with a sentence saying what to do.
 // 3. Edit mode keeps the draft that was in the box and restores it on Cancel / Esc. It remembers the
 //    edited record's signature: when that record changes under it, edit mode ends (conversation.js).
+//    Cancel and Esc give the focus back to where the edit began (the bubble's "Edit").
 // 4. The Send button follows `state.turnState` ("turn-state"): "Send" while idle, "Stop" while a
 //    turn runs, disabled while it is stopping. A new turn starts only while idle.
 
 import { CONTRACT } from "../generated/contract.js";
 import { call, el, svg } from "../ui_common.js";
+import { t, formatNumber } from "../i18n.js";
 import { $, ui, state, events, recordText, recordImages, recordSignature, showAlert } from "./state.js";
 import { startTurn, stopTurn } from "./turn.js";
 
@@ -31,6 +33,10 @@ export function init() {
   });
   paintSendButton();
   events.addEventListener("turn-state", paintSendButton);
+  events.addEventListener("language-changed", () => {
+    paintSendButton();
+    renderChips();
+  });
   events.addEventListener("turn-unsent", (event) => giveBack(event.detail.restore));
 
   $("attach-image").append(svg("image"));
@@ -43,7 +49,7 @@ export function init() {
   $("screenshot").append(svg("screenshot"));
   $("screenshot").addEventListener("click", takeScreenshot);
   followDrops();
-  $("edit-cancel").addEventListener("click", cancelEdit);
+  $("edit-cancel").addEventListener("click", () => cancelEdit());
 }
 
 // --- Composer ---------------------------------------------------------------------------------------
@@ -67,8 +73,8 @@ function onMessageKeydown(event) {
 function paintSendButton() {
   const running = state.turnState !== "idle";
   ui.send.replaceChildren(svg(running ? "stop" : "send"));
-  ui.send.setAttribute("aria-label", running ? "Stop" : "Send");
-  ui.send.title = running ? "Stop" : "Send (Enter)";
+  ui.send.setAttribute("aria-label", running ? t("panel_stop") : t("panel_send"));
+  ui.send.title = running ? t("panel_stop") : t("panel_send_enter");
   ui.send.classList.toggle("stopping", running);
   ui.send.disabled = state.turnState === "stopping";
 }
@@ -76,13 +82,13 @@ function paintSendButton() {
 function renderChips() {
   ui.chips.replaceChildren(
     ...state.attachments.map((attachment, i) => {
-      const img = el("img", { alt: attachment.alt || attachment.name || "Attached image" });
+      const img = el("img", { alt: attachment.alt || attachment.name || t("panel_attached_image") });
       // Chrome cannot show some formats the model can still get (converted): TIFF, HEIC, ...
       img.addEventListener("error", () => img.replaceWith(chipWithoutPreview(attachment)), { once: true });
       img.src = attachment.dataUrl;
       const remove = el(
         "button",
-        { type: "button", class: "chip-remove", "aria-label": "Remove image", title: `Remove ${attachment.name || "image"}` },
+        { type: "button", class: "chip-remove", "aria-label": t("panel_remove_image"), title: t("panel_remove_named", attachment.name || t("panel_image_word")) },
         svg("close"),
       );
       remove.addEventListener("click", () => {
@@ -100,7 +106,7 @@ function chipWithoutPreview(attachment) {
   const type = /^data:image\/([\w.+-]+)/i.exec(attachment.dataUrl || "")?.[1] || "image";
   return el(
     "span",
-    { class: "chip-no-preview", title: `${attachment.name || "Image"}: no preview in this browser` },
+    { class: "chip-no-preview", title: t("panel_chip_no_preview", attachment.name || t("panel_image")) },
     svg("image"),
     el("span", { text: type.replace(/^x-/, "").toUpperCase().slice(0, 5) }),
   );
@@ -117,20 +123,20 @@ function readAsDataUrl(file) {
 
 async function addFiles(files, source) {
   for (const file of files) {
-    const name = file.name || "image";
+    const name = file.name || t("panel_image_word");
     if (!file.type.startsWith("image/")) {
-      showAlert(`“${name}” is not an image. Attach a picture such as a PNG, JPEG, GIF or WebP file.`);
+      showAlert(t("panel_not_an_image", name));
       continue;
     }
     if (file.size > MAX_IMAGE_BYTES) {
-      showAlert(`“${name}” is larger than ${MAX_IMAGE_MB} MB. Attach a smaller image or a screenshot of it.`);
+      showAlert(t("panel_image_too_large", name, formatNumber(MAX_IMAGE_MB)));
       continue;
     }
     try {
       const dataUrl = await readAsDataUrl(file);
       state.attachments.push({ dataUrl, name, source });
     } catch {
-      showAlert(`Margin could not read “${name}”. Try saving it to disk and attaching it again.`);
+      showAlert(t("panel_image_unreadable", name));
     }
   }
   renderChips();
@@ -143,8 +149,8 @@ async function takeScreenshot(event) {
     const shot = await call("tab.screenshot", {});
     state.attachments.push({
       dataUrl: shot.dataUrl,
-      name: shot.name || "Screenshot",
-      alt: shot.title ? `Screenshot of ${shot.title}` : "Screenshot",
+      name: shot.name || t("panel_screenshot"),
+      alt: shot.title ? t("panel_screenshot_of", shot.title) : t("panel_screenshot"),
       source: "screenshot",
       capturedAt: shot.capturedAt,
     });
@@ -196,7 +202,7 @@ function followDrops() {
 function attachmentsOf(record) {
   return recordImages(record).map((part, i) => ({
     dataUrl: part.image_url.url,
-    name: part.meta?.name || `Image ${i + 1}`,
+    name: part.meta?.name || t("panel_image_numbered", formatNumber(i + 1)),
     alt: part.meta?.alt,
     source: part.meta?.source || "file",
   }));
@@ -205,6 +211,8 @@ function attachmentsOf(record) {
 export function startEdit(index, record) {
   if (state.turnState !== "idle") return;
   state.editing ??= { draftText: ui.message.value, draftAttachments: state.attachments };
+  const from = document.activeElement;
+  state.editing.returnTo = from && ui.history.contains(from) ? from : null;
   state.editing.index = index;
   state.editing.sig = recordSignature(record);
   ui.message.value = recordText(record);
@@ -239,12 +247,15 @@ function giveBack(restore) {
   }
 }
 
-export function cancelEdit() {
+// `returnFocus`: back to where the edit began (Cancel, Esc); otherwise the box keeps it.
+export function cancelEdit({ returnFocus = true } = {}) {
   if (!state.editing) return;
+  const returnTo = returnFocus ? state.editing.returnTo : null;
   ui.message.value = state.editing.draftText;
   state.attachments = state.editing.draftAttachments;
   leaveEditMode();
-  ui.message.focus();
+  if (returnTo?.isConnected) returnTo.focus();
+  else ui.message.focus();
 }
 
 function leaveEditMode() {

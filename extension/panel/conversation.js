@@ -26,6 +26,7 @@
 //    slice per task, as if it streamed in.
 
 import { call, el, svg, copyText, idle } from "../ui_common.js";
+import { t, formatNumber } from "../i18n.js";
 import { markdownModule, loadMarkdown } from "../markdown_lite.js";
 import { cachedFragment, keepRenders, recordKey, MAX_ENTRIES, MAX_ENTRY_CHARS } from "./render_cache.js";
 import { KEYS, $, ui, state, events, recordText, recordImages, recordSignature, scrollToBottom, announce, showAlert } from "./state.js";
@@ -34,10 +35,9 @@ import { startTurn, reconcileStreamingWithHistory, takeStreamedRender } from "./
 import { isAttachment, isVideoRecord, waitingFrom, attachmentSignature, buildAttachmentCard, updateComposerHint } from "./attachments.js";
 import { addCapsules } from "./capsules.js";
 import { usageLine } from "./usage.js";
-import { unsavedAfter } from "./unsaved.js";
+import { unsavedAfter, forgetUnsavedNodes } from "./unsaved.js";
 
 const EAGER_BUBBLES = 12;
-const INCOMPLETE_NOTE = "Incomplete: the connection broke.";
 const EAGER_IMAGE_BUBBLES = 12;
 
 export function init() {
@@ -52,6 +52,12 @@ export function init() {
   ui.conversation.addEventListener("click", onAction);
   events.addEventListener("live-changed", updateEmptyState);
   events.addEventListener("unsaved-changed", () => applyHistory(state.history));
+  // Another language: every bubble and card is built again in it (their labels are built in).
+  events.addEventListener("language-changed", () => {
+    forgetUnsavedNodes();
+    state.bubbles = [];
+    applyHistory(state.history);
+  });
 
   $("viewer-close").append(svg("close"));
   $("viewer-close").addEventListener("click", () => ui.viewer.close());
@@ -95,15 +101,15 @@ const lazyImages = new IntersectionObserver(
 
 function imageThumb(part, index, lazy) {
   const url = part.image_url.url;
-  const alt = part.meta?.alt || part.meta?.name || `Attached image ${index + 1}`;
+  const alt = part.meta?.alt || part.meta?.name || t("panel_attached_image_numbered", formatNumber(index + 1));
   if (!/^data:image\//i.test(url)) {
-    return el("span", { class: "thumb missing", text: "Image unavailable" });
+    return el("span", { class: "thumb missing", text: t("panel_image_unavailable") });
   }
   const img = el("img", { alt, decoding: "async" });
   const dataset = { action: "view-image" };
   // A thumbnail made by images.bound: the viewer opens the original stored under this key.
   if (typeof part.meta?.originalKey === "string") dataset.originalKey = part.meta.originalKey;
-  const button = el("button", { type: "button", class: "thumb", "aria-label": `Open image: ${alt}`, dataset }, img);
+  const button = el("button", { type: "button", class: "thumb", "aria-label": t("panel_open_image", alt), dataset }, img);
   img.addEventListener("error", () => showNoPreview(button, img, part.meta?.name || alt), { once: true });
   // Parsing a multi-megabyte data URL is not free: old bubbles get theirs when scrolled near.
   if (lazy) {
@@ -124,12 +130,12 @@ function showNoPreview(button, img, name) {
     { class: "no-preview" },
     svg("image"),
     el("span", { class: "no-preview-name", text: name }),
-    el("span", { class: "no-preview-note", text: "Preview not available" }),
+    el("span", { class: "no-preview-note", text: t("panel_preview_unavailable") }),
   );
   img.replaceWith(tile);
   button.classList.add("unpreviewable");
-  button.setAttribute("aria-label", `${name}: preview not available`);
-  button.title = `${name}: this browser cannot show a preview of this image`;
+  button.setAttribute("aria-label", t("panel_named_preview_unavailable", name));
+  button.title = t("panel_named_no_preview_hint", name);
 }
 
 // The sanitized HTML of the bubbles rendered from a record, for the kept render: node -> {key, html}.
@@ -215,16 +221,16 @@ function buildBubble(record, index, { regenerate, lite, deferImages, videoIndex,
     }
     if (videoIndex >= 0) article.dataset.video = String(videoIndex);
     body.append(content);
-    if (record.stopped) body.append(el("span", { class: "tag", text: "Stopped" }));
+    if (record.stopped) body.append(el("span", { class: "tag", text: t("panel_stopped") }));
     // A turn that failed mid-answer keeps what arrived (py/margin/chat.py rule 3); never let it look whole.
-    if (record.incomplete) body.append(el("p", { class: "answer-note", text: INCOMPLETE_NOTE }));
+    if (record.incomplete) body.append(el("p", { class: "answer-note", text: t("panel_incomplete") }));
   }
   const actions = el("div", { class: "actions" });
-  const copy = actionButton("copy", "Copy", "copy");
-  copy.append(el("span", { class: "copied", "aria-hidden": "true", text: "Copied" }));
+  const copy = actionButton("copy", t("panel_copy"), "copy");
+  copy.append(el("span", { class: "copied", "aria-hidden": "true", text: t("panel_copied") }));
   actions.append(copy);
-  if (role === "user") actions.append(actionButton("edit", "Edit", "edit"));
-  if (regenerate) actions.append(actionButton("regenerate", "Regenerate", "regenerate"));
+  if (role === "user") actions.append(actionButton("edit", t("panel_edit"), "edit"));
+  if (regenerate) actions.append(actionButton("regenerate", t("panel_regenerate"), "regenerate"));
   article.append(body);
   const usage = role === "assistant" ? usageLine(record) : "";
   if (usage) article.append(el("p", { class: "usage-line", text: usage }));
@@ -406,7 +412,7 @@ export function applyHistory(raw, { initial = false } = {}) {
   if (stickToBottom) scrollToBottom();
   // The message being edited changed or went away (another session was opened, say): "Send" must
   // not replace whatever now sits at that index.
-  if (state.editing && recordSignature(state.history[state.editing.index]) !== state.editing.sig) cancelEdit();
+  if (state.editing && recordSignature(state.history[state.editing.index]) !== state.editing.sig) cancelEdit({ returnFocus: false });
 }
 
 export function updateEmptyState() {
@@ -434,7 +440,7 @@ async function onAction(event) {
     case "copy": {
       const text = record ? recordText(record) : state.turn?.text ?? "";
       if (await copyText(text)) flashCopied(button);
-      else showAlert("Margin could not reach the clipboard. Select the text and copy it with Ctrl+C.");
+      else showAlert(t("panel_clipboard_failed"));
       break;
     }
     case "copy-code": {
@@ -461,7 +467,7 @@ async function seek(button) {
   button.disabled = true;
   try {
     const result = await call("video.seek", { index: Number(button.dataset.video), seconds: Number(button.dataset.seconds) });
-    if (result.how === "reopened") announce("The video's tab was closed: it was opened again at that time");
+    if (result.how === "reopened") announce(t("panel_video_reopened"));
   } catch (error) {
     showAlert(error.message);
   } finally {
@@ -471,7 +477,7 @@ async function seek(button) {
 
 function flashCopied(button) {
   button.classList.add("is-copied");
-  announce("Copied");
+  announce(t("panel_copied"));
   clearTimeout(button._copiedTimer);
   button._copiedTimer = setTimeout(() => button.classList.remove("is-copied"), 1500);
 }
@@ -499,7 +505,7 @@ async function openViewer(button) {
   try {
     blob = dataUrlBlob((await call("images.original", { key })).dataUrl);
   } catch {
-    if (opening === viewerOpening) announce("The full-size copy of this image is gone: showing the thumbnail");
+    if (opening === viewerOpening) announce(t("panel_original_gone"));
     return;
   }
   if (opening !== viewerOpening || !ui.viewer.open) return; // closed or reopened meanwhile

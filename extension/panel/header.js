@@ -11,7 +11,8 @@
 // 4. `init()` wires the buttons and Esc.
 
 import { call, svg, openOptions } from "../ui_common.js";
-import { $, ui, state, scrollToBottom, announce, showAlert } from "./state.js";
+import { t } from "../i18n.js";
+import { $, ui, state, events, scrollToBottom, announce, showAlert } from "./state.js";
 import { updateEmptyState } from "./conversation.js";
 import { cancelEdit } from "./composer.js";
 import { stopTurn } from "./turn.js";
@@ -20,12 +21,12 @@ import * as modelMenu from "./model_menu.js";
 export function paintModel() {
   const active = state.providers.find((p) => p?.id === state.activeProviderId) || null;
   if (active) {
-    ui.model.textContent = [active.name, active.model].filter(Boolean).join(" · ") || "Model not set";
-    ui.model.title = `${modelMenu.itemName(active)}: switch model`;
+    ui.modelCurrent.textContent = [active.name, active.model].filter(Boolean).join(" · ") || t("panel_model_not_set");
+    ui.model.title = t("panel_switch_model_of", modelMenu.itemName(active));
     ui.model.classList.remove("unset");
   } else {
-    ui.model.textContent = state.providers.length ? "Choose a provider" : "No provider";
-    ui.model.title = state.providers.length ? "Switch model" : "Set up a provider in Settings";
+    ui.modelCurrent.textContent = state.providers.length ? t("panel_choose_provider") : t("panel_no_provider");
+    ui.model.title = state.providers.length ? t("panel_switch_model") : t("panel_set_up_in_settings");
     ui.model.classList.add("unset");
   }
   updateEmptyState();
@@ -33,6 +34,7 @@ export function paintModel() {
 
 export function init() {
   modelMenu.init(paintModel);
+  events.addEventListener("language-changed", paintModel);
   $("open-options").append(svg("settings"));
   $("open-options").addEventListener("click", openOptions);
   $("setup-provider").addEventListener("click", openOptions);
@@ -52,9 +54,9 @@ async function startNewSession(event) {
   try {
     await stopTurn();
     await call("session.new", {});
-    if (state.editing) cancelEdit();
+    if (state.editing) cancelEdit({ returnFocus: false });
     closeSessions();
-    announce("New session started");
+    announce(t("panel_new_session_started"));
     ui.message.focus();
   } catch (error) {
     showAlert(error.message);
@@ -100,7 +102,7 @@ async function openSessions() {
   } catch (error) {
     console.error("sessions panel", error);
     closeSessions();
-    showAlert("The sessions panel could not be loaded. Reload the extension and try again.");
+    showAlert(t("panel_sessions_load_failed"));
   }
 }
 

@@ -10,11 +10,13 @@
 // 3. The menu is rebuilt from `state.providers` each time it opens, so it never shows a stale list.
 
 import { call, el, openOptions } from "../ui_common.js";
+import { t } from "../i18n.js";
 import { ui, state, announce, showAlert } from "./state.js";
 
 const menu = () => document.getElementById("model-menu");
 let repaint = () => {};
-export const itemName = (provider) => `${provider.name || "Provider"} — ${provider.model || "no model set"}`;
+export const itemName = (provider) =>
+  t("panel_model_item", provider.name || t("panel_provider"), provider.model || t("panel_no_model_set"));
 
 function items() {
   return [...menu().querySelectorAll("[role^=menuitem]")];
@@ -40,7 +42,7 @@ export function openMenu() {
     item.addEventListener("click", () => choose(provider));
     return item;
   });
-  const manage = el("button", { type: "button", role: "menuitem", class: "model-item manage", tabindex: "-1", text: "Manage providers…" });
+  const manage = el("button", { type: "button", role: "menuitem", class: "model-item manage", tabindex: "-1", text: t("panel_manage_providers") });
   manage.addEventListener("click", (event) => {
     closeMenu({ focusChip: false });
     openOptions(event);
@@ -66,7 +68,7 @@ async function choose(provider) {
     const value = await call("options.activate", { id: provider.id });
     state.activeProviderId = value?.activeProviderId ?? provider.id;
     repaint();
-    announce(`Margin now uses ${itemName(provider)}`);
+    announce(t("panel_now_uses", itemName(provider)));
   } catch (error) {
     showAlert(error.message);
   }

@@ -35,6 +35,7 @@ export const ui = {
   welcome: $("welcome"),
   welcomeSetup: $("welcome-setup"),
   model: $("model-name"),
+  modelCurrent: $("model-current"),
   message: $("message"),
   send: $("send"),
   composer: $("composer"),

@@ -17,12 +17,13 @@
 // 6. Nothing here registers a listener at import time: a pass's listeners are its port's.
 
 import { CONTRACT } from "../generated/contract.js";
+import { t } from "../i18n.js";
 import { emit, announce, showAlert } from "./state.js";
 
 const KEEPALIVE_MS = 20_000;
 const CANCEL_GRACE_MS = 4000;
 const QUIET_CODES = ["already_summarized", "summary_in_progress"];
-const LOST = "The connection to Margin's background worker was lost.";
+const lost = () => t("panel_summary_connection_lost");
 
 const passes = new Map(); // key -> {port, chars, title, keepAlive, cancelTimer, cancelled}
 
@@ -38,12 +39,12 @@ export function summaryProgress(key) {
 export function startSummary(card) {
   const key = summaryKey(card);
   if (passes.has(key)) return;
-  const title = card.title || card.site || card.url || "this page";
+  const title = card.title || card.site || card.url || t("panel_this_page");
   let port;
   try {
     port = chrome.runtime.connect({ name: CONTRACT.summaryPort });
   } catch {
-    showAlert(couldNotSummarize(title, LOST));
+    showAlert(couldNotSummarize(title, lost()));
     return;
   }
   const pass = { port, chars: 0, title, keepAlive: 0, cancelTimer: 0, cancelled: false };
@@ -58,10 +59,10 @@ export function startSummary(card) {
   port.onMessage.addListener((message) => onEvent(key, pass, message));
   port.onDisconnect.addListener(() => {
     void chrome.runtime.lastError;
-    end(key, pass, pass.cancelled ? { event: "cancelled" } : { event: "error", error: { message: LOST } });
+    end(key, pass, pass.cancelled ? { event: "cancelled" } : { event: "error", error: { message: lost() } });
   });
   port.postMessage({ capturedAt: card.capturedAt, url: card.url });
-  announce(`Summarizing “${title}”…`);
+  announce(t("panel_summarizing_title", title));
   emit("summary-changed", { key });
 }
 
@@ -95,15 +96,15 @@ function end(key, pass, outcome) {
   try {
     pass.port.disconnect();
   } catch {}
-  if (outcome.event === "done") announce(`Summary ready: “${pass.title}”`);
-  else if (outcome.event === "cancelled") showAlert(`Summary cancelled: “${pass.title}” is attached whole.`);
+  if (outcome.event === "done") announce(t("panel_summary_ready", pass.title));
+  else if (outcome.event === "cancelled") showAlert(t("panel_summary_cancelled", pass.title));
   else if (!QUIET_CODES.includes(outcome.error?.code)) {
-    showAlert(couldNotSummarize(pass.title, outcome.error?.message || "the model did not answer."));
+    showAlert(couldNotSummarize(pass.title, outcome.error?.message || t("panel_summary_no_answer")));
   }
   emit("summary-changed", { key });
 }
 
 function couldNotSummarize(title, reason) {
   const sentence = /[.!?]$/.test(reason.trim()) ? reason.trim() : `${reason.trim()}.`;
-  return `Margin could not summarize “${title}”: ${sentence} The page is attached whole.`;
+  return t("panel_summary_failed", title, sentence);
 }

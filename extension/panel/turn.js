@@ -18,12 +18,10 @@
 
 import { CONTRACT } from "../generated/contract.js";
 import { el } from "../ui_common.js";
+import { t } from "../i18n.js";
 import { markdownModule, loadMarkdown } from "../markdown_lite.js";
 import { postInPieces } from "../port_chunks.js";
 import { ui, state, emit, setTurnState, scrollToBottom, showAlert, clearAlert } from "./state.js";
-
-const LOST_CONNECTION =
-  "The connection to Margin's background worker was lost. Your message is saved; press Regenerate to try again.";
 
 const KEEPALIVE_MS = 20_000;
 const STOP_GRACE_MS = 4000;
@@ -43,11 +41,11 @@ export function startTurn(start, restore = null, { quietErrors = [] } = {}) {
     port = chrome.runtime.connect({ name: CONTRACT.turnPort });
   } catch {
     // Nothing was sent, so nothing was stored: the words go back into the box.
-    showAlert("Margin's background worker could not be reached. Your message is back in the box; try again, or reload the extension if it keeps happening.");
+    showAlert(t("panel_worker_unreachable"));
     emit("turn-unsent", { restore });
     return;
   }
-  const body = el("div", { class: "md" }, el("span", { class: "typing", "aria-label": "Margin is writing" }, el("i"), el("i"), el("i")));
+  const body = el("div", { class: "md" }, el("span", { class: "typing", role: "img", "aria-label": t("panel_writing") }, el("i"), el("i"), el("i")));
   const node = el("article", { class: "msg assistant streaming", "aria-busy": "true", dataset: { role: "assistant", streaming: "1" } }, el("div", { class: "bubble" }, body));
   const turn = {
     port,
@@ -87,7 +85,7 @@ export function startTurn(start, restore = null, { quietErrors = [] } = {}) {
     if (state.turn !== turn) return;
     const stopping = state.turnState === "stopping";
     endTurn(turn, { removeNow: true });
-    if (!stopping) showAlert(LOST_CONNECTION);
+    if (!stopping) showAlert(t("panel_connection_lost"));
   });
   // Several large images can make the start larger than one port message may be (64 MiB).
   postInPieces(port, start);
@@ -119,7 +117,7 @@ function onTurnEvent(turn, message) {
       if (turn.questionStored && message.unsaved) {
         emit("answer-unsaved", { unsaved: message.unsaved });
         endTurn(turn, { removeNow: true });
-        showAlert(message.error?.message || "The answer could not be saved. Copy it, or press Retry save.");
+        showAlert(message.error?.message || t("panel_answer_not_saved"));
         break;
       }
       // Text that arrived is stored as an incomplete answer (py/margin/chat.py rule 3): the stored
@@ -128,7 +126,7 @@ function onTurnEvent(turn, message) {
       if (kept) paintStream(turn, { final: true });
       endTurn(turn, { removeNow: !kept });
       if (!turn.quietErrors.includes(message.error?.code)) {
-        showAlert(message.error?.message || "The model did not answer. Please try again.");
+        showAlert(message.error?.message || t("panel_no_answer"));
       }
       // Nothing was stored: give the user their words back.
       if (!turn.questionStored) emit("turn-unsent", { restore: turn.restore });

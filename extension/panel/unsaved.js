@@ -17,13 +17,12 @@
 
 import { CONTRACT } from "../generated/contract.js";
 import { call, el, copyText } from "../ui_common.js";
+import { t } from "../i18n.js";
 import { markdownModule, loadMarkdown } from "../markdown_lite.js";
 import { ui, state, events, emit, announce, showAlert, clearAlert, recordText } from "./state.js";
 import { isAttachment } from "./attachments.js";
 
 const KEY = CONTRACT.storage.sessionKeys.unsavedAnswers;
-const NOTE = "Not saved";
-const INCOMPLETE_NOTE = "Incomplete: the connection broke.";
 
 const nodes = new Map(); // id -> its article, kept while the entry lives
 const saved = new Set(); // ids this panel saved: a late copy of the entry must not bring them back
@@ -104,6 +103,11 @@ export function unsavedAfter(records) {
   return after;
 }
 
+// Another language: the next paint builds every unsaved answer again (conversation.js).
+export function forgetUnsavedNodes() {
+  nodes.clear();
+}
+
 function nodeFor(entry) {
   const old = nodes.get(entry.id);
   if (old) return old;
@@ -120,14 +124,14 @@ function nodeFor(entry) {
     });
   }
   const bubble = el("div", { class: "bubble" }, content);
-  if (entry.answer.stopped) bubble.append(el("span", { class: "tag", text: "Stopped" }));
-  if (entry.answer.incomplete) bubble.append(el("p", { class: "answer-note", text: INCOMPLETE_NOTE }));
+  if (entry.answer.stopped) bubble.append(el("span", { class: "tag", text: t("panel_stopped") }));
+  if (entry.answer.incomplete) bubble.append(el("p", { class: "answer-note", text: t("panel_incomplete") }));
   const bar = el(
     "div",
     { class: "unsaved-bar" },
-    el("span", { class: "unsaved-note", text: NOTE }),
-    el("button", { type: "button", class: "btn", dataset: { unsavedAction: "copy" }, text: "Copy" }),
-    el("button", { type: "button", class: "btn primary", dataset: { unsavedAction: "retry" }, text: "Retry save" }),
+    el("span", { class: "unsaved-note", text: t("panel_not_saved") }),
+    el("button", { type: "button", class: "btn", dataset: { unsavedAction: "copy" }, text: t("panel_copy") }),
+    el("button", { type: "button", class: "btn primary", dataset: { unsavedAction: "retry" }, text: t("panel_retry_save") }),
   );
   const node = el("article", { class: "msg assistant unsaved", dataset: { role: "assistant", unsaved: entry.id } }, bubble, bar);
   nodes.set(entry.id, node);
@@ -140,8 +144,8 @@ async function onClick(event) {
   const entry = state.unsaved.find((e) => e.id === id);
   if (!entry) return;
   if (button.dataset.unsavedAction === "copy") {
-    if (await copyText(entry.answer.content)) announce("Copied");
-    else showAlert("Margin could not reach the clipboard. Select the text and copy it with Ctrl+C.");
+    if (await copyText(entry.answer.content)) announce(t("panel_copied"));
+    else showAlert(t("panel_clipboard_failed"));
     return;
   }
   button.disabled = true;
@@ -151,7 +155,7 @@ async function onClick(event) {
     // The stored answer arrives with the history change and takes the bubble's place (rule 2).
     saved.add(id);
     clearAlert();
-    announce("Answer saved");
+    announce(t("panel_answer_saved"));
   } catch (error) {
     showAlert(error.message);
   } finally {

@@ -7,14 +7,24 @@
 // 3. The cached part shows only when it is above 0; the cost only when it was stored.
 // 4. A cost under a dollar keeps two significant digits ($0.0031), else cents ($1.25).
 
-// Made at first use, as attachments.js does: a page's first Intl object loads ICU data.
+// 5. Words and numbers are the chosen language's (i18n.js): "1 234 вход", "$0.0031" as "0,0031 $".
+
+import { t, language } from "../i18n.js";
+
+// Made at first use (a page's first Intl object loads ICU data), again when the language changed.
 let formats = null;
-const numberFormats = () =>
-  (formats ??= {
-    COUNT: new Intl.NumberFormat("en-US", { maximumFractionDigits: 0 }),
-    SMALL_COST: new Intl.NumberFormat("en-US", { style: "currency", currency: "USD", maximumSignificantDigits: 2 }),
-    COST: new Intl.NumberFormat("en-US", { style: "currency", currency: "USD", minimumFractionDigits: 2, maximumFractionDigits: 2 }),
-  });
+const numberFormats = () => {
+  if (formats?.tag !== language()) {
+    const tag = language();
+    formats = {
+      tag,
+      COUNT: new Intl.NumberFormat(tag, { maximumFractionDigits: 0 }),
+      SMALL_COST: new Intl.NumberFormat(tag, { style: "currency", currency: "USD", maximumSignificantDigits: 2 }),
+      COST: new Intl.NumberFormat(tag, { style: "currency", currency: "USD", minimumFractionDigits: 2, maximumFractionDigits: 2 }),
+    };
+  }
+  return formats;
+};
 
 const isCount = (value) => typeof value === "number" && Number.isFinite(value) && value >= 0;
 
@@ -27,11 +37,12 @@ export function usageLine(record) {
   if (!usage || typeof usage !== "object") return "";
   const parts = [];
   if (isCount(usage.input)) {
-    const cached = isCount(usage.cachedInput) && usage.cachedInput > 0 ? ` (${numberFormats().COUNT.format(usage.cachedInput)} cached)` : "";
-    parts.push(`${numberFormats().COUNT.format(usage.input)} in${cached}`);
+    const count = numberFormats().COUNT;
+    const cached = isCount(usage.cachedInput) && usage.cachedInput > 0;
+    parts.push(cached ? t("panel_usage_input_cached", count.format(usage.input), count.format(usage.cachedInput)) : t("panel_usage_input", count.format(usage.input)));
   }
-  if (isCount(usage.output)) parts.push(`${numberFormats().COUNT.format(usage.output)} out`);
+  if (isCount(usage.output)) parts.push(t("panel_usage_output", numberFormats().COUNT.format(usage.output)));
   if (!parts.length) return "";
-  if (isCount(record.cost)) parts.push(`≈ ${formatCost(record.cost)}`);
+  if (isCount(record.cost)) parts.push(t("panel_usage_cost", formatCost(record.cost)));
   return parts.join(" · ");
 }

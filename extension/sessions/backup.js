@@ -11,9 +11,9 @@
 
 import { CONTRACT } from "../generated/contract.js";
 import { PIECE_CHARS, splitText } from "../port_chunks.js";
+import { t } from "../i18n.js";
 
-const WORKER_GONE =
-  "Margin's background worker stopped during the backup, so nothing was changed. Try again; if it keeps happening, reload the extension.";
+const workerGone = () => t("sessions_backup_worker_gone");
 
 class BackupError extends Error {
   constructor(code, message) {
@@ -29,7 +29,7 @@ function backupPort(start, onEvent) {
     try {
       port = chrome.runtime.connect({ name: CONTRACT.backupPort });
     } catch (error) {
-      reject(new BackupError("no_worker", `${WORKER_GONE} (${error?.message || error})`));
+      reject(new BackupError("no_worker", `${workerGone()} (${error?.message || error})`));
       return;
     }
     let settled = false;
@@ -41,17 +41,17 @@ function backupPort(start, onEvent) {
     };
     port.onDisconnect.addListener(() => {
       void chrome.runtime.lastError;
-      settle(reject, new BackupError("no_worker", WORKER_GONE));
+      settle(reject, new BackupError("no_worker", workerGone()));
     });
     port.onMessage.addListener((message) => {
       if (message?.event === "error") {
-        settle(reject, new BackupError(message.error?.code || "unknown", message.error?.message || WORKER_GONE));
+        settle(reject, new BackupError(message.error?.code || "unknown", message.error?.message || workerGone()));
         return;
       }
       Promise.resolve(onEvent(message, port))
         .then((value) => { if (value !== undefined) settle(resolve, value); })
         .catch((error) => settle(reject, error instanceof BackupError ? error
-          : new BackupError("file_unreadable", `Margin could not read the file (${error?.message || error}). Choose it again.`)));
+          : new BackupError("file_unreadable", t("sessions_backup_unreadable", error?.message || error))));
     });
     port.postMessage(start);
   });

@@ -2,8 +2,11 @@
 //
 // API: el(tag, props, ...children) -> element ("class", "text", "on<event>", boolean attributes)
 //      marked(text, spans) -> fragment with each [start, end) span in a <mark>
-//      when(row) -> the row's last-active date, formatted for the reader
+//      dateElement(row) -> <time> of the row's last activity: "3 minutes ago" within a week, else
+//        the date, in the chosen language (i18n.js); the full date and time as its title
 //      download({filename, mimeType, text}) saves a file through a temporary link
+
+import { t, formatDate, formatRelative } from "../i18n.js";
 
 export function el(tag, props = {}, ...children) {
   const node = document.createElement(tag);
@@ -30,10 +33,12 @@ export function marked(text, spans) {
   return fragment;
 }
 
-const dateFormat = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
-export function when(row) {
+const RECENT_MS = 7 * 24 * 3600 * 1000;
+export function dateElement(row, now = Date.now()) {
   const ms = Math.max(row.savedAt || 0, row.createdAt || 0);
-  return ms ? dateFormat.format(new Date(ms)) : "Date unknown";
+  if (!ms) return el("time", { class: "sp-date", text: t("sessions_date_unknown") });
+  const text = Math.abs(now - ms) < RECENT_MS ? formatRelative(ms, now) : formatDate(ms, { dateStyle: "medium" });
+  return el("time", { class: "sp-date", datetime: new Date(ms).toISOString(), title: formatDate(ms), text });
 }
 
 export function download({ filename, mimeType, text }) {

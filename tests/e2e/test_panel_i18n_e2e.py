@@ -1,0 +1,191 @@
+"""The side panel and the sessions drawer in other languages, end to end: Chromium started in
+Japanese (and in Spanish) shows the panel's labels, an alert and the sessions list's dates in that
+language; choosing Русский in the setting switches the open panel without a restart; and an Enter
+pressed while an IME composition is active sends nothing."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from harness import COLD_TIMEOUT_MS, Margin, launch, poll
+
+
+def three_minutes_ago() -> int:
+    return int(time.time() * 1000) - 3 * 60 * 1000
+
+
+# 2025-03-14 12:00 UTC: old enough to be shown as a date, not "… ago".
+LONG_AGO = 1741953600000
+
+
+CONVERSATION = [
+    {"role": "user", "content": "Rivers?", "createdAt": 1764684310000},
+    {
+        "role": "assistant",
+        "content": "Canyons.",
+        "createdAt": 1764684320000,
+        "usage": {"input": 1234, "output": 56},
+    },
+]
+
+
+def legacy(sid: str, name: str, at: int) -> dict:
+    """A session in the legacy format (docs/storage.md): the panel's migration lists it."""
+    history = [{"role": "user", "content": f"{name}?"}, {"role": "assistant", "content": "ok"}]
+    return {"id": sid, "name": name, "createdAt": at, "savedAt": at, "pinned": False, "history": history}
+
+
+@pytest.fixture
+def browser_in(request, playwright_instance, dist_dir):
+    """`browser_in(lang)`: a Margin in a Chromium whose UI language is `lang`."""
+    opened = []
+
+    def start(lang: str) -> Margin:
+        launched = launch(playwright_instance, dist_dir, lang=lang)
+        request.node._margin_launched = launched
+        opened.append(launched)
+        return Margin(launched)
+
+    yield start
+    for launched in opened:
+        launched.close()
+        assert not launched.page_errors, launched.page_errors
+
+
+def not_an_image_alert(margin: Margin, page, tmp_path) -> str:
+    """Choose a text file with "Attach image": the panel's own sentence, in the alert."""
+    note = tmp_path / "notes.txt"
+    note.write_text("not a picture", encoding="utf-8")
+    page.locator("#file-input").set_input_files(str(note))
+    return margin.wait_alert(page)
+
+
+def open_drawer(page, button: str, search: str):
+    page.get_by_role("button", name=button, exact=True).click()
+    page.get_by_role("searchbox", name=search).wait_for(state="visible", timeout=COLD_TIMEOUT_MS)
+
+
+def dates(page) -> dict[str, str]:
+    return page.evaluate(
+        """() => Object.fromEntries([...document.querySelectorAll('.sp-item')].map((row) =>
+            [row.querySelector('.sp-name').textContent, row.querySelector('time').textContent]))"""
+    )
+
+
+def test_the_panel_speaks_japanese_then_follows_the_setting_to_russian(browser_in, tmp_path):
+    margin = browser_in("ja")
+    margin.storage_set(
+        {"savedSessions": [legacy("s1", "Recent", three_minutes_ago()), legacy("s2", "Old", LONG_AGO)]}
+    )
+    page = margin.context.new_page()
+    page.goto(margin.url("sidepanel.html"))
+    page.get_by_role("textbox", name="メッセージ").wait_for(timeout=COLD_TIMEOUT_MS)
+    assert page.evaluate("document.documentElement.lang") == "ja"
+    for name in (
+        "送信",
+        "新しいセッション",
+        "セッション",
+        "設定",
+        "ページを添付",
+        "画像を添付",
+        "スクリーンショット",
+    ):
+        page.get_by_role("button", name=name, exact=True).wait_for()
+    page.get_by_role("log", name="会話").wait_for(state="attached")
+    assert page.get_by_role("heading", level=2).inner_text() == "読んでいるページについて質問"
+    assert page.get_by_role("textbox", name="メッセージ").get_attribute("placeholder") == "何でも質問…"
+    # The tips name the buttons with the buttons' own words.
+    assert "ページを添付" in page.locator("#tip-attach strong").first.inner_text()
+
+    assert not_an_image_alert(margin, page, tmp_path) == (
+        "「notes.txt」は画像ではありません。PNG、JPEG、GIF、WebP などの画像ファイルを添付してください。"
+    )
+    # A conversation: its bubbles' buttons and its usage line speak Japanese too.
+    margin.storage_set({"history": CONVERSATION})
+    page.get_by_role("button", name="コピー", exact=True).first.wait_for(timeout=COLD_TIMEOUT_MS)
+    page.get_by_role("button", name="編集", exact=True).wait_for()
+    page.get_by_role("button", name="再生成", exact=True).wait_for()
+    assert page.locator(".usage-line").inner_text() == "入力 1,234 · 出力 56"
+
+    open_drawer(page, "セッション", "セッションを検索")
+    poll(lambda: len(dates(page)) == 2, timeout=COLD_TIMEOUT_MS / 1000, message=lambda: str(dates(page)))
+    expected_old = page.evaluate(
+        "(ms) => new Intl.DateTimeFormat('ja', { dateStyle: 'medium' }).format(ms)", LONG_AGO
+    )
+    assert dates(page) == {"Recent": "3 分前", "Old": expected_old}
+    assert expected_old.startswith("2025/03/1")
+    page.get_by_role("button", name="開く").first.wait_for()
+
+    # The setting, changed elsewhere (the options page writes it): the open panel follows.
+    margin.storage_set({"uiLanguage": "ru"})
+    page.get_by_role("textbox", name="Сообщение").wait_for(timeout=COLD_TIMEOUT_MS)
+    assert page.evaluate("document.documentElement.lang") == "ru"
+    page.get_by_role("button", name="Отправить", exact=True).wait_for()
+    page.get_by_role("searchbox", name="Поиск по сессиям").wait_for()
+    assert dates(page)["Recent"] == "3 минуты назад"
+    # The bubbles were built again in Russian (their labels are built in).
+    page.get_by_role("button", name="Изменить", exact=True).wait_for()
+    page.get_by_role("button", name="Повторить", exact=True).wait_for()
+    assert page.locator(".usage-line").inner_text() == "1\u00a0234 вход · 56 выход"
+    assert page.get_by_role("button", name="Открыть").count() == 2
+    page.get_by_role("button", name="Закрыть сессии").click()
+    page.get_by_role("button", name="Новая сессия", exact=True).wait_for()
+    margin.storage_set({"history": []})
+    page.locator("#welcome").wait_for(state="visible")
+    assert page.get_by_role("heading", level=2).inner_text() == "Спросите о том, что читаете"
+    assert not_an_image_alert(margin, page, tmp_path).startswith("«notes.txt» — не изображение.")
+
+    # "auto" again: the browser's Japanese.
+    margin.storage_set({"uiLanguage": "auto"})
+    page.get_by_role("textbox", name="メッセージ").wait_for(timeout=COLD_TIMEOUT_MS)
+
+
+def test_the_panel_speaks_spanish(browser_in, tmp_path, fake_provider, provider_config):
+    margin = browser_in("es")
+    margin.save_provider(
+        base_url=provider_config["baseUrl"], api_key=provider_config["apiKey"], name="Local", model="m1"
+    )
+    margin.storage_set({"savedSessions": [legacy("s1", "Reciente", three_minutes_ago())]})
+    page = margin.context.new_page()
+    page.goto(margin.url("sidepanel.html"))
+    page.get_by_role("textbox", name="Mensaje").wait_for(timeout=COLD_TIMEOUT_MS)
+    assert page.evaluate("document.documentElement.lang") == "es"
+    for name in ("Enviar", "Nueva sesión", "Sesiones", "Ajustes", "Adjuntar página"):
+        page.get_by_role("button", name=name, exact=True).wait_for()
+    assert page.get_by_role("button", name="Cambiar de modelo").inner_text() == "Local · m1"
+    assert not_an_image_alert(margin, page, tmp_path).startswith("«notes.txt» no es una imagen.")
+    open_drawer(page, "Sesiones", "Buscar sesiones")
+    poll(lambda: dates(page) == {"Reciente": "hace 3 minutos"}, timeout=30, message=lambda: str(dates(page)))
+
+
+COMPOSING_ENTER_JS = """(composing) => {
+    const box = document.getElementById('message');
+    const init = { key: 'Enter', code: 'Enter', bubbles: true, cancelable: true };
+    const event = composing === 'flag'
+        ? new KeyboardEvent('keydown', { ...init, isComposing: true })
+        : new KeyboardEvent('keydown', { ...init, keyCode: 229 });
+    box.dispatchEvent(event);
+    return event.defaultPrevented;
+}"""
+
+
+def test_enter_during_an_ime_composition_sends_nothing(configured_margin: Margin, fake_provider):
+    margin = configured_margin
+    fake_provider.script(reply="こんにちは")
+    page = margin.open_panel()
+    box = margin.message_box(page)
+    box.fill("日本語で")
+    for composing in ("flag", "keyCode"):
+        # The IME's Enter confirms the composition: it must reach the IME, not send.
+        assert page.evaluate(COMPOSING_ENTER_JS, composing) is False
+    margin.round_trip(page)
+    page.wait_for_timeout(500)
+    assert fake_provider.turn_requests == []
+    assert margin.history() == []
+    assert box.input_value() == "日本語で"
+    assert margin.turn_state(page) == "idle"
+    # The same Enter once the composition has ended sends.
+    box.press("Enter")
+    assert margin.wait_answer(page, before=0) == "こんにちは"
+    assert len(fake_provider.turn_requests) == 1
