@@ -17,6 +17,7 @@ import pytest
 
 from margin import sessions
 from margin.platform_memory import memory_platform
+from margin.session_index import stored_entries
 from margin.worker import Worker
 
 from .ledger import snapshot
@@ -72,14 +73,19 @@ def users_profile():
         )
     )
     run(sessions.handle_new(platform, {}))
-    entry = run(platform.local.get(["savedSessions"]))["savedSessions"][0]
+    [entry] = stored_entries(platform.local.snapshot())
     # Give the saved session the id the corpus names: entry, body and digest together.
     keys = [f"session_{entry['id']}", f"sessionDigest_{entry['id']}"]
     body, digest = (run(platform.local.get(keys))[k] for k in keys)
-    run(platform.local.remove(keys))
+    run(platform.local.remove([*keys, f"sessionEntry_{entry['id']}"]))
     run(
         platform.local.set(
-            {"savedSessions": [{**entry, "id": "s1"}], "session_s1": body, "sessionDigest_s1": digest}
+            {
+                "savedSessions": {"layout": 2, "ids": ["s1"]},
+                "sessionEntry_s1": {**entry, "id": "s1"},
+                "session_s1": body,
+                "sessionDigest_s1": digest,
+            }
         )
     )
     run(platform.local.set({"history": [{"role": "user", "content": "the open chat"}]}))
@@ -101,12 +107,17 @@ def test_a_corrupt_value_reaches_no_crash_and_loses_nothing(key, name, ledger):
         if not reply.get("ok") and reply["error"]["code"] == "internal":
             internal.append((action, reply["error"]["message"]))
     assert not internal, f"failed as internal: {internal}"
-    # The rename is the user's own change of the index, and saving s1 again rewrites its digest (text
+    # The rename is the user's own change of the index (its entry), and saving s1 again rewrites its digest (text
     # derived from its body, which is kept); everything else must still be stored.
     ledger.settle(
         before,
         snapshot(platform),
-        replaced=["local:savedSessions", "local:historySessionId", "local:sessionDigest_s1"],
+        replaced=[
+            "local:savedSessions",
+            "local:sessionEntry_s1",
+            "local:historySessionId",
+            "local:sessionDigest_s1",
+        ],
     )
 
 
