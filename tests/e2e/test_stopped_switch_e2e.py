@@ -25,7 +25,7 @@ def bodies(margin: Margin) -> dict[str, list]:
 
 def check_whole(margin: Margin, before: dict[str, list]) -> None:
     stored = margin.storage_get(None)
-    index = stored.get("savedSessions", [])
+    index = margin.session_entries()
     named = {f"session_{e['id']}" for e in index} | {
         f"session_{t['id']}" for t in stored.get("sessionTrash", [])
     }
