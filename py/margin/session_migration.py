@@ -128,14 +128,16 @@ _DERIVED_FIELDS = ("bodyHash", "damaged", "history", "digestHead")
 def _changes_what_was_stored(item: dict[str, Any], entry: IndexEntry) -> bool:
     """True when the repaired entry no longer holds a value `item` stored (a name that was not
     text, a time that was not a number, a digest cut to the cap...). A legacy id that was a
-    number, a duplicate id given a suffix, a digest rebuilt from a body that is kept are not."""
+    number, a duplicate id given a suffix, a digest rebuilt from a body that is kept are not. An
+    item with no readable id may not be an entry at all (a record, another tool's object): the
+    entry made of it is a guess, so the raw value is kept too."""
+    if id_of_entry(item) is None:
+        return True
     written = entry.to_json()
     for key, value in item.items():
         if key in _DERIVED_FIELDS or key not in _KNOWN_FIELDS:
             continue
         if key == "id":
-            if id_of_entry(item) is None:
-                return True
             continue
         if (key == "textDigest" and "history" in item) or (key == "named" and value is False):
             continue

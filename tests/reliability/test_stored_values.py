@@ -121,6 +121,26 @@ def test_a_corrupt_value_reaches_no_crash_and_loses_nothing(key, name, ledger):
     )
 
 
+# -- the index's own keys: what the first listing cannot read is parked, not replaced ---------------
+
+INDEX_CASES = [(key, name) for key in ("sessionEntry_s1", "savedSessions") for name in CORPUS["values"]]
+
+
+@pytest.mark.parametrize(("key", "name"), INDEX_CASES, ids=[f"{k}-{n}" for k, n in INDEX_CASES])
+def test_a_corrupt_index_value_is_parked_by_the_first_listing(key, name, ledger):
+    """The user only looks at the list: no write of theirs may replace what is stored, so every
+    value the listing could not read must still be stored, parked (margin.session_migration)."""
+    platform = users_profile()
+    asyncio.run(platform.local.set({key: corruption(name)}))
+    before = snapshot(platform)
+    worker = Worker(platform, lambda *_: True)
+    reply = json.loads(asyncio.run(worker.dispatch_json("session.list", "{}", "extension")))
+    assert reply["ok"], reply
+    if key == "sessionEntry_s1":  # the header still names s1: its entry is rebuilt from its body
+        assert [row["id"] for row in reply["value"]["sessions"]] == ["s1"]
+    ledger.settle(before, snapshot(platform))
+
+
 # -- the rarer keys: each with the actions that read it -----------------------------------------
 
 ORIGINAL_KEY = "imageOriginal_" + "a" * 32
