@@ -282,3 +282,42 @@ def test_the_panel_reads_and_follows_layout_2_by_address(tmp_path):
     assert got["late"] == ["Late", "Talk 0"] and got["lateReads"] == ["sessionEntry_late"]
     assert got["gone"] == ["Late", None]  # an entry that is gone: the panel asks Python to repair
     assert got["legacy"] == ["old list"]
+
+
+# -- backups: a file exported before layout 2 imports into it ----------------------------------------
+
+OLD_BACKUP = Path(__file__).with_name("backup_before_layout2.json")  # exported by the build before
+
+
+def test_a_backup_exported_before_layout_2_imports_whole_into_it():
+    import json
+
+    from margin import backup
+
+    text = OLD_BACKUP.read_text(encoding="utf-8")
+    file_sessions = json.loads(text)["sessions"]
+    # A profile still holding the list of entries (not migrated yet): the import migrates it first.
+    area = MemoryStorageArea(list_store(2))
+    platform = platform_over(area)
+    done = run(backup.import_text(platform, text, 500))
+    assert done["added"] == 2
+    data = area.snapshot()
+    ids = data[SAVED_SESSIONS]["ids"]
+    assert ids == ["s0", "s1", *(s["id"] for s in file_sessions)]
+    by_id = {e["id"]: e for e in stored_entries(data)}
+    for item in file_sessions:
+        entry = by_id[item["id"]]
+        assert (entry["name"], entry["pinned"], entry.get("named", False)) == (
+            item["name"],
+            item["pinned"],
+            item.get("named", False),
+        )
+        assert data[session_body_key(item["id"])]["history"] == item["history"]  # pixels kept
+        assert data[session_digest_key(item["id"])].startswith(item["digestHead"])
+    assert data["history"] == [{"role": "user", "content": "the open conversation"}]
+    assert "backupImportStaging" not in data
+    # And the profile exports it again, in the same format.
+    again = json.loads(run(backup.export_text(platform, False))[0])
+    assert sorted(s["id"] for s in again["sessions"]) == sorted(
+        ["s0", "s1", *(s["id"] for s in file_sessions)]
+    )
