@@ -283,18 +283,6 @@ class Margin:
     def history(self) -> list[dict[str, Any]]:
         return self.storage_get(["history"]).get("history", [])
 
-    def session_entries(self) -> list[Any]:
-        """The saved sessions' index entries in their stored order, from either layout of
-        `savedSessions` (the {layout: 2, ids} header and `sessionEntry_<id>`, or an older list)."""
-        return self._extension_page().evaluate(
-            """async () => {
-              const raw = (await chrome.storage.local.get('savedSessions')).savedSessions;
-              if (!raw || Array.isArray(raw) || !Array.isArray(raw.ids)) return Array.isArray(raw) ? raw : [];
-              const got = await chrome.storage.local.get(raw.ids.map((id) => 'sessionEntry_' + id));
-              return raw.ids.map((id) => got['sessionEntry_' + id] ?? null);
-            }"""
-        )
-
     def storage_set(self, items: dict[str, Any], area: str = "local") -> None:
         self._extension_page().evaluate("([items, area]) => chrome.storage[area].set(items)", [items, area])
 

@@ -18,6 +18,7 @@ import time
 
 import pytest
 from harness import Margin, poll
+from stored_sessions import session_entries
 
 log = logging.getLogger("backup-e2e")
 
@@ -144,7 +145,7 @@ def one_session_of_mine(margin: Margin):
     page.evaluate(SEED_JS, {"count": 1, "imageBytes": 1000, "prefix": "mine"})
     region = open_sessions(page)
     poll(lambda: region.get_by_role("listitem").count() == 1, timeout=60, message="mine not listed")
-    return page, region, margin.session_entries(), page.evaluate(DIGESTS_JS)
+    return page, region, session_entries(margin), page.evaluate(DIGESTS_JS)
 
 
 # --- the tests ----------------------------------------------------------------------------------
@@ -233,7 +234,7 @@ def test_a_worker_stopped_mid_import_leaves_nothing_half_written(margin: Margin,
     margin.stop_service_worker()
     alert = region.get_by_role("alert")
     poll(lambda: "stopped during the backup" in alert.inner_text(), timeout=30, message="no alert")
-    assert margin.session_entries() == before_index  # nothing visible
+    assert session_entries(margin) == before_index  # nothing visible
 
     margin.send_message({"type": "app.ping", "payload": {}})  # a new worker starts and cleans up
     poll(
@@ -250,7 +251,7 @@ def test_a_worker_stopped_mid_import_leaves_nothing_half_written(margin: Margin,
     poll(
         lambda: "Added 12 sessions" in status_text(region), timeout=SLOW_S, interval=0.5, message="no import"
     )
-    assert len(margin.session_entries()) == 13
+    assert len(session_entries(margin)) == 13
 
 
 @pytest.mark.parametrize(
@@ -340,7 +341,7 @@ def test_a_storage_that_fills_mid_import_says_so_and_leaves_nothing_half_written
     )
     assert worker.evaluate("() => !!globalThis.__marginTestOriginalSet"), "the worker restarted mid-test"
     # Nothing of the file is visible or left behind, and what was stored is as it was.
-    assert margin.session_entries() == before_index
+    assert session_entries(margin) == before_index
     assert page.evaluate(BODY_KEYS_JS) == ["session_mine0"]
     assert margin.storage_get(["backupImportStaging"]) == {}
     assert page.evaluate(DIGESTS_JS) == before_digests
@@ -349,4 +350,4 @@ def test_a_storage_that_fills_mid_import_says_so_and_leaves_nothing_half_written
     assert worker.evaluate(RESTORE_SET_JS)  # room again: the same file imports whole
     import_file(page, region, path)
     poll(lambda: "Added 8 sessions" in status_text(region), timeout=SLOW_S, interval=0.5, message="no import")
-    assert len(margin.session_entries()) == 9
+    assert len(session_entries(margin)) == 9
