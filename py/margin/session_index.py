@@ -169,7 +169,11 @@ class SessionIndex:
             keys = [session_entry_key(sid) for sid in wanted]
             stored = await self.area.get(keys)
             for sid, key in zip(wanted, keys, strict=True):
-                self._entries[sid] = await _entry_of(self.area, sid, stored.get(key), key in stored)
+                raw: Any = stored.get(key)
+                if is_clean_entry(raw) and raw["id"] == sid:  # the common case, without an await
+                    self._entries[sid] = IndexEntry.from_clean_json(raw)
+                else:
+                    self._entries[sid] = await repair_entry(self.area, sid, raw, key in stored)
         return [self._entries[sid] for sid in self.ids]
 
 
