@@ -85,9 +85,12 @@ SEED_JS = """async ({n, digestChars, words, layout}) => {
     const id = 'bench' + String(i).padStart(5, '0');
     const entry = {id, name: 'Bench session ' + i, createdAt: base + i, pinned: i % 50 === 0,
                    savedAt: base + i, bodyHash: ''};
-    // 'inline': the layout before digests moved out of the index; 'apart': sessionDigest_<id>.
+    // 'inline': digests inside the listed entries (two layouts ago); 'apart': the list of entries,
+    // digests in sessionDigest_<id> (the layout before); 'keys': layout 2, each entry in
+    // sessionEntry_<id> under a {layout: 2, ids} header (margin.session_index).
     if (layout === 'inline') entry.textDigest = text;
     else { entry.digestHead = text.slice(0, 140); bodies['sessionDigest_' + id] = text; }
+    if (layout === 'keys') bodies['sessionEntry_' + id] = entry;
     index.push(entry);
     chars += text.length;
     // Bodies are small: listing and searching never read them.
@@ -100,8 +103,10 @@ SEED_JS = """async ({n, digestChars, words, layout}) => {
     const slice = keys.slice(k, k + 200).map((key) => [key, bodies[key]]);
     await chrome.storage.local.set(Object.fromEntries(slice));
   }
-  await chrome.storage.local.set({savedSessions: index});
-  return {setMs: performance.now() - t, chars, indexChars: JSON.stringify(index).length};
+  const header = {layout: 2, ids: index.map((e) => e.id)};
+  await chrome.storage.local.set({savedSessions: layout === 'keys' ? header : index});
+  return {setMs: performance.now() - t, chars, indexChars: JSON.stringify(index).length,
+          headerChars: JSON.stringify(header).length};
 }"""
 
 # The preload's main-thread time, measured three ways while it reads the index and every digest:
@@ -182,7 +187,7 @@ SEARCH_JS = """async (queries) => {
 }"""
 
 
-def _seed_index(bench: Any, n: int = SESSIONS, layout: str = "apart") -> dict[str, Any]:
+def _seed_index(bench: Any, n: int = SESSIONS, layout: str = "keys") -> dict[str, Any]:
     margin = bench.margin
     margin._extension_page().evaluate("() => 1")
     return margin._extension_page().evaluate(
@@ -326,123 +331,6 @@ def search_and_open(bench: Any) -> list[dict[str, Any]]:
     return rows
 
 
-# --- session actions at 100 and 1,000 sessions ---------------------------------------------------------
-
-ACTION_SAMPLES = 5
-SMALL = 100
-
-# Each action as the panel sends it, timed from the page: the round trip is the worker's time plus
-# messaging (a few ms), so it bounds the worker's time from above. `history` is set (untimed)
-# before "New session" and "Open" so that each saves a conversation, as the user's would.
-ACTIONS_JS = """async ({ids, samples}) => {
-  const send = async (type, payload) => {
-    const t = performance.now();
-    const reply = await chrome.runtime.sendMessage({type, payload});
-    const ms = performance.now() - t;
-    if (!reply.ok) throw new Error(type + ': ' + JSON.stringify(reply.error));
-    return {ms, value: reply.value};
-  };
-  const talk = (i) => [{role: 'user', content: 'Question ' + i + ' about café'},
-                       {role: 'assistant', content: 'Answer ' + i}];
-  await send('session.check', {});
-  const out = {rename: [], pin: [], new: [], open: [], delete: [], undelete: [], check: [],
-               ping: [], storageGet: [], storageSet: []};
-  for (let i = 0; i < samples; i++) {
-    // Baselines at this size: a worker round trip with no storage, and the page's own read and
-    // write of the index through chrome.storage (no Python at all).
-    out.ping.push((await send('app.ping', {})).ms);
-    let t = performance.now();
-    const got = await chrome.storage.local.get('savedSessions');
-    out.storageGet.push(performance.now() - t);
-    t = performance.now();
-    await chrome.storage.local.set({benchIndexCopy: got.savedSessions});
-    out.storageSet.push(performance.now() - t);
-    const id = ids[(i * 7) % ids.length];
-    out.rename.push((await send('session.rename', {id, name: 'Renamed ' + i})).ms);
-    out.pin.push((await send('session.pin', {id, pinned: i % 2 === 0})).ms);
-    await chrome.storage.local.set({history: talk(i), historySessionId: null});
-    out.new.push((await send('session.new', {})).ms);
-    await chrome.storage.local.set({history: talk(i + 100), historySessionId: null});
-    out.open.push((await send('session.open', {id})).ms);
-    const deleted = await send('session.delete', {id: ids[ids.length - 1 - i]});
-    out.delete.push(deleted.ms);
-    out.undelete.push((await send('session.undelete', {undo: deleted.value.undo})).ms);
-    out.check.push((await send('session.check', {})).ms);
-  }
-  await chrome.storage.local.remove('benchIndexCopy');
-  return out;
-}"""
-
-MIGRATE_JS = """async () => { const t = performance.now();
-  const reply = await chrome.runtime.sendMessage({type: 'session.check', payload: {}});
-  const ms = performance.now() - t;
-  const got = await chrome.storage.local.get(['savedSessions', 'sessionDigest_bench00000']);
-  return {ms, ok: reply.ok, inline: got.savedSessions.filter((e) => 'textDigest' in e).length,
-          digest: (got.sessionDigest_bench00000 || '').length,
-          indexChars: JSON.stringify(got.savedSessions).length}; }"""
-
-
-def session_actions(bench: Any) -> list[dict[str, Any]]:
-    """Every Python session action at 100 and at 1,000 sessions x 100K digests, and the one-time
-    move of inline digests (the layout before) to their own keys."""
-    figures: dict[int, dict[str, list[float]]] = {}
-    index_chars: dict[int, int] = {}
-    page = bench.margin._extension_page()
-    # BENCH_SESSIONS_LAYOUT=inline measures a build from before digests moved out (the "before").
-    layout = os.environ.get("BENCH_SESSIONS_LAYOUT", "apart")
-    for n in (SMALL, SESSIONS):
-        seeded = _seed_index(bench, n, layout)
-        index_chars[n] = seeded["indexChars"]
-        bench.margin.send_message({"type": "app.ping", "payload": {}})
-        ids = [f"bench{i:05d}" for i in range(n)]
-        figures[n] = page.evaluate(ACTIONS_JS, {"ids": ids, "samples": ACTION_SAMPLES})
-    rows: list[dict[str, Any]] = []
-    baselines = ("ping", "storageGet", "storageSet")
-    base = {b: f"{_median(figures[SMALL][b])} -> {_median(figures[SESSIONS][b])} ms" for b in baselines}
-    for action, samples in figures[SESSIONS].items():
-        if action in baselines:
-            continue
-        small = _median(figures[SMALL][action])
-        big = _median(samples)
-        ratio = round(big / small, 2) if small else None
-        rows.append(
-            result(
-                f"session.{action} at 1,000 sessions x 100K digests (round trip from the page)",
-                big,
-                "ms",
-                200.0,
-                samples=[round(v, 2) for v in samples],
-                note=(
-                    f"at {SMALL} sessions {small} ms: ratio 1,000/{SMALL} = {ratio} "
-                    f"({'independent' if ratio is not None and ratio <= 1.5 else 'GROWS'} "
-                    "with the number of sessions); "
-                    f"index {index_chars[SESSIONS] / 1e3:.0f} K characters at 1,000 sessions; same run, "
-                    f"{SMALL} -> 1,000 sessions, no Python: app.ping {base['ping']}, the page's "
-                    f"chrome.storage get of the index {base['storageGet']}, set {base['storageSet']}"
-                ),
-            )
-        )
-    if layout == "inline":
-        return rows
-    seeded = _seed_index(bench, SESSIONS, layout="inline")
-    migrated = page.evaluate(MIGRATE_JS)
-    if not migrated["ok"] or migrated["inline"] or migrated["digest"] != DIGEST_CHARS:
-        raise RuntimeError(f"the migration left {migrated}")
-    rows.append(
-        result(
-            "one-time move of 1,000 inline 100K digests to sessionDigest_<id> (first session.check)",
-            round(migrated["ms"], 1),
-            "ms",
-            None,
-            note=(
-                f"index before {seeded['indexChars'] / 1e6:.1f} M characters, after "
-                f"{migrated['indexChars'] / 1e3:.0f} K characters"
-            ),
-        )
-    )
-    return rows
-
-
 # --- saving 8 MB of images ----------------------------------------------------------------------------
 
 
@@ -470,8 +358,8 @@ def _heavy_history() -> list[dict[str, Any]]:
 
 
 def _others(n: int = 20) -> dict[str, Any]:
-    """`n` saved sessions in the current format, each with a 200 KB image in its body."""
-    index: list[dict[str, Any]] = []
+    """`n` saved sessions in the current format (layout 2), each with a 200 KB image in its body."""
+    ids: list[str] = []
     items: dict[str, Any] = {}
     for i in range(n):
         sid = f"other{i:02d}"
@@ -486,18 +374,17 @@ def _others(n: int = 20) -> dict[str, Any]:
         ]
         items[f"session_{sid}"] = {"history": history, "savedAt": 1_700_000_000_000 + i}
         items[f"sessionDigest_{sid}"] = f"other {i}"
-        index.append(
-            {
-                "id": sid,
-                "name": f"other {i}",
-                "createdAt": 1_700_000_000_000 + i,
-                "pinned": False,
-                "digestHead": f"other {i}",
-                "savedAt": 1_700_000_000_000 + i,
-                "bodyHash": session_index.body_hash(history),
-            }
-        )
-    items["savedSessions"] = index
+        items[f"sessionEntry_{sid}"] = {
+            "id": sid,
+            "name": f"other {i}",
+            "createdAt": 1_700_000_000_000 + i,
+            "pinned": False,
+            "digestHead": f"other {i}",
+            "savedAt": 1_700_000_000_000 + i,
+            "bodyHash": session_index.body_hash(history),
+        }
+        ids.append(sid)
+    items["savedSessions"] = {"layout": 2, "ids": ids}
     return items
 
 
@@ -536,7 +423,14 @@ def save_8mb(bench: Any) -> list[dict[str, Any]]:
         if not done["reply"].get("ok"):
             raise RuntimeError(f"session.new failed: {done['reply']}")
         sid = done["reply"]["value"]["savedId"]
-        allowed = {f"session_{sid}", f"sessionDigest_{sid}", "savedSessions", "history", "historySessionId"}
+        allowed = {
+            f"session_{sid}",
+            f"sessionDigest_{sid}",
+            f"sessionEntry_{sid}",
+            "savedSessions",
+            "history",
+            "historySessionId",
+        }
         if not set(done["changed"]) <= allowed or f"session_{sid}" not in done["changed"]:
             raise RuntimeError(f"session.new changed {done['changed']}")
         rewritten.extend(k for k in done["changed"] if k.startswith("session_") and k != f"session_{sid}")
@@ -552,7 +446,7 @@ def save_8mb(bench: Any) -> list[dict[str, Any]]:
             note=(
                 f"{chars / 1e6:.1f} M characters of image data URLs; 20 other sessions stored; "
                 f"keys changed per "
-                f"save: only its own body and digest, savedSessions, history, historySessionId; "
+                f"save: only its own body, digest and entry, savedSessions, history, historySessionId; "
                 f"other bodies rewritten: "
                 f"{len(rewritten)}"
             ),
@@ -594,8 +488,9 @@ def _save_8mb_cpython(history: list[dict[str, Any]], others: dict[str, Any]) -> 
     )
 
 
-# save_8mb first: after search_and_open the worker is still busy with the 100 MB index (see the report).
-METRICS = [save_8mb, session_actions, search_and_open]
+# save_8mb first: after search_and_open the worker is still busy with the 100 MB index (see the report);
+# the session actions (bench_session_actions.py) run before this module in run.py for the same reason.
+METRICS = [save_8mb, search_and_open]
 
 
 def _verdict(row: dict[str, Any]) -> str:
@@ -612,7 +507,7 @@ def _verdict(row: dict[str, Any]) -> str:
     return "PASS" if ok else "FAIL"
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, metrics: list[Any] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--only", default="")
@@ -631,7 +526,7 @@ def main(argv: list[str] | None = None) -> int:
     with sync_playwright() as playwright:
         launched = launch(playwright, dist)
         try:
-            for metric in METRICS:
+            for metric in metrics or METRICS:
                 if only and metric.__name__ not in only:
                     continue
                 started = time.monotonic()

@@ -11,7 +11,8 @@
 //                        Error carrying `.code` and `.message`.
 //   onOpened(id)         called after "Open" made a session the current conversation.
 //   onClose()            called by the panel's "Close" button (default: hide the root).
-//   readIndex()          resolves to the raw `savedSessions` value; defaults to reading
+//   readIndex()          resolves to the index as a list of stored entries (its layout:
+//                        extension/sessions/index_read.js); defaults to reading
 //                        chrome.storage.local directly (pages may read storage, never write it);
 //   readDigests(keys)    resolves to {key: value} for `sessionDigest_<id>` keys (same default).
 //   storage              the chrome.storage-like object whose onChanged keeps the list fresh.

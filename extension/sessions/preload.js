@@ -21,20 +21,21 @@
 //      onDigests(listener) -> unsubscribe: called after digests arrived or changed
 //      digestsPending()  how many entries' digests are not read yet
 //      dataOf(entry)     the entry's search data, cached while its name and digest are unchanged
-// readIndex() resolves to the raw `savedSessions` value and readDigests(keys) to {key: value};
-// both default to reading chrome.storage.local directly (pages may read storage, never write it).
+// readIndex() resolves to the index as a list of stored entries (or an older raw `savedSessions`
+// value) and readDigests(keys) to {key: value}; both default to reading chrome.storage.local
+// directly (pages may read storage, never write it). The index's layout (a header of ids, one
+// key per entry) is extension/sessions/index_read.js's, which also follows its changes.
 
 import { CONTRACT } from "../generated/contract.js";
+import { indexSource } from "./index_read.js";
 import { readableIndex, searchData } from "./search.js";
 
-const SAVED_SESSIONS = CONTRACT.storage.keys.savedSessions;
 const DIGEST_PREFIX = CONTRACT.storage.sessionDigestPrefix;
 // Digests per read: 20 x 100K characters is ~2 MB to deserialize and fold in one idle slice.
 const DIGEST_SLICE = 20;
 
-function defaultReadIndex() {
-  return chrome.storage.local.get(SAVED_SESSIONS).then((got) => got[SAVED_SESSIONS]);
-}
+const storedIndex = indexSource((keys) => chrome.storage.local.get(keys));
+function defaultReadIndex() { return storedIndex.read(); }
 function defaultReadDigests(keys) { return chrome.storage.local.get(keys); }
 
 const index = {
@@ -128,7 +129,7 @@ export function followStorage(storage) {
     for (const [key, change] of Object.entries(changes)) {
       if (key.startsWith(DIGEST_PREFIX)) { setDigest(key.slice(DIGEST_PREFIX.length), change.newValue); digests = true; }
     }
-    if (SAVED_SESSIONS in changes) setIndex(changes[SAVED_SESSIONS].newValue);
+    storedIndex.follow(changes)?.then(setIndex, () => {});
     if (digests) for (const listener of index.digestListeners) listener();
   });
 }

@@ -124,7 +124,7 @@ async def export_backup(
 ) -> None:
     area = platform.local
     async with lock_for(area):
-        entries = sort_entries(await s.read_session_index(area))
+        entries = sort_entries(await (await s.read_session_index(area)).entries())
         current = await area.get([HISTORY, HISTORY_SESSION_ID])
         # The open conversation's thumbnails get their originals back: the file holds what the
         # user sent, never a reference to a key it does not carry (margin.image_originals).

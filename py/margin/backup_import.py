@@ -9,9 +9,10 @@ Rules:
    imported as a copy beside ours, under a new id (`<id>-<8 hex of its content's hash>`, so
    importing the same file twice adds it once) and named “… (imported)”. A file cannot replace
    local work by claiming a newer `savedAt`.
-3. Staging: each session body is written together with its digest (recomputed from the body) and
-   the list of every key staged so far
-   (`backupImportStaging`, one atomic `set`). The commit is one `set` of the index, the open
+3. Staging: each session body is written together with its digest (recomputed from the body), its
+   index entry (`sessionEntry_<id>`, which no index names yet) and the list of every key staged so
+   far (`backupImportStaging`, one atomic `set`). The commit is one `set` of the index's header
+   (every id), the open
    conversation and the settings that also sets the list to null, so a session is either
    committed or listed for removal. A failure (a bad piece, Chrome's storage full, the panel
    closed) removes the staged keys; a worker stopped mid-import leaves the list, and the next
@@ -47,10 +48,13 @@ from .storage import (
     PROVIDERS,
     SESSION_BODY_PREFIX,
     SESSION_DIGEST_PREFIX,
+    SESSION_ENTRY_PREFIX,
     SUMMARIZE_ABOVE_CHARS,
     UI_LANGUAGE,
     get_all,
     session_body_key,
+    session_digest_key,
+    session_entry_key,
 )
 
 FORMAT = "margin-backup"
@@ -58,6 +62,9 @@ VERSION = 1
 COPY_SUFFIX = " (imported)"
 
 Progress = Callable[[dict[str, Any]], None]
+
+# What staging writes per session (rule 3): its body, its digest, its index entry.
+_STAGED_PREFIXES = (SESSION_BODY_PREFIX, SESSION_DIGEST_PREFIX, SESSION_ENTRY_PREFIX)
 
 
 async def recover(area: StorageArea) -> int:
@@ -70,13 +77,11 @@ async def recover(area: StorageArea) -> int:
     listed = marker.get("keys") if isinstance(marker, dict) else None
     keys = [k for k in listed if isinstance(k, str)] if isinstance(listed, list) else []
     referenced = {
-        key for entry in await s.read_session_index(area) for key in (entry.body_key, entry.digest_key)
+        key
+        for sid in (await s.read_session_index(area)).ids
+        for key in (session_body_key(sid), session_digest_key(sid), session_entry_key(sid))
     }
-    drop = [
-        k
-        for k in keys
-        if (k.startswith(SESSION_BODY_PREFIX) or k.startswith(SESSION_DIGEST_PREFIX)) and k not in referenced
-    ]
+    drop = [k for k in keys if k.startswith(_STAGED_PREFIXES) and k not in referenced]
     await area.remove([*drop, BACKUP_IMPORT_STAGING])
     return sum(k.startswith(SESSION_BODY_PREFIX) for k in drop)
 
@@ -142,12 +147,13 @@ class _Staging:
         # The digest is recomputed from the body (a file's own digest is never trusted).
         entry, digest_item = s.with_digest(entry, s.text_digest(item.records))
         key = entry.body_key
-        self.staged.extend([key, *digest_item])
+        self.staged.extend([key, *digest_item, entry.entry_key])
         self.present.add(key)
         await self.area.set(
             {
                 key: {"history": item.raw, "savedAt": entry.saved_at},
                 **digest_item,
+                **s.entry_item(entry),
                 BACKUP_IMPORT_STAGING: {"keys": list(self.staged)},
             }
         )
@@ -165,8 +171,8 @@ async def import_backup(area: StorageArea, read: Read, progress: Progress) -> di
     """Read, check, stage and commit one backup file (rules 1-5); the caller holds the lock."""
     await recover(area)
     reader = BackupReader(read)
-    entries = await s.read_session_index(area)
-    staging = _Staging(area, entries, set(await area.keys()))
+    index = await s.read_session_index(area)
+    staging = _Staging(area, await index.entries(), set(await area.keys()))
     try:
         members = await _stage_all(reader, staging, progress)
         return await _commit(area, staging, members)
@@ -256,7 +262,7 @@ async def _commit(area: StorageArea, staging: _Staging, members: dict[str, Any])
             )
     providers_added, first_of_none = await _settings(area, settings, extra)
 
-    merged = [*staging.entries, *staging.new.values()]
+    merged = [*(e.id for e in staging.entries), *staging.new]
     await s.write_index(area, merged, **extra, **{BACKUP_IMPORT_STAGING: None})
     with contextlib.suppress(MarginError):  # a null list is what a commit leaves; `recover` removes it
         await area.remove([BACKUP_IMPORT_STAGING])

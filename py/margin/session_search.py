@@ -10,7 +10,7 @@ margin.sessions):
    (extension/sessions/search.js, same fold, same results): Python here takes seconds per query
    over 1,000 full digests, the panel answers each keystroke in milliseconds. This Python search
    serves `session.list {query}` and the tests; tests keep the two in step.
-   The digests come by address (`sessionDigest_<id>`, margin.session_index rule 4); without a
+   The digests come by address (`sessionDigest_<id>`, margin.session_index rule 3); without a
    query the list needs none: each preview is the entry's `digestHead`.
 """
 

@@ -2,17 +2,20 @@
 check, open, rename, pin, delete, undelete, export), saving the open conversation into its session,
 and deleting with undo.
 
-The concept is split by job: margin.session_index (the light index, its repair and migration,
-rules 1-3), margin.session_search (order, search, previews, rule 6), margin.session_export (one
-session as a file). Every storage key name is in margin.storage.
+The concept is split by job: margin.session_index (the index and its entries, read by address,
+rules 1-3; the migration of older layouts in margin.session_migration), margin.session_search
+(order, search, previews, rule 6), margin.session_export (one session as a file). Every storage
+key name is in margin.storage.
 
 Rules (numbered as for every sessions module):
 4. `history` remembers its session in `historySessionId`: saving again updates that session (body,
-   digest, and name unless the user renamed it) and never rewrites another session's body. A save
-   writes the body and its digest (with `historySessionId`) first, then the index, so a crash in
-   between leaves at worst a body and a digest the next save overwrites.
-5. Delete removes the entry from the index at once and moves the id to `sessionTrash`; the body is
-   removed once the undo window (UNDO_MS) has passed, by the next session call. What undo needs
+   digest, and name unless the user renamed it) and never rewrites another session's keys. A save
+   writes the body, its digest and its entry (with `historySessionId`) in one `set`; a new
+   session's id is added to the index's header after, so a crash in between leaves at worst keys
+   no index names, which the next save overwrites.
+5. Delete removes the id from the index's header at once and moves it to `sessionTrash`; the
+   body, the digest and the entry are removed once the undo window (UNDO_MS) has passed, by the
+   next session call. What undo needs
    lives in chrome.storage.session (`sessionUndo_<token>`), so it survives a worker restart;
    keeping the body in `local` meanwhile avoids pushing megabytes of images through the 10 MB
    session area. Deleting the open conversation's session unlinks `historySessionId`; undo links
@@ -41,27 +44,26 @@ from .session_index import (
     body_hash,
     check_bodies_present,
     default_name,
-    find_entry,
-    is_clean_entry,
+    entry_item,
+    index_item,
     is_number,
     read_body_checked,
     read_digests,
     read_session_index,
-    replace_entry,
     text_digest,
     with_digest,
-    write_index,
+    write_entry,
 )
 from .session_search import list_view
 from .storage import (
     HISTORY,
     HISTORY_SESSION_ID,
-    SAVED_SESSIONS,
     SESSION_TRASH,
     SESSION_UNDO_PREFIX,
     lock_for,
     session_body_key,
     session_digest_key,
+    session_entry_key,
 )
 from .stored_values import Read, park
 
@@ -86,10 +88,10 @@ async def save_current(area: StorageArea, *, clear: bool = False) -> str | None:
     records = parse_history(raw_history).records
     if not records:
         return None
-    entries = await read_session_index(area)
+    index = await read_session_index(area)
     linked = stored_values.read_session_id(stored.get(HISTORY_SESSION_ID))
     sid = linked.value or new_session_id()
-    existing = next((e for e in entries if e.id == sid), None)
+    existing = await index.find(sid)
     digest_hash = body_hash(raw_history)
     now = clock.now_ms()
 
@@ -114,22 +116,22 @@ async def save_current(area: StorageArea, *, clear: bool = False) -> str | None:
                 name=existing.name if existing.named else default_name(records),
             )
         entry, digest_item = with_digest(entry, text_digest(records))
-        # The body and its digest first (with the id the history belongs to), the index after.
+        # The body, its digest and its entry in one write (with the id the history belongs to);
+        # a new session's id joins the index's header after.
         await area.set(
             {
                 session_body_key(sid): {"history": raw_history, "savedAt": now},
                 **digest_item,
+                **entry_item(entry),
                 HISTORY_SESSION_ID: sid,
                 **park(HISTORY_SESSION_ID, linked),
             }
         )
-        entries = [entry, *entries] if existing is None else replace_entry(entries, entry)
+    after: dict[str, Any] = index_item([sid, *index.ids]) if existing is None else {}
     if clear:
-        await write_index(
-            area, entries, **{HISTORY: [], HISTORY_SESSION_ID: None, **park(HISTORY_SESSION_ID, linked)}
-        )
-    elif not unchanged:
-        await write_index(area, entries)
+        after.update({HISTORY: [], HISTORY_SESSION_ID: None, **park(HISTORY_SESSION_ID, linked)})
+    if after:
+        await area.set(after)
     return sid
 
 
@@ -155,7 +157,11 @@ async def purge_expired_trash(area: StorageArea) -> None:
     if not expired:
         return
     await area.remove(
-        [key for t in expired for key in (session_body_key(t["id"]), session_digest_key(t["id"]))]
+        [
+            key
+            for t in expired
+            for key in (session_body_key(t["id"]), session_digest_key(t["id"]), session_entry_key(t["id"]))
+        ]
     )
     await area.set({SESSION_TRASH: [t for t in trash if t not in expired], **park(SESSION_TRASH, read)})
 
@@ -177,11 +183,12 @@ async def handle_new(platform: Platform, payload: dict) -> dict:
 
 
 async def _checked_index(area: StorageArea) -> list[IndexEntry]:
-    """The index after the housekeeping every listing does: expired bodies removed (rule 5), the
-    index repaired if need be (rules 1, 2), lost bodies marked damaged (rule 3). Hold the lock."""
+    """The entries after the housekeeping every listing does: expired bodies removed (rule 5), the
+    index migrated or repaired if need be (rules 1, 2), lost bodies marked damaged (rule 3). Hold
+    the lock."""
     await purge_expired_trash(area)
-    entries = await read_session_index(area)
-    return await check_bodies_present(area, entries)
+    index = await read_session_index(area)
+    return await check_bodies_present(area, await index.entries())
 
 
 async def handle_list(platform: Platform, payload: dict) -> dict:
@@ -205,9 +212,8 @@ async def handle_open(platform: Platform, payload: dict) -> dict:
     sid = _id_of(payload)
     area = platform.local
     async with lock_for(area):
-        entries = await read_session_index(area)
-        entry = find_entry(entries, sid)
-        raw = await read_body_checked(area, entries, entry)
+        entry = await (await read_session_index(area)).entry(sid)
+        raw = await read_body_checked(area, entry)
         saved = await save_current(area)
         if saved == sid:
             return {}  # it was the open conversation: saving it was all there was to do
@@ -224,21 +230,18 @@ async def handle_rename(platform: Platform, payload: dict) -> dict:
     if not isinstance(name, str) or not " ".join(name.split()):
         raise MarginError("bad_name", "A session name cannot be empty. Type a name, then press Enter.")
     async with lock_for(platform.local):
-        entries = await read_session_index(platform.local)
-        entry = find_entry(entries, sid)
-        renamed = replace(entry, name=" ".join(name.split())[:NAME_MAX], named=True)
-        await write_index(platform.local, replace_entry(entries, renamed))
+        entry = await (await read_session_index(platform.local)).entry(sid)
+        await write_entry(platform.local, replace(entry, name=" ".join(name.split())[:NAME_MAX], named=True))
     return {}
 
 
 async def handle_pin(platform: Platform, payload: dict) -> dict:
     sid = _id_of(payload)
     async with lock_for(platform.local):
-        entries = await read_session_index(platform.local)
-        entry = find_entry(entries, sid)
+        entry = await (await read_session_index(platform.local)).entry(sid)
         pinned = payload.get("pinned") is True
         if entry.pinned != pinned:
-            await write_index(platform.local, replace_entry(entries, replace(entry, pinned=pinned)))
+            await write_entry(platform.local, replace(entry, pinned=pinned))
     return {}
 
 
@@ -247,8 +250,8 @@ async def handle_delete(platform: Platform, payload: dict) -> dict:
     area = platform.local
     async with lock_for(area):
         await purge_expired_trash(area)
-        entries = await read_session_index(area)
-        entry = find_entry(entries, sid)
+        index = await read_session_index(area)
+        entry = await index.entry(sid)
         token = secrets.token_hex(8)
         expires_at = clock.now_ms() + UNDO_MS
         current = (await area.get([HISTORY_SESSION_ID])).get(HISTORY_SESSION_ID)
@@ -268,7 +271,8 @@ async def handle_delete(platform: Platform, payload: dict) -> dict:
         }
         if current == sid:
             items[HISTORY_SESSION_ID] = None  # the open conversation, if saved again, is a new session
-        await write_index(area, [e for e in entries if e.id != sid], **items)
+        # The entry, body and digest stay until the purge (rule 5): undo puts the id back.
+        await area.set({**index_item([i for i in index.ids if i != sid]), **items})
     return {"undo": token}
 
 
@@ -293,22 +297,19 @@ async def handle_undelete(platform: Platform, payload: dict) -> dict:
         trash = trash_read.value
         if not any(t["id"] == sid for t in trash):
             raise too_late
-        entries = await read_session_index(area)
-        if not any(e.id == sid for e in entries):
-            # What undo stored is read like the index (a clean entry is taken as it is); one that
-            # cannot be is added as it was and repaired by the index's own reader.
-            if is_clean_entry(record["entry"]):
-                entries = [*entries, IndexEntry.from_clean_json(record["entry"])]
-            else:
-                await area.set({SAVED_SESSIONS: [*(e.to_json() for e in entries), record["entry"]]})
-                entries = await read_session_index(area)
+        index = await read_session_index(area)
         items: dict[str, Any] = {
             SESSION_TRASH: [t for t in trash if t["id"] != sid],
             **park(SESSION_TRASH, trash_read),
         }
+        if sid not in index:
+            # What undo stored goes back under its key as it was, with its id in the header; the
+            # index's own reader takes it as it is when it is clean, else repairs and parks it.
+            items.update({session_entry_key(sid): record["entry"], **index_item([*index.ids, sid])})
         if await _still_open(area, record.get("reopen")):
             items[HISTORY_SESSION_ID] = sid
-        await write_index(area, entries, **items)
+        await area.set(items)
+        await (await read_session_index(area)).entry(sid)
         await platform.session.remove([key])
     return {}
 
@@ -335,7 +336,6 @@ async def handle_export(platform: Platform, payload: dict) -> dict:
     sid = _id_of(payload)
     fmt = check_export_format(payload.get("format"))
     async with lock_for(platform.local):
-        entries = await read_session_index(platform.local)
-        entry = find_entry(entries, sid)
-        raw = await read_body_checked(platform.local, entries, entry)
+        entry = await (await read_session_index(platform.local)).entry(sid)
+        raw = await read_body_checked(platform.local, entry)
     return export_session(entry, raw, fmt)

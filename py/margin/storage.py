@@ -7,8 +7,8 @@ Rules (docs/storage-model.md, "Reading the light keys"):
    `get_all()` reads exactly that list and never asks for everything (`get(null)` would
    deserialize every image and every session snapshot on every turn).
 3. Keys read by address stay out of the list: `history`, every `session_<id>` body, every
-   `sessionDigest_<id>` search digest (margin.session_index) and every `imageOriginal_<digest>`
-   (margin.image_originals).
+   `sessionDigest_<id>` search digest and `sessionEntry_<id>` index entry (margin.session_index)
+   and every `imageOriginal_<digest>` (margin.image_originals).
 4. A new key that get_all's consumers must see goes into the list, and into docs/storage.md.
 
 The side panel paints the conversation before Python is up by reading `history` itself; the key
@@ -32,10 +32,15 @@ UI_LANGUAGE = "uiLanguage"
 SUMMARIZE_ABOVE_CHARS = "summarizeAboveChars"
 SESSION_BODY_PREFIX = "session_"
 # The search digest of session <id> (its text, at most DIGEST_CAP characters), apart from the index
-# so that an action on one session does not rewrite 1,000 digests (margin.session_index, rule 4).
+# so that an action on one session does not rewrite 1,000 digests (margin.session_index, rule 1).
 SESSION_DIGEST_PREFIX = "sessionDigest_"
+# One index entry of session <id> (~300 characters), so that an action on one session reads and
+# writes its own entry, not the 1,000 others (margin.session_index, rule 1).
+SESSION_ENTRY_PREFIX = "sessionEntry_"
 # Deleted sessions whose body waits out the undo window (margin.sessions, rule 5).
 SESSION_TRASH = "sessionTrash"
+# The layout of `savedSessions` = {"layout": SESSION_INDEX_LAYOUT, "ids": [...]} (margin.session_index).
+SESSION_INDEX_LAYOUT = 2
 # What `savedSessions` held that could not be read as sessions, parked (margin.session_index).
 SAVED_SESSIONS_UNREADABLE_PREFIX = "savedSessionsUnreadable_"
 # Records of `history` Margin could not read, kept aside (margin.history, rule 4); a second
@@ -60,7 +65,8 @@ DEFAULTS: dict[str, Any] = {
     HISTORY: [],
     # The saved session the current history was opened from (or last saved to), or None.
     HISTORY_SESSION_ID: None,
-    # The light session index [{id, name, createdAt, pinned, digestHead, ...}] (margin.sessions).
+    # The session index: {layout: 2, ids: [...]}, each entry in `sessionEntry_<id>`
+    # (margin.session_index); `[]` (no session yet) and the older lists are read too.
     SAVED_SESSIONS: [],
 }
 
@@ -100,6 +106,10 @@ def session_digest_key(session_id: str) -> str:
     return f"{SESSION_DIGEST_PREFIX}{session_id}"
 
 
+def session_entry_key(session_id: str) -> str:
+    return f"{SESSION_ENTRY_PREFIX}{session_id}"
+
+
 def parked_history_key(digest: str) -> str:
     """Where a second, different unreadable `history` is parked (`digest`: 12 hex of its sha256)."""
     return f"{HISTORY_UNREADABLE}_{digest}"
@@ -135,6 +145,8 @@ def contract_for_js() -> dict[str, Any]:
         },
         "sessionBodyPrefix": SESSION_BODY_PREFIX,
         "sessionDigestPrefix": SESSION_DIGEST_PREFIX,
+        "sessionEntryPrefix": SESSION_ENTRY_PREFIX,
+        "sessionIndexLayout": SESSION_INDEX_LAYOUT,
         # chrome.storage.session keys the pages and the worker's shell read (never write).
         "sessionKeys": {
             "siteCacheIndex": SITE_CACHE_INDEX,

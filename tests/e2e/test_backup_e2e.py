@@ -18,6 +18,7 @@ import time
 
 import pytest
 from harness import Margin, poll
+from stored_sessions import session_entries
 
 log = logging.getLogger("backup-e2e")
 
@@ -25,9 +26,10 @@ MB = 1_000_000
 SLOW_S = 240
 
 # Writes `count` sessions of one random "image" of `image_bytes` bytes each (base64 in a data URL)
-# into chrome.storage.local, plus their index.
+# into chrome.storage.local, plus their digests, entries and index (layout 2, docs/storage.md).
 SEED_JS = """async ({ count, imageBytes, prefix }) => {
-    const index = (await chrome.storage.local.get('savedSessions')).savedSessions || [];
+    const stored = (await chrome.storage.local.get('savedSessions')).savedSessions;
+    const ids = stored && Array.isArray(stored.ids) ? [...stored.ids] : [];
     for (let i = 0; i < count; i++) {
         const raw = new Uint8Array(imageBytes);
         for (let at = 0; at < raw.length; at += 65536) crypto.getRandomValues(raw.subarray(at, at + 65536));
@@ -41,22 +43,26 @@ SEED_JS = """async ({ count, imageBytes, prefix }) => {
             { role: 'assistant', createdAt: stamp + 1, content: `Noise ${i} \u2014 \u00fcn\u00efcode \u6f22\u5b57 \ud83d\ude00 "quoted" \\\\ back` },
         ];
         const id = `${prefix}${i}`;
-        await chrome.storage.local.set({ [`session_${id}`]: { history, savedAt: stamp } });
-        index.push({ id, name: `${prefix} ${i}`, createdAt: stamp, pinned: false, textDigest: `Picture ${i}`, savedAt: stamp, bodyHash: '' });
+        await chrome.storage.local.set({
+            [`session_${id}`]: { history, savedAt: stamp },
+            [`sessionDigest_${id}`]: `Picture ${i}`,
+            [`sessionEntry_${id}`]: { id, name: `${prefix} ${i}`, createdAt: stamp, pinned: false, digestHead: `Picture ${i}`, savedAt: stamp, bodyHash: '' },
+        });
+        ids.push(id);
     }
-    await chrome.storage.local.set({ savedSessions: index });
+    await chrome.storage.local.set({ savedSessions: { layout: 2, ids } });
 }"""
 
 # {id: sha256 of JSON.stringify(history)} of every stored session body, read one at a time
 # (chrome.storage gives objects back with their keys sorted: compare what it gives back).
 DIGESTS_JS = """async () => {
     const hex = (buffer) => Array.from(new Uint8Array(buffer), (b) => b.toString(16).padStart(2, '0')).join('');
-    const index = (await chrome.storage.local.get('savedSessions')).savedSessions || [];
+    const stored = (await chrome.storage.local.get('savedSessions')).savedSessions;
     const digests = {};
-    for (const entry of index) {
-        const key = `session_${entry.id}`;
+    for (const id of stored && Array.isArray(stored.ids) ? stored.ids : []) {
+        const key = `session_${id}`;
         const body = (await chrome.storage.local.get(key))[key];
-        digests[entry.id] = body ? hex(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(JSON.stringify(body.history)))) : null;
+        digests[id] = body ? hex(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(JSON.stringify(body.history)))) : null;
     }
     return digests;
 }"""
@@ -139,7 +145,7 @@ def one_session_of_mine(margin: Margin):
     page.evaluate(SEED_JS, {"count": 1, "imageBytes": 1000, "prefix": "mine"})
     region = open_sessions(page)
     poll(lambda: region.get_by_role("listitem").count() == 1, timeout=60, message="mine not listed")
-    return page, region, margin.storage_get(["savedSessions"])["savedSessions"], page.evaluate(DIGESTS_JS)
+    return page, region, session_entries(margin), page.evaluate(DIGESTS_JS)
 
 
 # --- the tests ----------------------------------------------------------------------------------
@@ -228,7 +234,7 @@ def test_a_worker_stopped_mid_import_leaves_nothing_half_written(margin: Margin,
     margin.stop_service_worker()
     alert = region.get_by_role("alert")
     poll(lambda: "stopped during the backup" in alert.inner_text(), timeout=30, message="no alert")
-    assert margin.storage_get(["savedSessions"])["savedSessions"] == before_index  # nothing visible
+    assert session_entries(margin) == before_index  # nothing visible
 
     margin.send_message({"type": "app.ping", "payload": {}})  # a new worker starts and cleans up
     poll(
@@ -245,7 +251,7 @@ def test_a_worker_stopped_mid_import_leaves_nothing_half_written(margin: Margin,
     poll(
         lambda: "Added 12 sessions" in status_text(region), timeout=SLOW_S, interval=0.5, message="no import"
     )
-    assert len(margin.storage_get(["savedSessions"])["savedSessions"]) == 13
+    assert len(session_entries(margin)) == 13
 
 
 @pytest.mark.parametrize(
@@ -335,7 +341,7 @@ def test_a_storage_that_fills_mid_import_says_so_and_leaves_nothing_half_written
     )
     assert worker.evaluate("() => !!globalThis.__marginTestOriginalSet"), "the worker restarted mid-test"
     # Nothing of the file is visible or left behind, and what was stored is as it was.
-    assert margin.storage_get(["savedSessions"])["savedSessions"] == before_index
+    assert session_entries(margin) == before_index
     assert page.evaluate(BODY_KEYS_JS) == ["session_mine0"]
     assert margin.storage_get(["backupImportStaging"]) == {}
     assert page.evaluate(DIGESTS_JS) == before_digests
@@ -344,4 +350,4 @@ def test_a_storage_that_fills_mid_import_says_so_and_leaves_nothing_half_written
     assert worker.evaluate(RESTORE_SET_JS)  # room again: the same file imports whole
     import_file(page, region, path)
     poll(lambda: "Added 8 sessions" in status_text(region), timeout=SLOW_S, interval=0.5, message="no import")
-    assert len(margin.storage_get(["savedSessions"])["savedSessions"]) == 9
+    assert len(session_entries(margin)) == 9

@@ -15,6 +15,7 @@ import re
 
 import pytest
 from harness import Margin, launch, poll
+from stored_sessions import session_entries
 
 COLD_S = 45
 
@@ -114,7 +115,7 @@ def wait_names(page, expected, timeout=COLD_S):
 
 
 def index_of(margin: Margin) -> list[dict]:
-    return margin.storage_get(["savedSessions"]).get("savedSessions", [])
+    return session_entries(margin)
 
 
 def body_of(margin: Margin, sid: str):
@@ -392,7 +393,7 @@ def test_backup_export_then_import_into_a_fresh_profile(
             message="no alert for a foreign file",
         )
         wait_names(page2, ["Gamma", "Beta", "Alpha"])  # nothing lost or added
-        assert len(other.storage_get(["savedSessions"])["savedSessions"]) == 3
+        assert len(session_entries(other)) == 3
         assert fresh.page_errors == []
     finally:
         fresh.close()

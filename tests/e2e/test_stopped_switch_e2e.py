@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 
 from harness import Margin, poll
+from stored_sessions import session_entries
 from test_sessions_e2e import COLD_S, LEGACY, item, item_names, migrated_panel, open_sessions
 
 NAMES = [entry["name"] for entry in LEGACY]
@@ -25,7 +26,7 @@ def bodies(margin: Margin) -> dict[str, list]:
 
 def check_whole(margin: Margin, before: dict[str, list]) -> None:
     stored = margin.storage_get(None)
-    index = stored.get("savedSessions", [])
+    index = session_entries(margin)
     named = {f"session_{e['id']}" for e in index} | {
         f"session_{t['id']}" for t in stored.get("sessionTrash", [])
     }

@@ -6,7 +6,9 @@ Every case of tests/reliability/ follows one pattern:
 2. Run the hostile input through the real code path; assert the specific error it must get.
 3. `ledger.settle(before, snapshot(platform))` records how many bytes of the user's data are gone:
    a value counts as kept when it is still stored under its key, or moved whole under another key
-   (parking keeps the raw value under `historyUnreadable...`). It asserts that nothing was lost.
+   (parking keeps the raw value under `historyUnreadable...`); an item of a list counts as kept
+   when it is inside a stored value, or when every field of it is in one stored object (an
+   index entry made of it adds its own fields). It asserts that nothing was lost.
 
 `python3 build.py reliability` runs the suite and prints, per attack surface (test module), the
 cases tried, passed and the bytes lost, which must be 0.
@@ -58,13 +60,41 @@ def bytes_lost(before: dict[str, str], after: dict[str, str], *, replaced: Itera
         items = _items(text)
         pieces = items if items is not None else [text]
         lost += sum(
-            len(p.encode("utf-8", "surrogatepass")) for p in pieces if not _kept_inside(p, after.values())
+            len(p.encode("utf-8", "surrogatepass"))
+            for p in pieces
+            if not _kept_inside(p, after.values()) and not _fields_kept(p, after.values())
         )
     return lost
 
 
 def _kept_inside(text: str, values: Iterable[str]) -> bool:
     return any(text in other for other in values)
+
+
+def _fields_kept(text: str, values: Iterable[str]) -> bool:
+    """An object whose every field is still stored, with the same value, in one stored object (an
+    index entry made of a list's item keeps the item's fields and adds its own)."""
+    if not text.startswith("{"):
+        return False
+    try:
+        wanted = json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    if not isinstance(wanted, dict) or not wanted:
+        return False
+    for other in values:
+        if not other.startswith("{"):
+            continue
+        try:
+            candidate = json.loads(other)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(candidate, dict) and all(
+            key in candidate and serialized(candidate[key]) == serialized(value)
+            for key, value in wanted.items()
+        ):
+            return True
+    return False
 
 
 def _items(text: str) -> list[str] | None:

@@ -14,7 +14,15 @@ import pytest
 from margin import backup, options, sessions
 from margin.errors import MarginError
 from margin.platform_memory import memory_platform
-from margin.storage import BACKUP_IMPORT_STAGING, HISTORY, PROVIDERS, SAVED_SESSIONS, session_body_key
+from margin.session_index import stored_entries
+from margin.storage import (
+    BACKUP_IMPORT_STAGING,
+    HISTORY,
+    PROVIDERS,
+    SAVED_SESSIONS,
+    session_body_key,
+    session_entry_key,
+)
 
 from .ledger import snapshot
 
@@ -43,11 +51,16 @@ def users_profile():
     platform = memory_platform({PROVIDERS: [MINE], "activeProviderId": "mine"})
     run(platform.local.set({HISTORY: [{"role": "user", "content": "my saved question"}]}))
     run(sessions.handle_new(platform, {}))
-    entries = platform.local.snapshot()[SAVED_SESSIONS]
+    entries = stored_entries(platform.local.snapshot())
     body = platform.local.snapshot()[session_body_key(entries[0]["id"])]
-    run(platform.local.remove([session_body_key(entries[0]["id"])]))
-    entries[0]["id"] = "mine1"
-    run(platform.local.set({SAVED_SESSIONS: entries, session_body_key("mine1"): body}))
+    run(platform.local.remove([session_body_key(entries[0]["id"]), session_entry_key(entries[0]["id"])]))
+    entry = {**entries[0], "id": "mine1"}
+    header = {"layout": 2, "ids": ["mine1"]}
+    run(
+        platform.local.set(
+            {SAVED_SESSIONS: header, session_entry_key("mine1"): entry, session_body_key("mine1"): body}
+        )
+    )
     run(platform.local.set({HISTORY: [{"role": "user", "content": "my open question"}]}))
     return platform
 
@@ -91,7 +104,7 @@ def test_a_conflicting_session_claiming_to_be_newer_comes_in_as_a_copy(ledger):
     assert (result["added"], result["copies"]) == (1, 1)
     stored = platform.local.snapshot()
     assert stored[session_body_key("mine1")] == mine
-    copy = next(e for e in stored[SAVED_SESSIONS] if e["id"] != "mine1")
+    copy = next(e for e in stored_entries(stored) if e["id"] != "mine1")
     assert copy["id"].startswith("mine1-") and copy["name"] == "Session mine1 (imported)"
     assert "rewritten by the file" in json.dumps(stored[session_body_key(copy["id"])])
     ledger.settle(before, snapshot(platform), replaced=["local:savedSessions"])
@@ -157,7 +170,7 @@ def test_a_store_that_dies_at_any_write_of_an_import_loses_nothing_and_is_cleane
     with pytest.raises(MarginError):
         run(backup.import_text(platform, text, CHUNK))
     platform.local.revive()
-    assert [e["id"] for e in platform.local.snapshot()[SAVED_SESSIONS]] == ["mine1"]  # nothing visible
+    assert [e["id"] for e in stored_entries(platform.local.snapshot())] == ["mine1"]  # nothing visible
     run(backup.recover(platform))
     assert snapshot(platform) == before
     ledger.settle(before, snapshot(platform))

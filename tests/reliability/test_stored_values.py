@@ -17,6 +17,7 @@ import pytest
 
 from margin import sessions
 from margin.platform_memory import memory_platform
+from margin.session_index import stored_entries
 from margin.worker import Worker
 
 from .ledger import snapshot
@@ -72,14 +73,19 @@ def users_profile():
         )
     )
     run(sessions.handle_new(platform, {}))
-    entry = run(platform.local.get(["savedSessions"]))["savedSessions"][0]
+    [entry] = stored_entries(platform.local.snapshot())
     # Give the saved session the id the corpus names: entry, body and digest together.
     keys = [f"session_{entry['id']}", f"sessionDigest_{entry['id']}"]
     body, digest = (run(platform.local.get(keys))[k] for k in keys)
-    run(platform.local.remove(keys))
+    run(platform.local.remove([*keys, f"sessionEntry_{entry['id']}"]))
     run(
         platform.local.set(
-            {"savedSessions": [{**entry, "id": "s1"}], "session_s1": body, "sessionDigest_s1": digest}
+            {
+                "savedSessions": {"layout": 2, "ids": ["s1"]},
+                "sessionEntry_s1": {**entry, "id": "s1"},
+                "session_s1": body,
+                "sessionDigest_s1": digest,
+            }
         )
     )
     run(platform.local.set({"history": [{"role": "user", "content": "the open chat"}]}))
@@ -101,13 +107,38 @@ def test_a_corrupt_value_reaches_no_crash_and_loses_nothing(key, name, ledger):
         if not reply.get("ok") and reply["error"]["code"] == "internal":
             internal.append((action, reply["error"]["message"]))
     assert not internal, f"failed as internal: {internal}"
-    # The rename is the user's own change of the index, and saving s1 again rewrites its digest (text
+    # The rename is the user's own change of the index (its entry), and saving s1 again rewrites its digest (text
     # derived from its body, which is kept); everything else must still be stored.
     ledger.settle(
         before,
         snapshot(platform),
-        replaced=["local:savedSessions", "local:historySessionId", "local:sessionDigest_s1"],
+        replaced=[
+            "local:savedSessions",
+            "local:sessionEntry_s1",
+            "local:historySessionId",
+            "local:sessionDigest_s1",
+        ],
     )
+
+
+# -- the index's own keys: what the first listing cannot read is parked, not replaced ---------------
+
+INDEX_CASES = [(key, name) for key in ("sessionEntry_s1", "savedSessions") for name in CORPUS["values"]]
+
+
+@pytest.mark.parametrize(("key", "name"), INDEX_CASES, ids=[f"{k}-{n}" for k, n in INDEX_CASES])
+def test_a_corrupt_index_value_is_parked_by_the_first_listing(key, name, ledger):
+    """The user only looks at the list: no write of theirs may replace what is stored, so every
+    value the listing could not read must still be stored, parked (margin.session_migration)."""
+    platform = users_profile()
+    asyncio.run(platform.local.set({key: corruption(name)}))
+    before = snapshot(platform)
+    worker = Worker(platform, lambda *_: True)
+    reply = json.loads(asyncio.run(worker.dispatch_json("session.list", "{}", "extension")))
+    assert reply["ok"], reply
+    if key == "sessionEntry_s1":  # the header still names s1: its entry is rebuilt from its body
+        assert [row["id"] for row in reply["value"]["sessions"]] == ["s1"]
+    ledger.settle(before, snapshot(platform))
 
 
 # -- the rarer keys: each with the actions that read it -----------------------------------------

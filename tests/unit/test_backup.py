@@ -9,7 +9,8 @@ import pytest
 from margin import backup, backup_export, backup_import, options, sessions
 from margin.errors import MarginError
 from margin.platform_memory import memory_platform
-from margin.storage import BACKUP_IMPORT_STAGING, HISTORY, PROVIDERS, SAVED_SESSIONS, session_body_key
+from margin.session_index import stored_entries
+from margin.storage import BACKUP_IMPORT_STAGING, HISTORY, PROVIDERS, session_body_key
 from margin.worker import Worker
 
 PIXELS = "data:image/jpeg;base64," + "/9j/4AAQ" * 400
@@ -104,8 +105,8 @@ def test_import_into_an_empty_profile_restores_everything():
     assert (result["added"], result["copies"], result["skipped"]) == (2, 0, 0)
     assert "Added 2 sessions" in result["message"]
     data = fresh.local.snapshot()
-    assert len(data[SAVED_SESSIONS]) == 2
-    for entry in data[SAVED_SESSIONS]:
+    assert len(stored_entries(data)) == 2
+    for entry in stored_entries(data):
         assert data[session_body_key(entry["id"])]["history"][0]["content"][1]["image_url"]["url"] == PIXELS
     assert data[HISTORY] == [{"role": "user", "content": "still open"}]
     assert data[PROVIDERS][0]["apiKey"] == "sk-secret"
@@ -163,7 +164,7 @@ def test_importing_twice_adds_nothing_and_says_so():
 
 def test_a_conflicting_session_with_a_newer_saved_at_comes_in_as_a_copy_and_ours_stays():
     platform = seeded()
-    sid = platform.local.snapshot()[SAVED_SESSIONS][0]["id"]
+    sid = stored_entries(platform.local.snapshot())[0]["id"]
     ours = platform.local.snapshot()[session_body_key(sid)]
     data = json.loads(export(platform))
     for item in data["sessions"]:
@@ -175,7 +176,7 @@ def test_a_conflicting_session_with_a_newer_saved_at_comes_in_as_a_copy_and_ours
     assert "(imported)" in result["message"]
     stored = platform.local.snapshot()
     assert stored[session_body_key(sid)] == ours
-    copy = next(e for e in stored[SAVED_SESSIONS] if e["id"].startswith(sid + "-"))
+    copy = next(e for e in stored_entries(stored) if e["id"].startswith(sid + "-"))
     assert copy["name"].endswith(" (imported)")
     assert stored[session_body_key(copy["id"])]["history"][0]["content"] == "written elsewhere"
     assert import_text(platform, json.dumps(data))["added"] == 0  # the copy is not made twice
@@ -184,14 +185,14 @@ def test_a_conflicting_session_with_a_newer_saved_at_comes_in_as_a_copy_and_ours
 def test_a_session_deleted_then_imported_again_comes_back_beside_its_trashed_body():
     platform = seeded()
     text = export(platform)
-    sid = platform.local.snapshot()[SAVED_SESSIONS][0]["id"]
+    sid = stored_entries(platform.local.snapshot())[0]["id"]
     run(sessions.handle_delete(platform, {"id": sid}))
     trashed = platform.local.snapshot()[session_body_key(sid)]
     result = import_text(platform, text)
     assert result["added"] == 1
     stored = platform.local.snapshot()
     assert stored[session_body_key(sid)] == trashed  # never overwritten
-    copy = next(e for e in stored[SAVED_SESSIONS] if e["id"].startswith(sid + "-"))
+    copy = next(e for e in stored_entries(stored) if e["id"].startswith(sid + "-"))
     assert stored[session_body_key(copy["id"])]["history"] == trashed["history"]
 
 
@@ -331,7 +332,7 @@ def test_the_worker_runs_an_export_and_an_import_over_a_port():
 
     run(importing())
     assert posted[-1][1]["event"] == "done" and posted[-1][1]["result"]["added"] == 3
-    assert len(target.local.snapshot()[SAVED_SESSIONS]) == 3
+    assert len(stored_entries(target.local.snapshot())) == 3
 
 
 def test_closing_the_port_mid_import_removes_what_was_staged():
@@ -402,7 +403,7 @@ def test_brackets_and_escaped_quotes_inside_text_are_not_nesting():
 
 def test_what_margin_cannot_read_is_exported_marked_damaged_and_the_rest_imports():
     platform = seeded(2)
-    entries = platform.local.snapshot()[SAVED_SESSIONS]
+    entries = stored_entries(platform.local.snapshot())
     odd = [{"role": "user", "content": "fine"}, {"role": "wizard", "content": 3}]
     run(
         platform.local.set({session_body_key(entries[0]["id"]): {"history": odd}, HISTORY: {"not": "a list"}})

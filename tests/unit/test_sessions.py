@@ -9,7 +9,8 @@ from margin import clock, session_index, session_search, sessions, storage
 from margin.errors import MarginError
 from margin.history import Record
 from margin.platform_memory import memory_platform
-from margin.storage import HISTORY, HISTORY_SESSION_ID, SAVED_SESSIONS, session_body_key, session_digest_key
+from margin.session_index import stored_entries
+from margin.storage import HISTORY, HISTORY_SESSION_ID, session_body_key, session_digest_key
 
 PIXELS = "data:image/png;base64," + "iVBORw0KGgo" * 500
 
@@ -55,13 +56,13 @@ def test_new_session_saves_the_conversation_with_pixels_and_clears_it(platform):
     data = platform.local.snapshot()
     assert data[HISTORY] == [] and data[HISTORY_SESSION_ID] is None
     assert data[session_body_key(sid)]["history"][0]["content"][1]["image_url"]["url"] == PIXELS
-    [entry] = data[SAVED_SESSIONS]
+    [entry] = stored_entries(data)
     assert entry["name"] == "What is in this photo?"
     # The digest (no image bytes) is stored apart from the index, which keeps its head for the list.
     assert data[session_digest_key(sid)] == "What is in this photo?\nA cat."
     assert entry["digestHead"] == "What is in this photo?\nA cat." and "textDigest" not in entry
     assert new_session(platform) is None  # nothing to save: nothing happens
-    assert len(platform.local.snapshot()[SAVED_SESSIONS]) == 1
+    assert len(stored_entries(platform.local.snapshot())) == 1
 
 
 def test_digest_is_capped():
@@ -91,7 +92,7 @@ def test_reopened_session_is_updated_not_copied_and_other_bodies_untouched(platf
     assert new_session(platform) == first
     written = {k for w in platform.local.writes if isinstance(w, dict) for k in w}
     assert session_body_key(second) not in written
-    index = {e["id"]: e for e in platform.local.snapshot()[SAVED_SESSIONS]}
+    index = {e["id"]: e for e in stored_entries(platform.local.snapshot())}
     assert len(index) == 2
     assert index[first]["name"] == "My first"  # renamed: saving keeps the user's name
     assert "more on it" in platform.local.snapshot()[session_digest_key(first)]
@@ -116,7 +117,7 @@ def test_open_saves_the_open_conversation_first(platform):
     run(sessions.handle_open(platform, {"id": saved}))
     data = platform.local.snapshot()
     assert data[HISTORY] == [user("saved one")]
-    names = [e["name"] for e in data[SAVED_SESSIONS]]
+    names = [e["name"] for e in stored_entries(data)]
     assert "unsaved work" in names
 
 
@@ -233,7 +234,7 @@ def test_missing_body_shows_damaged_in_the_list_without_reading_any_body(platfor
     assert rows["fragile"]["damaged"] is True and rows["fragile"]["damagedReason"] == "missing"
     assert rows["sturdy"]["damaged"] is False
     # The mark is in the stored index, where the panel reads it.
-    index = {e["id"]: e for e in platform.local.snapshot()[SAVED_SESSIONS]}
+    index = {e["id"]: e for e in stored_entries(platform.local.snapshot())}
     assert index[by_name["fragile"]]["damaged"] == "missing"
     assert "damaged" not in index[by_name["sturdy"]]
     # The rest of the list still works: search, open another session.
@@ -273,7 +274,7 @@ def test_check_does_the_housekeeping_of_a_listing_without_building_the_list(plat
     assert not any(k.startswith("session_") for k in platform.local.reads)
     data = platform.local.snapshot()
     assert session_body_key(by_name["deleted"]) not in data  # the undo window has passed
-    [entry] = data[SAVED_SESSIONS]
+    [entry] = stored_entries(data)
     assert entry["id"] == by_name["fragile"] and entry["damaged"] == "missing"
 
 
@@ -288,7 +289,7 @@ def test_undo_after_deleting_the_open_session_links_the_conversation_again(platf
     # Saving again updates that session: still one session, its body has the new turn.
     chat(platform, user("draft"), answer("ok"), user("one more"))
     assert new_session(platform) == sid
-    index = platform.local.snapshot()[SAVED_SESSIONS]
+    index = stored_entries(platform.local.snapshot())
     assert [e["id"] for e in index] == [sid]
     assert platform.local.snapshot()[session_body_key(sid)]["history"][-1] == user("one more")
 
@@ -314,7 +315,7 @@ def test_undo_does_not_link_a_different_conversation(platform):
     run(sessions.handle_undelete(platform, {"undo": token}))
     data = platform.local.snapshot()
     assert data[HISTORY_SESSION_ID] is None  # saving "a new topic" must not overwrite the old session
-    assert sid in {e["id"] for e in data[SAVED_SESSIONS]}
+    assert sid in {e["id"] for e in stored_entries(data)}
 
 
 def test_export_markdown_and_json(platform):
@@ -394,7 +395,7 @@ def test_js_search_returns_what_session_list_returns(tmp_path, platform):
         "Ärger im Büro mit dem Kaffee",
     )
     stored = platform.local.snapshot()
-    index = stored[SAVED_SESSIONS]
+    index = stored_entries(stored)
     digests = {e["id"]: stored[session_digest_key(e["id"])] for e in index}
     queries = ["", "cafe", "creme brulee", "привет", "世界", "strasse", "buro", "e", "zz", "un cafe"]
     expected = [listed(platform, q) for q in queries]
@@ -444,7 +445,7 @@ def test_an_action_on_one_session_reads_and_writes_no_other_sessions_digest_or_b
     platform.local.reads.clear()
     assert [r["name"] for r in listed(platform, "beta")] == ["beta talk"]
     assert {k for k in platform.local.reads if k.startswith("sessionDigest_")} == {
-        session_digest_key(e["id"]) for e in platform.local.snapshot()[SAVED_SESSIONS]
+        session_digest_key(e["id"]) for e in stored_entries(platform.local.snapshot())
     }
 
 

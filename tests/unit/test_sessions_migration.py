@@ -1,15 +1,18 @@
-"""Legacy inline snapshots move to per-session bodies, crash-safely; bad indexes are repaired."""
+"""Legacy inline snapshots move to per-session bodies, crash-safely; bad indexes are repaired.
+(The move of the list of entries to layout 2, one key per entry: test_sessions_layout.py.)"""
 
 import asyncio
 import contextlib
 import json
 
-from margin import session_index, sessions
+from margin import session_index, session_migration, sessions
 from margin.platform_memory import MemoryStorageArea, StoreCrashed
+from margin.session_index import stored_entries
 from margin.storage import (
     SAVED_SESSIONS,
     SAVED_SESSIONS_UNREADABLE_PREFIX,
     SESSION_DIGEST_PREFIX,
+    SESSION_ENTRY_PREFIX,
     session_body_key,
     session_digest_key,
 )
@@ -79,11 +82,16 @@ def run(coro):
 
 
 def migrate(area):
-    return run(session_index.read_session_index(area))
+    """Every entry, after `read_session_index` migrated the store."""
+
+    async def entries():
+        return await (await session_index.read_session_index(area)).entries()
+
+    return run(entries())
 
 
 def test_legacy_bodies_move_out_of_the_index_verbatim():
-    legacy = legacy_store()[SAVED_SESSIONS]
+    legacy = stored_entries(legacy_store())
     area = MemoryStorageArea(legacy_store())
     entries = migrate(area)
     data = area.snapshot()
@@ -92,14 +100,16 @@ def test_legacy_bodies_move_out_of_the_index_verbatim():
         assert data[session_body_key(entry.id)]["history"] == old["history"]  # pixels kept
         assert entry.name == old["name"] and entry.created_at == old["createdAt"]
         assert entry.pinned is old["pinned"]
-    index = data[SAVED_SESSIONS]
+    index = stored_entries(data)
     assert all("history" not in e for e in index)
     assert PIXELS not in json.dumps(index)  # the index is light
     assert data[session_digest_key("s2")] == "What is this chart?\nSales by quarter."
     assert entries[1].digest_head == "What is this chart?\nSales by quarter."
-    # The index is rewritten last, after every body and every digest.
+    # The index is rewritten last, after every body and every digest, then every entry.
     assert list(area.writes[-1]) == [SAVED_SESSIONS]
-    assert all(k.startswith(("session_", SESSION_DIGEST_PREFIX)) for w in area.writes[:-1] for k in w)
+    kinds = [k.split("_")[0] for w in area.writes[:-1] for k in w]
+    assert set(kinds) == {"session", "sessionDigest", "sessionEntry"}
+    assert kinds.index("sessionEntry") > max(i for i, k in enumerate(kinds) if k != "sessionEntry")
 
 
 def test_migration_is_idempotent_and_a_clean_index_is_not_rewritten():
@@ -138,7 +148,7 @@ def test_a_crash_after_any_write_is_completed_by_the_next_run():
         assert crashed == (k < total), k
         migrate(area)
         assert area.snapshot() == expected, f"crash after {k} writes"
-        index = area.snapshot()[SAVED_SESSIONS]
+        index = stored_entries(area.snapshot())
         assert len({e["id"] for e in index}) == len(index) == 4
 
 
@@ -283,12 +293,12 @@ def inline_digest_store(n=6):
 
 
 def test_inline_digests_move_to_their_own_keys_before_the_index_forgets_them(monkeypatch):
-    monkeypatch.setattr(session_index, "_DIGEST_BATCH", 300)  # several digest writes, not one
+    monkeypatch.setattr(session_migration, "_DIGEST_BATCH", 300)  # several digest writes, not one
     old = inline_digest_store()
     area = MemoryStorageArea(inline_digest_store())
     entries = migrate(area)
     data = area.snapshot()
-    for before, entry in zip(old[SAVED_SESSIONS], entries, strict=True):
+    for before, entry in zip(stored_entries(old), entries, strict=True):
         assert data[session_digest_key(entry.id)] == before["textDigest"]
         assert entry.digest_head == before["textDigest"][: session_index.DIGEST_HEAD]
         assert (entry.name, entry.pinned, entry.created_at, entry.saved_at) == (
@@ -298,27 +308,28 @@ def test_inline_digests_move_to_their_own_keys_before_the_index_forgets_them(mon
             before["savedAt"],
         )
         assert entry.extra == {"keptField": before["keptField"]}
-    assert all("textDigest" not in e for e in data[SAVED_SESSIONS])
+    assert all("textDigest" not in e for e in stored_entries(data))
     assert not [k for k in data if k.startswith(SAVED_SESSIONS_UNREADABLE_PREFIX)]  # nothing was lost
     digest_writes = [w for w in area.writes if any(k.startswith(SESSION_DIGEST_PREFIX) for k in w)]
     assert len(digest_writes) >= 3
-    assert list(area.writes[-1]) == [SAVED_SESSIONS] and len(area.writes) == len(digest_writes) + 1
+    assert list(area.writes[-1]) == [SAVED_SESSIONS] and len(area.writes) == len(digest_writes) + 2
+    assert all(k.startswith(SESSION_ENTRY_PREFIX) for k in area.writes[-2])  # the entries, then the header
     assert not [k for k in area.reads if k.startswith("session_")]  # no body needed to move them
 
 
 def test_a_crash_at_any_write_of_the_digest_move_loses_nothing(monkeypatch):
-    monkeypatch.setattr(session_index, "_DIGEST_BATCH", 300)
+    monkeypatch.setattr(session_migration, "_DIGEST_BATCH", 300)
     area = MemoryStorageArea(inline_digest_store())
     migrate(area)
     total, expected = len(area.writes), area.snapshot()
-    originals = {e["id"]: e["textDigest"] for e in inline_digest_store()[SAVED_SESSIONS]}
+    originals = {e["id"]: e["textDigest"] for e in stored_entries(inline_digest_store())}
     assert total >= 4
     for k in range(total + 1):
         area, crashed = migrate_crashing_after(inline_digest_store(), k)
         assert crashed == (k < total), k
         # At the crash: every digest is still inline in the index, or already in its key.
         data = area.snapshot()
-        inline = {e["id"]: e.get("textDigest") for e in data[SAVED_SESSIONS]}
+        inline = {e["id"]: e.get("textDigest") for e in stored_entries(data)}
         for sid, text in originals.items():
             assert text in (inline.get(sid), data.get(session_digest_key(sid))), (k, sid)
         migrate(area)
