@@ -192,6 +192,11 @@ class SSEChatStream:
     def finish_reason(self) -> str | None:
         return self._parser.finish_reason
 
+    @property
+    def tool_calls(self) -> list[Any]:
+        """The `run_python` calls the answer made (margin.tool_wire rule 4); [] for none."""
+        return list(getattr(self._parser, "tool_calls", []))
+
     async def read(self) -> list[str] | None:
         if self._kept is not None and not self._cut_reported:
             self._cut_reported = True
