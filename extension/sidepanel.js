@@ -45,6 +45,7 @@ import * as unsaved from "./panel/unsaved.js";
 import * as header from "./panel/header.js";
 import * as explain from "./panel/explain.js";
 import * as codeRuns from "./panel/code_runs.js";
+import * as toolCalls from "./panel/tool_calls.js";
 
 const PING_GRACE_MS = 250;
 
@@ -57,6 +58,7 @@ function wirePanel() {
   unsaved.init();
   header.init();
   codeRuns.init();
+  toolCalls.init();
 }
 
 // --- Storage: paint first, then follow ------------------------------------------------------------

@@ -66,8 +66,19 @@ from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
-from . import agent_turn, catalogue, clock, figures, images, options, rescue, sandbox_files, slimming, tool_loop
-from . import unsaved_answers
+from . import (
+    agent_turn,
+    catalogue,
+    clock,
+    figures,
+    images,
+    options,
+    rescue,
+    sandbox_files,
+    slimming,
+    tool_loop,
+    unsaved_answers,
+)
 from . import usage as token_usage
 from .errors import MarginError, ProviderError, StorageError
 from .history import Record, for_edit, for_regenerate, read_history, user_record, write_history
@@ -258,7 +269,15 @@ class _Turn:
                 request_records = flatten(request_records)
             while True:
                 offer = ToolOffer(tool_loop.description(sandbox_files.listing(files)), self.loop.forbidden)
-                stream = await race(self._open(module, provider, request_records, offer if offers else None), self.stop)
+                stream = await race(
+                    self._open(module, provider, request_records, offer if offers else None), self.stop
+                )
+                if getattr(
+                    stream, "tools_unsupported", False
+                ):  # tool_loop rule 7: asked again without the tool
+                    offers = False
+                    with contextlib.suppress(StorageError):  # only an optimisation is lost
+                        await options.mark_tools_unsupported(self.platform, provider["id"])
                 while True:
                     got = await race(stream.read(), self.stop, timeout=BODY_IDLE_TIMEOUT)
                     if got is None:

@@ -3,10 +3,10 @@ above which an attached page is summarized.
 
 Rules:
 1. Six keys of `margin.storage` (`providers`, `activeProviderId`, `uiLanguage`,
-   `summarizeAboveChars`, `runPython`, `codeTimeLimitSeconds`), read by address with their defaults through `read_settings`; a stored
-   value that is not valid reads as the default, and a save that replaces it parks it first
-   (margin.stored_values, rule 2). They are in GET_ALL_KEYS, so `app.state` sees them too, with API
-   keys masked (`mask_key`).
+   `summarizeAboveChars`, `runPython`, `codeTimeLimitSeconds`), read by address with their
+   defaults through `read_settings`; a stored value that is not valid reads as the default, and
+   a save that replaces it parks it first (margin.stored_values, rule 2). They are in
+   GET_ALL_KEYS, so `app.state` sees them too, with API keys masked (`mask_key`).
 2. `options.save` validates EVERYTHING before writing ANYTHING, then writes the keys in one
    `set` (all or nothing). Invalid input is `invalid_options` with a sentence naming the field.
 3. `activeProviderId` always names a saved provider; when it does not (or is absent) the first
@@ -14,8 +14,9 @@ Rules:
    used only once the user chooses it: a shared file cannot make its endpoint the one a fresh
    profile talks to). No provider to use is `no_provider` when a turn needs one.
 4. A storage refusal is the platform's `StorageError` (margin.ports, rule 2), passed on as it is.
-5. `supportsUsage: false` (the server refused `stream_options`) and `supportsImages: false` (the
-   model refused images) are learned by a turn and kept across saves of the same provider at the same address.
+5. `supportsUsage: false` (the server refused `stream_options`), `supportsImages: false` (the
+   model refused images) and `supportsTools: false` (the server refused tools) are learned by a
+   turn and kept across saves of the same provider at the same address.
 6. `summarizeAboveChars` is 0 (off) or a whole number of characters from
    `SUMMARIZE_MIN_CHARS` to `SUMMARIZE_MAX_CHARS`; an attachment with more `chars` than that gets
    one summary pass (`should_summarize`, margin.summaries).
@@ -198,6 +199,11 @@ async def mark_images_unsupported(platform: Platform, provider_id: str) -> None:
     await _mark_unsupported(platform, provider_id, "supportsImages")
 
 
+async def mark_tools_unsupported(platform: Platform, provider_id: str) -> None:
+    """Remember that this provider refuses tools (later turns offer none: margin.tool_loop rule 7)."""
+    await _mark_unsupported(platform, provider_id, "supportsTools")
+
+
 async def _mark_unsupported(platform: Platform, provider_id: str, flag: str) -> None:
     async with lock_for(platform.local):  # rule 9
         await _mark_unsupported_locked(platform, provider_id, flag)
@@ -281,9 +287,7 @@ async def handle_save(platform: Platform, payload: dict) -> dict[str, Any]:
         items[SUMMARIZE_ABOVE_CHARS] = threshold
     if RUN_PYTHON_MODE in payload:
         if not valid_run_python(payload[RUN_PYTHON_MODE]):
-            raise MarginError(
-                "invalid_options", "“Let the model run Python” must be “off”, “ask” or “auto”."
-            )
+            raise MarginError("invalid_options", "“Let the model run Python” must be “off”, “ask” or “auto”.")
         items[RUN_PYTHON_MODE] = payload[RUN_PYTHON_MODE]
     if CODE_TIME_LIMIT in payload:
         if not valid_time_limit(payload[CODE_TIME_LIMIT]):
@@ -312,7 +316,7 @@ async def handle_save(platform: Platform, payload: dict) -> dict[str, Any]:
 
 
 def _keep_learned_usage(providers: list[dict[str, Any]], stored: list[dict[str, Any]]) -> None:
-    for flag in ("supportsUsage", "supportsImages"):
+    for flag in ("supportsUsage", "supportsImages", "supportsTools"):
         learned = {p.get("id"): p.get("baseUrl") for p in stored if p.get(flag) is False}
         for provider in providers:
             if provider["id"] in learned and learned[provider["id"]] == provider["baseUrl"]:

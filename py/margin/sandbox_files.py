@@ -120,12 +120,24 @@ def conversation_files(records: list[Record]) -> list[dict[str, Any]]:
             title = _title(record)
             named = f": {title}" if title else ""
             if name == "page":
-                add({"path": f"/data/page-{number}.md", "about": f"attached page {number}{named}, Markdown", "text": body})
+                add(
+                    {
+                        "path": f"/data/page-{number}.md",
+                        "about": f"attached page {number}{named}, Markdown",
+                        "text": body,
+                    }
+                )
                 for m, rows in enumerate(pipe_tables(body), start=1):
                     about = f"table {m} of page {number}, {len(rows) - 1} rows × {len(rows[0])} columns, CSV"
                     add({"path": f"/data/page-{number}-table-{m}.csv", "about": about, "text": to_csv(rows)})
             else:
-                add({"path": f"/data/{name}-{number}.txt", "about": f"attached {name} {number}{named}, text", "text": body})
+                add(
+                    {
+                        "path": f"/data/{name}-{number}.txt",
+                        "about": f"attached {name} {number}{named}, text",
+                        "text": body,
+                    }
+                )
             continue
         if record.role != "user":
             continue
@@ -136,7 +148,13 @@ def conversation_files(records: list[Record]) -> list[dict[str, Any]]:
             if mime not in _EXTENSIONS or ";base64" not in head.lower() or not payload:
                 continue
             counts["image"] = number = counts.get("image", 0) + 1
-            add({"path": f"/data/image-{number}.{_EXTENSIONS[mime]}", "about": f"attached image {number}", "base64": payload})
+            add(
+                {
+                    "path": f"/data/image-{number}.{_EXTENSIONS[mime]}",
+                    "about": f"attached image {number}",
+                    "base64": payload,
+                }
+            )
     return files
 
 

@@ -10,7 +10,9 @@ Rules:
    Only providers of TOOL_PROVIDER_TYPES are offered the tool.
 2. Bounded: at most MAX_CALLS calls run per turn. A call past the bound is not run: its result
    says the limit was reached, and the next request forbids tools (`tool_choice` none), so the
-   model must answer in text; calls it still makes then end the loop (`LoopState.allowed`).
+   model must answer in text; calls it still makes then end the loop (`LoopState.allowed`). A
+   turn has at most MAX_CALLS rounds (calls that cannot run count too), of at most
+   MAX_ROUND_CALLS calls each (the rest are dropped, never stored nor replayed).
 3. A call's arguments are JSON `{"code": "<python>"}`. Anything else (not JSON, not an object, no
    `code` string, an unknown tool name, code over code_runs.CODE_CHARS) is not run: the call is
    stored with outcome "refused" and the reason, and the model gets the reason as its result.
@@ -25,6 +27,9 @@ Rules:
    shape than a fresh one.
 6. What the model is sent back for a call (`result_text`) is the run's compact form
    (`code_runs.run_text`) or a sentence for the outcome: never pixels, never the whole output.
+7. A server that refuses a request with the tool (a 400 or 422 naming tools, `refuses_tools`: a
+   local model without tool calling) is asked again without it, once; the provider is then
+   marked `supportsTools: false` and offered no tool again (margin.options rule 5).
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ MODES = ("off", "ask", "auto")
 DEFAULT_MODE = "ask"
 TOOL_PROVIDER_TYPES = ("openai", "anthropic", "gemini", "openai-responses")
 MAX_CALLS = 6
+MAX_ROUND_CALLS = 24  # calls kept of one round (a model asking for more: the rest are dropped)
 OUTCOMES = ("ran", "declined", "refused", "stopped", "failed")
 ARGUMENTS_CHARS = code_runs.CODE_CHARS + 1_000
 ID_CHARS = 200
@@ -95,8 +101,17 @@ def tool_mode(value: Any) -> str:
 
 
 def offers_tools(mode: str, provider: dict[str, Any]) -> bool:
-    """Rule 1."""
-    return mode != "off" and provider.get("type") in TOOL_PROVIDER_TYPES
+    """Rules 1 and 7."""
+    return (
+        mode != "off"
+        and provider.get("type") in TOOL_PROVIDER_TYPES
+        and provider.get("supportsTools") is not False
+    )
+
+
+def refuses_tools(status: int, body: str) -> bool:
+    """Rule 7: a 400 that names tools (Ollama: "<model> does not support tools")."""
+    return status in (400, 422) and "tool" in body.lower()
 
 
 def description(files: list[dict[str, Any]]) -> str:
@@ -158,6 +173,11 @@ class LoopState:
         """False when the model called tools after being told not to: the loop ends."""
         return bool(calls) and not self.forbidden
 
+    def end_round(self) -> None:
+        """After a round: the bound reached, in calls run or in rounds, forbids tools (rule 2)."""
+        if self.calls_run >= self.max_calls or len(self.rounds) >= self.max_calls:
+            self.forbidden = True
+
     def take_turn(self) -> bool:
         """One call is about to run; False when the bound is reached (rule 2)."""
         if self.calls_run >= self.max_calls:
@@ -169,7 +189,9 @@ class LoopState:
 # -- what is stored (rule 5) ---------------------------------------------------------------------
 
 
-def stored_call(call: ToolCall, code: str, outcome: str, run: dict[str, Any] | None, note: str) -> dict[str, Any]:
+def stored_call(
+    call: ToolCall, code: str, outcome: str, run: dict[str, Any] | None, note: str
+) -> dict[str, Any]:
     kept: dict[str, Any] = {
         "id": call.id[:ID_CHARS],
         "name": call.name[:80],
@@ -217,7 +239,7 @@ def clean_round(value: Any) -> dict[str, Any]:
         raise _bad("a round")
     return {
         "text": _text(value.get("text", ""), 2 * 1024 * 1024, "text"),
-        "calls": [clean_call(c) for c in value["calls"][: MAX_CALLS * 4]],
+        "calls": [clean_call(c) for c in value["calls"][:MAX_ROUND_CALLS]],
     }
 
 

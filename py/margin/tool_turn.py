@@ -30,7 +30,7 @@ from typing import Any
 from . import code_runs
 from .errors import MarginError
 from .stoppable import Stopped, race
-from .tool_loop import LoopState, ToolCall, limit_note, read_call, stored_call
+from .tool_loop import MAX_ROUND_CALLS, LoopState, ToolCall, limit_note, read_call, stored_call
 
 Receive = Callable[[], Awaitable[Any]]
 
@@ -74,6 +74,7 @@ class ToolRunner:
 
     async def run_round(self, text: str, calls: list[ToolCall]) -> None:
         """Rules 1-4; raises Stopped when the turn is stopped while a call waits."""
+        calls = calls[:MAX_ROUND_CALLS]
         stored = [stored_call(c, read_call(c).code, "stopped", None, "") for c in calls]
         self.state.rounds.append({"text": text, "calls": stored})
         for position, call in enumerate(calls):
@@ -84,17 +85,24 @@ class ToolRunner:
                 self.state.forbidden = True
             if refusal:
                 stored[position] = stored_call(call, reading.code, "refused", None, refusal)
-                self.emit({"event": "tool_call", "call": {"id": call.id, "code": reading.code, "refusal": refusal}})
+                self.emit(
+                    {"event": "tool_call", "call": {"id": call.id, "code": reading.code, "refusal": refusal}}
+                )
                 continue
             outcome, run, note = await self._ask_panel(call, reading.code)
             stored[position] = stored_call(call, reading.code, outcome, run, note)
-        if self.state.calls_run >= self.state.max_calls:
-            self.state.forbidden = True
+        self.state.end_round()
 
     async def _ask_panel(self, call: ToolCall, code: str) -> tuple[str, dict[str, Any] | None, str]:
         if self.receive is None:
             return "failed", None, "This turn cannot run code (no side panel to run it in)."
-        self.emit({"event": "tool_call", "call": {"id": call.id, "code": code, "mode": self.mode}, "files": self.files})
+        self.emit(
+            {
+                "event": "tool_call",
+                "call": {"id": call.id, "code": code, "mode": self.mode},
+                "files": self.files,
+            }
+        )
         if self.stop.is_set():
             raise Stopped()
         while True:

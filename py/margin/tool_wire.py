@@ -77,7 +77,10 @@ def _object_arguments(call: dict[str, Any]) -> dict[str, Any]:
 
 
 def openai_tools(offer: ToolOffer) -> dict[str, Any]:
-    tool = {"type": "function", "function": {"name": RUN_PYTHON, "description": offer.description, "parameters": PARAMETERS}}
+    tool = {
+        "type": "function",
+        "function": {"name": RUN_PYTHON, "description": offer.description, "parameters": PARAMETERS},
+    }
     body: dict[str, Any] = {"tools": [tool]}
     if offer.forbid:
         body["tool_choice"] = "none"
@@ -92,7 +95,9 @@ def openai_messages(record: Record) -> list[dict[str, Any]]:
             for c in round_["calls"]
         ]
         messages.append({"role": "assistant", "content": round_["text"] or None, "tool_calls": calls})
-        messages.extend({"role": "tool", "tool_call_id": c["id"], "content": result_text(c)} for c in round_["calls"])
+        messages.extend(
+            {"role": "tool", "tool_call_id": c["id"], "content": result_text(c)} for c in round_["calls"]
+        )
     if record.text:
         messages.append({"role": "assistant", "content": record.text})
     return messages
@@ -106,7 +111,8 @@ def openai_feed(pieces: CallPieces, delta: dict[str, Any]) -> None:
         if not isinstance(call, dict):
             continue
         key = call.get("index", position)
-        function = call.get("function") if isinstance(call.get("function"), dict) else {}
+        found = call.get("function")
+        function: dict[str, Any] = found if isinstance(found, dict) else {}
         pieces.begin(key, _str(call.get("id")), _str(function.get("name")))
         if isinstance(function.get("arguments"), str):
             pieces.add(key, function["arguments"])
@@ -132,13 +138,18 @@ def anthropic_turns(record: Record) -> list[tuple[str, list[dict[str, Any]]]]:
     """(role, blocks) pairs for the record's rounds and then its text."""
     turns: list[tuple[str, list[dict[str, Any]]]] = []
     for round_ in rounds_of(record):
-        blocks: list[dict[str, Any]] = [{"type": "text", "text": round_["text"]}] if round_["text"].strip() else []
+        blocks: list[dict[str, Any]] = (
+            [{"type": "text", "text": round_["text"]}] if round_["text"].strip() else []
+        )
         blocks.extend(
             {"type": "tool_use", "id": c["id"], "name": c["name"], "input": _object_arguments(c)}
             for c in round_["calls"]
         )
         turns.append(("assistant", blocks))
-        results = [{"type": "tool_result", "tool_use_id": c["id"], "content": result_text(c)} for c in round_["calls"]]
+        results = [
+            {"type": "tool_result", "tool_use_id": c["id"], "content": result_text(c)}
+            for c in round_["calls"]
+        ]
         turns.append(("user", results))
     if record.text.strip():
         turns.append(("assistant", [{"type": "text", "text": record.text}]))
@@ -154,9 +165,9 @@ def anthropic_block_start(pieces: CallPieces, index: Any, block: Any) -> None:
 
 
 def anthropic_delta(pieces: CallPieces, index: Any, delta: dict[str, Any]) -> None:
-    if delta.get("type") == "input_json_delta" and isinstance(delta.get("partial_json"), str):
-        if index in pieces.calls:
-            pieces.add(index, delta["partial_json"])
+    partial = delta.get("partial_json")
+    if delta.get("type") == "input_json_delta" and isinstance(partial, str) and index in pieces.calls:
+        pieces.add(index, partial)
 
 
 # -- Gemini ---------------------------------------------------------------------------------------
@@ -164,7 +175,13 @@ def anthropic_delta(pieces: CallPieces, index: Any, delta: dict[str, Any]) -> No
 
 def gemini_tools(offer: ToolOffer) -> dict[str, Any]:
     body: dict[str, Any] = {
-        "tools": [{"functionDeclarations": [{"name": RUN_PYTHON, "description": offer.description, "parameters": PARAMETERS}]}]
+        "tools": [
+            {
+                "functionDeclarations": [
+                    {"name": RUN_PYTHON, "description": offer.description, "parameters": PARAMETERS}
+                ]
+            }
+        ]
     }
     if offer.forbid:
         body["toolConfig"] = {"functionCallingConfig": {"mode": "NONE"}}
@@ -182,7 +199,8 @@ def gemini_contents(record: Record) -> list[tuple[str, list[dict[str, Any]]]]:
             parts.append(part)
         turns.append(("model", parts))
         responses = [
-            {"functionResponse": {"name": c["name"], "response": {"result": result_text(c)}}} for c in round_["calls"]
+            {"functionResponse": {"name": c["name"], "response": {"result": result_text(c)}}}
+            for c in round_["calls"]
         ]
         turns.append(("user", responses))
     if record.text:
@@ -198,7 +216,11 @@ def gemini_part(calls: list[ToolCall], part: dict[str, Any]) -> None:
     name = _str(call.get("name")) or ""
     call_id = _str(call.get("id")) or f"call_{len(calls) + 1}"
     signature = _str(part.get("thoughtSignature"))
-    calls.append(ToolCall(call_id, name, json.dumps(args if isinstance(args, dict) else {}, ensure_ascii=False), signature))
+    calls.append(
+        ToolCall(
+            call_id, name, json.dumps(args if isinstance(args, dict) else {}, ensure_ascii=False), signature
+        )
+    )
 
 
 # -- OpenAI Responses -----------------------------------------------------------------------------
@@ -206,7 +228,14 @@ def gemini_part(calls: list[ToolCall], part: dict[str, Any]) -> None:
 
 def responses_tools(offer: ToolOffer) -> dict[str, Any]:
     body: dict[str, Any] = {
-        "tools": [{"type": "function", "name": RUN_PYTHON, "description": offer.description, "parameters": PARAMETERS}]
+        "tools": [
+            {
+                "type": "function",
+                "name": RUN_PYTHON,
+                "description": offer.description,
+                "parameters": PARAMETERS,
+            }
+        ]
     }
     if offer.forbid:
         body["tool_choice"] = "none"
@@ -214,7 +243,10 @@ def responses_tools(offer: ToolOffer) -> dict[str, Any]:
 
 
 def responses_outputs(round_: dict[str, Any]) -> list[dict[str, Any]]:
-    return [{"type": "function_call_output", "call_id": c["id"], "output": result_text(c)} for c in round_["calls"]]
+    return [
+        {"type": "function_call_output", "call_id": c["id"], "output": result_text(c)}
+        for c in round_["calls"]
+    ]
 
 
 def responses_items(record: Record) -> list[dict[str, Any]]:

@@ -23,7 +23,8 @@ Rules:
    Saved (or found saved), the entry leaves `unsavedAnswers`.
 4. What the panel sends back is input: `answer` must be an assistant record with text content,
    and only the fields a turn writes are kept (createdAt, model, usage, cost, stopped,
-   incomplete, responseId, responseProviderId), each of its type, numbers finite
+   incomplete, responseId, responseProviderId, toolRounds: margin.tool_loop rule 5; an answer
+   of tool rounds only may have no text), each of its type, numbers finite
    (`margin.wire`); anything else is `bad_payload`.
 5. A whole answer (neither stopped nor incomplete) stamps the images of the question it answers
    as seen, as the turn's own save would have (chat rule 4). Attachments a rescue shortened are
@@ -44,6 +45,7 @@ from .history import Record, read_history, write_history
 from .ports import Platform
 from .storage import UNSAVED_ANSWERS, lock_for
 from .stored_values import Read, Unreadable, park, read_list
+from .tool_loop import is_tool_rounds
 
 # The answer fields a turn writes (rule 4), and what each must be.
 _STRING_FIELDS = ("model", "responseId", "responseProviderId")
@@ -120,7 +122,10 @@ def checked_answer(value: Any) -> Record:
     if not isinstance(value, dict) or value.get("role") != "assistant":
         raise _bad("not an answer")
     content = value.get("content")
-    if not isinstance(content, str) or not content:
+    rounds = value.get("toolRounds")
+    if rounds is not None and not is_tool_rounds(rounds):
+        raise _bad("toolRounds")
+    if not isinstance(content, str) or not (content or rounds):
         raise _bad("no text")
     fields: dict[str, Any] = {}
     if not _count(value.get("createdAt")):
@@ -146,6 +151,8 @@ def checked_answer(value: Any) -> Record:
         if cost is None or cost < 0:
             raise _bad("cost")
         fields["cost"] = cost
+    if rounds is not None:
+        fields["toolRounds"] = rounds
     return Record("assistant", content, fields)
 
 

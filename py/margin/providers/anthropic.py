@@ -41,11 +41,18 @@ from urllib.parse import quote as url_quote
 from ..data_urls import parse_data_url
 from ..errors import ProviderError
 from ..history import Record
-from ..tool_loop import CallPieces, ToolCall
-from ..tool_wire import ToolOffer, anthropic_block_start, anthropic_delta, anthropic_tools, anthropic_turns
-from ..tool_wire import flatten, rounds_of
 from ..ports import HttpRequest, Platform, Transport
 from ..sse import SSEEvent
+from ..tool_loop import CallPieces, ToolCall
+from ..tool_wire import (
+    ToolOffer,
+    anthropic_block_start,
+    anthropic_delta,
+    anthropic_tools,
+    anthropic_turns,
+    flatten,
+    rounds_of,
+)
 from ..usage import normalize as normalize_usage
 from ..wire_json import NotJSON, bad_reply, decode, decode_or_none, kind_name, member
 from . import extract_error_message, host_of, http_error, normalize_base_url, quote, stream_cut

@@ -42,10 +42,10 @@ from urllib.parse import urlencode
 
 from ..errors import ProviderError
 from ..history import Record
-from ..tool_loop import ToolCall
-from ..tool_wire import ToolOffer, flatten, gemini_contents, gemini_part, gemini_tools, rounds_of
 from ..ports import HttpRequest, Platform, Transport
 from ..sse import SSEEvent
+from ..tool_loop import ToolCall
+from ..tool_wire import ToolOffer, flatten, gemini_contents, gemini_part, gemini_tools, rounds_of
 from ..usage import normalize as normalize_usage
 from ..wire_json import NotJSON, bad_reply, decode, decode_or_none, item_of, kind_name, member
 from . import (

@@ -28,7 +28,8 @@ Rules:
    the field; absent or null fields are fine (servers leave them out).
 11. With the `run_python` tool offered (`tools`, margin.tool_wire), the body carries `tools` and
    an answer's tool rounds go as `tool_calls` and `tool` messages; the stream's calls (its
-   `delta.tool_calls` pieces) are the parser's `tool_calls`. Without it, rounds go as text.
+   `delta.tool_calls` pieces) are the parser's `tool_calls`. Without it, rounds go as text. A
+   400/422 naming tools is asked again without them, once (`tools_unsupported`, tool_loop rule 7).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from ..history import Record
 from ..overflow import ContextOverflowError, context_overflow, too_long_for
 from ..ports import HttpRequest, Platform, Transport
 from ..sse import SSEEvent
-from ..tool_loop import CallPieces, ToolCall
+from ..tool_loop import CallPieces, ToolCall, refuses_tools
 from ..tool_wire import ToolOffer, flatten, openai_feed, openai_messages, openai_tools, rounds_of
 from ..usage import normalize as normalize_usage
 from ..wire_json import NotJSON, bad_reply, decode, item_of, kind_name, member
@@ -241,15 +242,18 @@ async def open_stream(
 ) -> SSEChatStream:
     """Send the request; raise the mapped ProviderError unless an event stream is coming."""
     include_usage = provider.get("supportsUsage", True) is not False
-    usage_unsupported = False
+    usage_unsupported = tools_unsupported = False
     request = build_chat_request(provider, records, stream=True, include_usage=include_usage, tools=tools)
     response = await send(transport, request, provider)
-    if response.status == 400 and include_usage:
+    if response.status in (400, 422) and (include_usage or tools is not None):
         body = await read_body(response)
-        if "stream_options" not in body:
+        if include_usage and "stream_options" in body:
+            usage_unsupported, include_usage = True, False
+        elif tools is not None and refuses_tools(response.status, body):  # margin.tool_loop rule 7
+            tools_unsupported, tools = True, None
+        else:
             raise http_error(response.status, body, response.headers, provider)
-        usage_unsupported = True
-        request = build_chat_request(provider, records, stream=True, include_usage=False, tools=tools)
+        request = build_chat_request(provider, records, stream=True, include_usage=include_usage, tools=tools)
         response = await send(transport, request, provider)
     await raise_unless_success(response, provider, http_error)
     if content_type := not_an_event_stream(response):
@@ -267,7 +271,9 @@ async def open_stream(
             "the Base URL points at an OpenAI-compatible API (it usually ends in /v1).",
         )
     parser = StreamParser(str(provider.get("model") or ""), source_of(provider))
-    return SSEChatStream(response, provider, parser, usage_unsupported=usage_unsupported)
+    stream = SSEChatStream(response, provider, parser, usage_unsupported=usage_unsupported)
+    stream.tools_unsupported = tools_unsupported
+    return stream
 
 
 # -- "Test connection" ----------------------------------------------------------------------

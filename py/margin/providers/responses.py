@@ -36,10 +36,10 @@ from typing import Any
 
 from ..errors import ProviderError
 from ..history import Record
-from ..tool_loop import CallPieces, ToolCall
-from ..tool_wire import ToolOffer, flatten, responses_event, responses_items, responses_tools, rounds_of
 from ..ports import HttpRequest, Platform, Transport
 from ..sse import SSEEvent
+from ..tool_loop import CallPieces, ToolCall
+from ..tool_wire import ToolOffer, flatten, responses_event, responses_items, responses_tools, rounds_of
 from ..usage import normalize as normalize_usage
 from ..wire_json import NotJSON, bad_reply, decode, decode_or_none, kind_name, member
 from . import host_of, http_error, normalize_base_url, quote, stream_cut
@@ -107,7 +107,10 @@ def input_items(records: list[Record], tools: ToolOffer | None = None) -> list[d
         if rounds_of(record):  # rule 8
             for item in responses_items(record):
                 if "role" in item:
-                    item = {"role": "assistant", "content": [{"type": "output_text", "text": item["content"]}]}
+                    item = {
+                        "role": "assistant",
+                        "content": [{"type": "output_text", "text": item["content"]}],
+                    }
                 items.append(item)
             continue
         parts = input_parts(record)
@@ -126,7 +129,11 @@ def build_chat_request(
     tools: ToolOffer | None = None,
 ) -> HttpRequest:
     """Rule 1. `include_usage` is accepted for the common signature: usage always comes."""
-    body: dict[str, Any] = {"model": provider["model"], "input": input_items(records, tools), "stream": stream}
+    body: dict[str, Any] = {
+        "model": provider["model"],
+        "input": input_items(records, tools),
+        "stream": stream,
+    }
     instructions = str(provider.get("systemPrompt") or "").strip()
     if instructions:
         body["instructions"] = instructions

@@ -174,6 +174,7 @@ class SSEChatStream:
         self._parser = parser
         self._finished = False
         self.usage_unsupported = usage_unsupported
+        self.tools_unsupported = False  # the server refused the run_python tool (margin.tool_loop rule 7)
         self._answer_limit = answer_limit
         self._room = answer_limit  # bytes of answer still allowed (rule 4)
         self._kept: list[str] | None = None  # the answer, once it was cut at the limit
