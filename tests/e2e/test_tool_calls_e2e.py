@@ -1,0 +1,167 @@
+"""The model runs Python itself (run_python), end to end: Chromium, the built extension, the fake
+OpenAI server scripting the calls, a web page with a table to attach.
+
+- auto: the model's code reads the attached page's table from /data/ and the next request carries
+  the right number as the tool's result; the call and its output are shown and survive a reload;
+- ask: "Don't run" sends the model "the user chose not to run", "Run" runs it;
+- off: no tool in the request.
+
+One browser for the module (the sandbox boots once); each test starts from an empty history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from fake_provider import FakeProvider, Reply
+from fake_tool_calls import ToolCall, tool_results
+from harness import Launched, Margin, launch, poll
+from web_pages import WebPages
+
+# The first call boots the sandbox's own Pyodide: slow on a loaded 2-core machine.
+RUN_TIMEOUT_MS = 240_000
+
+TABLE_SUM = """\
+import csv
+rows = list(csv.DictReader(open("/data/page-1-table-1.csv")))
+print(sum(int(row["Age (million years)"].replace(",", "")) for row in rows))
+"""
+
+
+@pytest.fixture(scope="module")
+def web_pages() -> Iterator[WebPages]:
+    with WebPages() as pages:
+        yield pages
+
+
+@pytest.fixture(scope="module")
+def provider() -> Iterator[FakeProvider]:
+    with FakeProvider() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def browser(playwright_instance, dist_dir) -> Iterator[Launched]:
+    launched = launch(playwright_instance, dist_dir)
+    yield launched
+    launched.close()
+
+
+@pytest.fixture
+def margin(browser: Launched, provider: FakeProvider) -> Iterator[Margin]:
+    margin = Margin(browser)
+    margin.save_provider(base_url=provider.base_url, api_key="")
+    margin.storage_set({"history": []})
+    provider.reset()
+    yield margin
+    for page in list(browser.context.pages):
+        if not page.url.endswith("manifest.json"):
+            page.close()
+
+
+def set_mode(margin: Margin, mode: str) -> None:
+    reply = margin.send_message(
+        {
+            "type": "options.save",
+            "payload": {
+                "providers": margin.storage_get("providers")["providers"],
+                "activeProviderId": "fake",
+                "runPython": mode,
+            },
+        }
+    )
+    assert reply["ok"], reply
+
+
+def attach_article(margin: Margin, web_pages: WebPages):
+    panel = margin.open_panel()
+    article = margin.context.new_page()
+    article.goto(web_pages.url("/article.html"))
+    article.wait_for_load_state("load")
+    article.bring_to_front()
+    panel.get_by_role("button", name="Attach page", exact=True).click()
+    poll(
+        lambda: any("attachment" in r for r in margin.history()),
+        timeout=60,
+        message="the page was not attached",
+    )
+    return panel
+
+
+def test_auto_mode_runs_the_models_code_on_the_attached_table_and_sends_back_the_number(
+    margin: Margin, provider: FakeProvider, web_pages: WebPages
+):
+    set_mode(margin, "auto")
+    panel = attach_article(margin, web_pages)
+    provider.script(
+        ToolCall(TABLE_SUM, text="Let me add the ages."), Reply("The ages add up to 2,020 million years.")
+    )
+    margin.send(panel, "What do the ages in the table add up to?")
+    margin.wait_answer(panel, timeout_ms=RUN_TIMEOUT_MS)
+
+    first, second = provider.wait_for_requests(2, kind="turn")[:2]
+    tool = first.body["tools"][0]["function"]
+    assert tool["name"] == "run_python"
+    assert "/data/page-1.md" in tool["description"] and "/data/page-1-table-1.csv" in tool["description"]
+    (result,) = tool_results(second.body)
+    assert result["tool_call_id"] == "call_fake_1"
+    assert result["content"].splitlines() == ["[status: ok]", "2020"]
+
+    answer = margin.history()[-1]
+    assert answer["content"] == "The ages add up to 2,020 million years."
+    call = answer["toolRounds"][0]["calls"][0]
+    assert call["outcome"] == "ran" and call["run"]["stdout"] == "2020\n" and call["code"] == TABLE_SUM
+
+    # Shown in the answer, and again after a reload (from storage).
+    for _ in range(2):
+        bubble = margin.bubbles(panel, "assistant").last
+        box = bubble.get_by_role("group", name="Code the model asked to run")
+        assert "The model ran this Python code" in box.inner_text()
+        assert box.locator(".code-run-stdout").inner_text().strip() == "2020"
+        assert "The ages add up to 2,020" in bubble.inner_text()
+        panel.reload()
+        margin.wait_panel_ready(panel)
+
+
+def test_ask_mode_shows_the_code_with_run_and_dont_run(
+    margin: Margin, provider: FakeProvider, web_pages: WebPages
+):
+    set_mode(margin, "ask")
+    panel = margin.open_panel()
+    provider.script(
+        ToolCall("import os\nprint(os.listdir('/'))", call_id="call_no"),
+        ToolCall("print(6 * 7)", call_id="call_yes"),
+        Reply("Six times seven is 42."),
+    )
+    margin.send(panel, "Compute something")
+    box = panel.get_by_role("group", name="Code the model asked to run").first
+    box.wait_for(timeout=60_000)
+    assert "os.listdir" in box.inner_text() and "The model wants to run this Python code" in box.inner_text()
+    box.get_by_role("button", name="Don't run", exact=True).click()
+
+    second = provider.wait_for_requests(2, kind="turn")[1]
+    assert tool_results(second.body)[0]["content"] == "The user chose not to run this code."
+    run_button = panel.get_by_role("button", name="Run", exact=True)
+    run_button.wait_for(timeout=60_000)
+    assert "print(6 * 7)" in panel.get_by_role("group", name="Code the model asked to run").last.inner_text()
+    run_button.click()
+    margin.wait_answer(panel, timeout_ms=RUN_TIMEOUT_MS)
+
+    third = provider.wait_for_requests(3, kind="turn")[2]
+    results = tool_results(third.body)
+    assert [r["tool_call_id"] for r in results] == ["call_no", "call_yes"]
+    assert results[1]["content"].splitlines() == ["[status: ok]", "42"]
+    calls = [c for r in margin.history()[-1]["toolRounds"] for c in r["calls"]]
+    assert [c["outcome"] for c in calls] == ["declined", "ran"]
+
+
+def test_off_sends_no_tool_and_the_answer_is_plain(margin: Margin, provider: FakeProvider):
+    set_mode(margin, "off")
+    panel = margin.open_panel()
+    provider.script(Reply("No tools here."))
+    margin.send(panel, "Hello")
+    assert margin.wait_answer(panel) == "No tools here."
+    (request,) = provider.wait_for_requests(1, kind="turn")
+    assert "tools" not in request.body and "tool_choice" not in request.body
+    assert panel.get_by_role("group", name="Code the model asked to run").count() == 0
