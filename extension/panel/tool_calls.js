@@ -112,6 +112,16 @@ function storedCall(call) {
   return box;
 }
 
+// The rounds of an answer as one node (also used by unsaved.js for an answer not saved yet).
+export function roundsNode(rounds) {
+  const holder = el("div", { class: "tool-rounds" });
+  for (const round of rounds) {
+    if (typeof round?.text === "string" && round.text.trim()) holder.append(el("p", { class: "tool-round-text", text: round.text }));
+    for (const call of Array.isArray(round?.calls) ? round.calls : []) if (call && typeof call === "object") holder.append(storedCall(call));
+  }
+  return holder;
+}
+
 function paintRounds(article) {
   if (article.dataset.toolRounds) return;
   const record = state.history[Number(article.dataset.index)];
@@ -119,12 +129,7 @@ function paintRounds(article) {
   const bubble = article.querySelector(".bubble");
   if (!rounds || !bubble) return;
   article.dataset.toolRounds = "1";
-  const holder = el("div", { class: "tool-rounds" });
-  for (const round of rounds) {
-    if (typeof round?.text === "string" && round.text.trim()) holder.append(el("p", { class: "tool-round-text", text: round.text }));
-    for (const call of Array.isArray(round?.calls) ? round.calls : []) if (call && typeof call === "object") holder.append(storedCall(call));
-  }
-  bubble.prepend(holder);
+  bubble.prepend(roundsNode(rounds));
 }
 
 function scan(node) {

@@ -54,7 +54,9 @@ Rules:
    sent again with the round (the model's text, its calls, their results) after the question,
    until the model answers in text or the bound is reached (tool_loop rule 2). Every round is
    stored with the answer (`toolRounds`), whether it is done, stopped or failed; the deltas of
-   every request stream as one answer. Without the tool, stored rounds are sent as text.
+   every request stream as one answer. Without the tool, stored rounds are sent as text. Until
+   the answer is stored, the rounds so far are kept in chrome.storage.session before and after
+   each call (margin.unsaved_answers rule 6), so a worker that stops mid-call loses none of them.
 """
 
 from __future__ import annotations
@@ -208,6 +210,7 @@ class _Turn:
         self.language = "en"  # the model language of the turn (run), for its notices
         self.tool_mode = "off"
         self.loop = tool_loop.LoopState()
+        self.progress: dict[str, Any] | None = None  # the kept answer so far (rule 12)
 
     async def run(self, start: dict) -> None:
         try:
@@ -295,6 +298,7 @@ class _Turn:
                 text = stream.text
                 stream = None
                 runner = ToolRunner(self.emit, self.receive, self.stop, self.tool_mode, files, self.loop)
+                runner.on_progress = lambda: self._keep_progress(records, provider)
                 await runner.run_round(text, calls)
             return Outcome.DONE, None, stream
         except Stopped:
@@ -326,6 +330,20 @@ class _Turn:
         if offer is None:
             return module.open_stream(self.platform.transport, provider, records)
         return module.open_stream(self.platform.transport, provider, records, tools=offer)
+
+    async def _keep_progress(self, question: list[Record], provider: dict[str, Any]) -> None:
+        """Rule 12: the rounds so far, kept where a stopped worker cannot lose them."""
+        fields = {**self._answer_fields(provider, None), **self._rounds_field(), "incomplete": True}
+        entry = unsaved_answers.entry(question[-1], len(question) - 1, Record("assistant", "", fields))
+        if self.progress is not None:
+            entry["id"] = self.progress["id"]
+        self.progress = entry
+        await unsaved_answers.keep_progress(self.platform, entry)
+
+    async def _forget_progress(self) -> None:
+        if self.progress is not None:
+            await unsaved_answers.forget(self.platform, self.progress["id"])
+            self.progress = None
 
     def _notify_replay(self) -> None:
         self.emit(
@@ -412,6 +430,7 @@ class _Turn:
             failure = None if saved else _conversation_changed()
         except MarginError as error:
             failure = error
+        await self._forget_progress()  # rule 12: stored, or kept below as unsaved
         if failure is None:
             return True
         unsaved = unsaved_answers.entry(question[-1], len(question) - 1, answer)

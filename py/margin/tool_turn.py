@@ -19,6 +19,9 @@ Rules:
    anything else is stored as "failed" with a sentence, and the model is told so.
 4. The round is in `LoopState.rounds` from its first call on, every call pre-filled "stopped", so
    whatever ends the turn, each call the model made has a result to replay.
+5. Before a call goes to the panel and after its result, `on_progress` keeps the answer so far
+   (margin.unsaved_answers rule 6): if the worker stops while the panel runs the code, the
+   rounds already run, and this call as "stopped", are not lost.
 """
 
 from __future__ import annotations
@@ -71,6 +74,12 @@ class ToolRunner:
         self.mode = mode
         self.files = files
         self.state = state
+        # Keeps the answer so far where a stopped worker cannot lose it (margin.chat rule 12).
+        self.on_progress: Callable[[], Awaitable[None]] | None = None
+
+    async def _progress(self) -> None:
+        if self.on_progress is not None:
+            await self.on_progress()
 
     async def run_round(self, text: str, calls: list[ToolCall]) -> None:
         """Rules 1-4; raises Stopped when the turn is stopped while a call waits."""
@@ -89,8 +98,10 @@ class ToolRunner:
                     {"event": "tool_call", "call": {"id": call.id, "code": reading.code, "refusal": refusal}}
                 )
                 continue
+            await self._progress()  # rule 5
             outcome, run, note = await self._ask_panel(call, reading.code)
             stored[position] = stored_call(call, reading.code, outcome, run, note)
+            await self._progress()
         self.state.end_round()
 
     async def _ask_panel(self, call: ToolCall, code: str) -> tuple[str, dict[str, Any] | None, str]:

@@ -29,6 +29,12 @@ Rules:
 5. A whole answer (neither stopped nor incomplete) stamps the images of the question it answers
    as seen, as the turn's own save would have (chat rule 4). Attachments a rescue shortened are
    not shortened again: only an optimisation is lost, the next turn shortens them anew.
+6. A turn that runs code for the model (margin.tool_turn) keeps its answer so far here too,
+   marked `inProgress` and `incomplete`, before each call goes to the panel and after each
+   result (`keep_progress`, one entry per turn, replaced in place): a worker that stops
+   mid-call (Chrome ends it, the extension reloads) loses none of the rounds already run; the
+   panel shows the entry once the turn is over, with "Retry save". The turn removes it
+   (`forget`) once its own save has succeeded or reported.
 """
 
 from __future__ import annotations
@@ -83,6 +89,21 @@ async def keep(platform: Platform, unsaved: dict[str, Any]) -> None:
             await platform.session.set(
                 {UNSAVED_ANSWERS: [*read.value, unsaved], **park(UNSAVED_ANSWERS, read)}
             )
+
+
+async def keep_progress(platform: Platform, unsaved: dict[str, Any]) -> None:
+    """Rule 6: the running turn's entry, put in place of its earlier copy (same id); never raises."""
+    with contextlib.suppress(StorageError):
+        async with lock_for(platform.session):
+            read = await _entries(platform)
+            rest = [e for e in read.value if e.get("id") != unsaved["id"]]
+            entry = {**unsaved, "inProgress": True}
+            await platform.session.set({UNSAVED_ANSWERS: [*rest, entry], **park(UNSAVED_ANSWERS, read)})
+
+
+async def forget(platform: Platform, unsaved_id: str) -> None:
+    """Rule 6: the running turn's entry leaves once its answer is stored (or reported unsaved)."""
+    await _forget(platform, unsaved_id)
 
 
 def _entry(value: Any) -> tuple[dict[str, Any], bool]:

@@ -17,6 +17,7 @@ import pytest
 from fake_provider import FakeProvider, Reply
 from fake_tool_calls import ToolCall, tool_results
 from harness import Launched, Margin, launch, poll
+from playwright.sync_api import expect
 from web_pages import WebPages
 
 # The first call boots the sandbox's own Pyodide: slow on a loaded 2-core machine.
@@ -113,13 +114,13 @@ def test_auto_mode_runs_the_models_code_on_the_attached_table_and_sends_back_the
     call = answer["toolRounds"][0]["calls"][0]
     assert call["outcome"] == "ran" and call["run"]["stdout"] == "2020\n" and call["code"] == TABLE_SUM
 
-    # Shown in the answer, and again after a reload (from storage).
+    # Shown in the stored answer, and again after a reload (from storage).
     for _ in range(2):
-        bubble = margin.bubbles(panel, "assistant").last
+        bubble = panel.locator("article.msg.assistant[data-index]").last
         box = bubble.get_by_role("group", name="Code the model asked to run")
-        assert "The model ran this Python code" in box.inner_text()
-        assert box.locator(".code-run-stdout").inner_text().strip() == "2020"
-        assert "The ages add up to 2,020" in bubble.inner_text()
+        expect(box).to_contain_text("The model ran this Python code")
+        expect(box.locator(".code-run-stdout")).to_have_text("2020\n")
+        expect(bubble).to_contain_text("The ages add up to 2,020")
         panel.reload()
         margin.wait_panel_ready(panel)
 
@@ -165,3 +166,36 @@ def test_off_sends_no_tool_and_the_answer_is_plain(margin: Margin, provider: Fak
     (request,) = provider.wait_for_requests(1, kind="turn")
     assert "tools" not in request.body and "tool_choice" not in request.body
     assert panel.get_by_role("group", name="Code the model asked to run").count() == 0
+
+
+def test_a_worker_stopped_mid_call_fails_clearly_and_the_rounds_come_back_with_retry_save(
+    margin: Margin, provider: FakeProvider
+):
+    set_mode(margin, "ask")
+    panel = margin.open_panel()
+    margin.watch_alerts(panel)
+    provider.script(ToolCall("print(1 + 1)", text="First, a check.", call_id="call_kept"))
+    margin.send(panel, "Check something")
+    box = panel.get_by_role("group", name="Code the model asked to run").first
+    box.get_by_role("button", name="Don't run", exact=True).wait_for(timeout=60_000)
+    poll(
+        lambda: margin.storage_get("unsavedAnswers", area="session").get("unsavedAnswers"),
+        timeout=20,
+        message="the turn's progress was not kept",
+    )
+
+    margin.stop_service_worker()
+    assert "connection to Margin's background worker was lost" in margin.wait_alert(panel)
+    margin.wait_idle(panel)
+    # The question is stored; the rounds so far come back as an answer not saved yet.
+    unsaved = panel.locator("article[data-unsaved]")
+    unsaved.wait_for(timeout=20_000)
+    assert "First, a check." in unsaved.inner_text() and "print(1 + 1)" in unsaved.inner_text()
+    unsaved.get_by_role("button", name="Retry save").click()
+    answer = poll(
+        lambda: (lambda h: h[-1] if h and h[-1]["role"] == "assistant" else None)(margin.history()),
+        timeout=30,
+        message=lambda: f"Retry save did not store the rounds: {margin.history()}",
+    )
+    (call,) = answer["toolRounds"][0]["calls"]
+    assert call["id"] == "call_kept" and call["outcome"] == "stopped" and answer["incomplete"] is True

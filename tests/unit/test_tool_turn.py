@@ -2,6 +2,7 @@
 the code, the model gets the output and answers; bounded, stoppable, stored, replayed."""
 
 import asyncio
+import contextlib
 import json
 
 from margin import chat, tool_loop
@@ -252,3 +253,42 @@ def test_a_server_that_refuses_tools_is_asked_again_without_and_remembered():
     assert "tools" in panel.body(0) and "tools" not in panel.body(1)
     assert panel.history[-1]["content"] == "Hi."
     assert panel.platform.local.snapshot()["providers"][0]["supportsTools"] is False
+
+
+def test_a_worker_that_stops_mid_call_loses_no_round_and_retry_save_stores_it():
+    from margin import unsaved_answers
+
+    panel = Panel(
+        [call_answer("print(1)", call_id="one"), call_answer("while True: pass", call_id="two")],
+        answer=lambda call: (
+            {"outcome": "ran", "run": ran(call["code"], "1\n")} if call["id"] == "one" else None
+        ),
+    )
+
+    def kept():
+        return panel.platform.session.snapshot().get("unsavedAnswers", [])
+
+    async def go():
+        task = asyncio.ensure_future(panel.run())
+        while len(panel.calls) < 2:
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.05)
+        task.cancel()  # the worker is gone: nothing after this line of Python runs
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    asyncio.run(go())
+    assert [r["role"] for r in panel.history] == ["user"]  # the answer never reached history
+    (entry,) = kept()
+    assert entry["inProgress"] is True and entry["answer"]["incomplete"] is True
+    calls = [c for r in entry["answer"]["toolRounds"] for c in r["calls"]]
+    assert [(c["id"], c["outcome"]) for c in calls] == [("one", "ran"), ("two", "stopped")]
+    saved = asyncio.run(unsaved_answers.save(panel.platform, entry))
+    assert saved["saved"] is True
+    assert panel.history[-1]["toolRounds"] == entry["answer"]["toolRounds"]
+
+
+def test_a_finished_turn_leaves_no_progress_entry_behind():
+    panel = Panel([call_answer("print(1)"), text_answer("1.")])
+    asyncio.run(panel.run())
+    assert panel.platform.session.snapshot().get("unsavedAnswers", []) == []
