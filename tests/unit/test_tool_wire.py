@@ -307,3 +307,17 @@ def test_files_past_the_bound_are_left_out_whole(monkeypatch):
     ]
     files = sandbox_files.conversation_files(pages)
     assert [f["path"] for f in files] == ["/data/page-1.md"] and files[0]["text"] == "x" * 20
+
+
+# -- the Markdown export ------------------------------------------------------------------------------
+
+
+def test_the_markdown_export_holds_the_models_runs_and_the_blocks_runs():
+    from margin.session_export import to_markdown
+    from margin.session_index import IndexEntry
+
+    answer = answer_with_round("The sum is 42.").with_fields(runs=[{**run_record("7\n"), "block": 0}])
+    text = to_markdown(IndexEntry("s", "Sums", 0, False, ""), [QUESTION.to_json(), answer.to_json()])
+    assert text.index("Computing.") < text.index("```python\nprint(42)\n```") < text.index("The sum is 42.")
+    assert "_Output: ok_\n\n```text\n42\n```" in text
+    assert "_Output of code block 1: ok_\n\n```text\n7\n```" in text
