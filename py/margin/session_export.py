@@ -62,7 +62,7 @@ def _tool_round_lines(record: Record) -> list[str]:
         if round_["text"]:
             lines += [round_["text"], ""]
         for call in round_["calls"]:
-            lines += ["_The model ran code (run_python):_", ""] + _fenced(call["code"], "python")
+            lines += ["_The model ran code (run_python):_", "", *_fenced(call["code"], "python")]
             if call["outcome"] == "ran" and call["run"]:
                 lines += _run_lines("Output", call["run"])
             else:
