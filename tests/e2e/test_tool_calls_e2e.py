@@ -53,7 +53,8 @@ def browser(playwright_instance, dist_dir) -> Iterator[Launched]:
 def margin(browser: Launched, provider: FakeProvider) -> Iterator[Margin]:
     margin = Margin(browser)
     margin.save_provider(base_url=provider.base_url, api_key="")
-    margin.storage_set({"history": []})
+    margin.storage_set({"history": [], "runPython": "ask", "codeTimeLimitSeconds": 30})
+    margin.storage_set({"unsavedAnswers": []}, area="session")
     provider.reset()
     yield margin
     for page in list(browser.context.pages):
@@ -158,7 +159,25 @@ def test_ask_mode_shows_the_code_with_run_and_dont_run(
 
 
 def test_off_sends_no_tool_and_the_answer_is_plain(margin: Margin, provider: FakeProvider):
-    set_mode(margin, "off")
+    # Chosen the way a user does: the options page's list, saved when changed.
+    options = margin.open_options()
+    choice = options.get_by_role("combobox", name="Let the model run Python")
+    assert choice.input_value() == "ask"  # the default
+    choice.select_option(label="Off")
+    poll(
+        lambda: margin.storage_get("runPython").get("runPython") == "off",
+        timeout=20,
+        message="Off was not saved",
+    )
+    limit = options.get_by_role("combobox", name="Time limit for code")
+    assert limit.input_value() == "30"
+    limit.select_option(label="60 seconds")
+    poll(
+        lambda: margin.storage_get("codeTimeLimitSeconds").get("codeTimeLimitSeconds") == 60,
+        timeout=20,
+        message="the limit was not saved",
+    )
+    options.close()
     panel = margin.open_panel()
     provider.script(Reply("No tools here."))
     margin.send(panel, "Hello")
