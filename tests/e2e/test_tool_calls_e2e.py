@@ -1,10 +1,14 @@
 """The model runs Python itself (run_python), end to end: Chromium, the built extension, the fake
-OpenAI server scripting the calls, a web page with a table to attach.
+provider scripting the calls (OpenAI's wire, and Anthropic's, Gemini's and the Responses API's),
+a web page with a table to attach.
 
 - auto: the model's code reads the attached page's table from /data/ and the next request carries
   the right number as the tool's result; the call and its output are shown and survive a reload;
 - ask: "Don't run" sends the model "the user chose not to run", "Run" runs it;
-- off: no tool in the request.
+- off: no tool in the request;
+- a worker stopped mid-call: the connection is said lost and the rounds come back with Retry save;
+- Stop while a call waits: the answer is stored stopped, the call with it;
+- Anthropic, Gemini, Responses: the same loop over each API's own wire.
 
 One browser for the module (the sandbox boots once); each test starts from an empty history.
 """
@@ -107,7 +111,7 @@ def test_auto_mode_runs_the_models_code_on_the_attached_table_and_sends_back_the
     assert tool["name"] == "run_python"
     assert "/data/page-1.md" in tool["description"] and "/data/page-1-table-1.csv" in tool["description"]
     (result,) = tool_results(second.body)
-    assert result["tool_call_id"] == "call_fake_1"
+    assert result["id"] == "call_fake_1"
     assert result["content"].splitlines() == ["[status: ok]", "2020"]
 
     answer = margin.history()[-1]
@@ -152,7 +156,7 @@ def test_ask_mode_shows_the_code_with_run_and_dont_run(
 
     third = provider.wait_for_requests(3, kind="turn")[2]
     results = tool_results(third.body)
-    assert [r["tool_call_id"] for r in results] == ["call_no", "call_yes"]
+    assert [r["id"] for r in results] == ["call_no", "call_yes"]
     assert results[1]["content"].splitlines() == ["[status: ok]", "42"]
     calls = [c for r in margin.history()[-1]["toolRounds"] for c in r["calls"]]
     assert [c["outcome"] for c in calls] == ["declined", "ran"]
@@ -218,3 +222,66 @@ def test_a_worker_stopped_mid_call_fails_clearly_and_the_rounds_come_back_with_r
     )
     (call,) = answer["toolRounds"][0]["calls"]
     assert call["id"] == "call_kept" and call["outcome"] == "stopped" and answer["incomplete"] is True
+
+
+def test_stop_while_a_call_waits_stores_the_answer_stopped_with_the_call(
+    margin: Margin, provider: FakeProvider
+):
+    panel = margin.open_panel()
+    provider.script(ToolCall("print('never')", text="Shall I?", call_id="call_wait"))
+    margin.send(panel, "Maybe run something")
+    box = panel.get_by_role("group", name="Code the model asked to run").first
+    box.get_by_role("button", name="Run", exact=True).wait_for(timeout=60_000)
+    panel.get_by_role("button", name="Stop").click()
+    margin.wait_idle(panel)
+    answer = poll(
+        lambda: (lambda h: h[-1] if h and h[-1]["role"] == "assistant" else None)(margin.history()),
+        timeout=30,
+        message=lambda: f"the stopped answer was not stored: {margin.history()}",
+    )
+    assert answer["stopped"] is True
+    (round_,) = answer["toolRounds"]
+    assert round_["text"] == "Shall I?" and round_["calls"][0]["outcome"] == "stopped"
+    stored = panel.locator("article.msg.assistant[data-index]").last
+    expect(stored.get_by_role("group", name="Code the model asked to run")).to_contain_text(
+        "Stopped before it finished."
+    )
+    assert len(provider.wait_for_requests(1, kind="turn")) == 1
+
+
+OTHER_WIRES = {
+    "anthropic": {"baseUrl": "/v1", "model": "claude-fake"},
+    "gemini": {"baseUrl": "/v1beta", "model": "gemini-2.5-flash"},
+    "openai-responses": {"baseUrl": "/v1", "model": "gpt-fake"},
+}
+
+
+@pytest.mark.parametrize("kind", list(OTHER_WIRES))
+def test_the_loop_runs_over_each_providers_own_wire(margin: Margin, provider: FakeProvider, kind: str):
+    wire = OTHER_WIRES[kind]
+    base = provider.base_url.removesuffix("/v1") + wire["baseUrl"]
+    config = {
+        "id": "other",
+        "type": kind,
+        "name": kind,
+        "baseUrl": base,
+        "apiKey": "k",
+        "model": wire["model"],
+    }
+    reply = margin.send_message(
+        {
+            "type": "options.save",
+            "payload": {"providers": [config], "activeProviderId": "other", "runPython": "auto"},
+        }
+    )
+    assert reply["ok"], reply
+    panel = margin.open_panel()
+    provider.script(ToolCall("print(6 * 7)", text="Computing.", call_id="call_wire"), Reply("It is 42."))
+    margin.send(panel, "Six times seven?")
+    margin.wait_answer(panel, timeout_ms=RUN_TIMEOUT_MS)
+    second = provider.requests[-1]
+    (result,) = tool_results(second.body)
+    assert result["content"].splitlines() == ["[status: ok]", "42"]
+    assert result["id"] == ("run_python" if kind == "gemini" else "call_wire")
+    answer = margin.history()[-1]
+    assert answer["content"] == "It is 42." and answer["toolRounds"][0]["calls"][0]["run"]["stdout"] == "42\n"
