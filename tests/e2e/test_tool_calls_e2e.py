@@ -285,3 +285,19 @@ def test_the_loop_runs_over_each_providers_own_wire(margin: Margin, provider: Fa
     assert result["id"] == ("run_python" if kind == "gemini" else "call_wire")
     answer = margin.history()[-1]
     assert answer["content"] == "It is 42." and answer["toolRounds"][0]["calls"][0]["run"]["stdout"] == "42\n"
+
+
+def test_the_time_limit_setting_ends_the_models_endless_loop(margin: Margin, provider: FakeProvider):
+    set_mode(margin, "auto")
+    margin.storage_set({"codeTimeLimitSeconds": 5})  # the panel follows the setting as it changes
+    panel = margin.open_panel()
+    provider.script(ToolCall("while True:\n    pass\n", call_id="call_loop"), Reply("That took too long."))
+    margin.send(panel, "Loop forever")
+    margin.wait_answer(panel, timeout_ms=RUN_TIMEOUT_MS)
+    (result,) = tool_results(provider.requests[-1].body)
+    assert result["content"].splitlines() == [
+        "[status: timeout]",
+        "The run was stopped at the time limit (5 s).",
+    ]
+    run = margin.history()[-1]["toolRounds"][0]["calls"][0]["run"]
+    assert run["status"] == "timeout" and 5_000 <= run["ms"] < 30_000
