@@ -272,12 +272,17 @@ class _Turn:
                 request_records = flatten(request_records)
             while True:
                 offer = ToolOffer(tool_loop.description(sandbox_files.listing(files)), self.loop.forbidden)
-                stream = await race(
-                    self._open(module, provider, request_records, offer if offers else None), self.stop
-                )
-                if getattr(
-                    stream, "tools_unsupported", False
-                ):  # tool_loop rule 7: asked again without the tool
+                try:
+                    stream = await race(
+                        self._open(module, provider, request_records, offer if offers else None), self.stop
+                    )
+                except ProviderError as error:
+                    if not (offers and not self.loop.rounds and tool_loop.refused_tools(error)):
+                        raise
+                    # tool_loop rule 7, for a provider module that does not retry by itself
+                    stream = await race(self._open(module, provider, request_records, None), self.stop)
+                    stream.tools_unsupported = True
+                if getattr(stream, "tools_unsupported", False):  # tool_loop rule 7: sent without the tool
                     offers = False
                     with contextlib.suppress(StorageError):  # only an optimisation is lost
                         await options.mark_tools_unsupported(self.platform, provider["id"])

@@ -29,7 +29,9 @@ Rules:
    (`code_runs.run_text`) or a sentence for the outcome: never pixels, never the whole output.
 7. A server that refuses a request with the tool (a 400 or 422 naming tools, `refuses_tools`: a
    local model without tool calling) is asked again without it, once; the provider is then
-   marked `supportsTools: false` and offered no tool again (margin.options rule 5).
+   marked `supportsTools: false` and offered no tool again (margin.options rule 5). The OpenAI
+   module retries by itself (before the status becomes an error); for the others the turn
+   does, on a `bad_request` whose sentence names tools or function calling (`refused_tools`).
 """
 
 from __future__ import annotations
@@ -106,6 +108,15 @@ def offers_tools(mode: str, provider: dict[str, Any]) -> bool:
         mode != "off"
         and provider.get("type") in TOOL_PROVIDER_TYPES
         and provider.get("supportsTools") is not False
+    )
+
+
+def refused_tools(error: Any) -> bool:
+    """Rule 7, after the fact: a provider's "bad request" whose sentence names tools or function
+    calling (Gemini: "Function calling is not enabled for models/…")."""
+    message = str(getattr(error, "message", "")).lower()
+    return getattr(error, "code", None) == "bad_request" and (
+        "tool" in message or "function calling" in message
     )
 
 

@@ -292,3 +292,32 @@ def test_a_finished_turn_leaves_no_progress_entry_behind():
     panel = Panel([call_answer("print(1)"), text_answer("1.")])
     asyncio.run(panel.run())
     assert panel.platform.session.snapshot().get("unsavedAnswers", []) == []
+
+
+def test_a_gemini_model_without_function_calling_is_asked_again_without_the_tool():
+    gemini = {**PROVIDER, "type": "gemini", "baseUrl": "https://generativelanguage.googleapis.com/v1beta"}
+    refusal = ScriptedResponse(
+        status=400,
+        chunks=[
+            json.dumps(
+                {
+                    "error": {
+                        "code": 400,
+                        "message": "Function calling is not enabled for models/gemma-3-27b-it",
+                        "status": "INVALID_ARGUMENT",
+                    }
+                }
+            )
+        ],
+        headers={"content-type": "application/json"},
+    )
+    answer = ScriptedResponse(
+        chunks=[sse({"candidates": [{"content": {"parts": [{"text": "Hi."}]}, "finishReason": "STOP"}]})]
+    )
+    panel = Panel([refusal, answer])
+    run_local = panel.platform.local
+    asyncio.run(run_local.set({"providers": [gemini]}))
+    asyncio.run(panel.run())
+    assert "tools" in panel.body(0) and "tools" not in panel.body(1)
+    assert panel.history[-1]["content"] == "Hi."
+    assert panel.platform.local.snapshot()["providers"][0]["supportsTools"] is False
