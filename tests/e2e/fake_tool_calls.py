@@ -77,7 +77,7 @@ def _named(handler: Any, value: dict[str, Any]) -> None:
 def stream_anthropic(handler: Any, body: dict[str, Any], behaviour: ToolCall) -> None:
     """Rule 2."""
     usage = {"input_tokens": 10, "output_tokens": 1}
-    start = {
+    start: dict[str, Any] = {
         "id": "msg_fake",
         "type": "message",
         "role": "assistant",
