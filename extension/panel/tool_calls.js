@@ -49,9 +49,13 @@ function onToolCall({ call, files, slot, reply, settled }) {
     return;
   }
   let ended = false;
+  let answered = false; // the result (or the refusal to run) went back: nothing left to stop
   const actions = el("div", { class: "tool-call-actions" });
   const output = el("div", { class: "code-run", role: "group", "aria-label": t("panel_tool_output_label") });
-  const answer = (message) => reply({ action: "tool_result", callId: call.id, ...message });
+  const answer = (message) => {
+    answered = true;
+    reply({ action: "tool_result", callId: call.id, ...message });
+  };
 
   async function run() {
     actions.remove();
@@ -71,11 +75,10 @@ function onToolCall({ call, files, slot, reply, settled }) {
 
   settled.then(() => {
     ended = true;
-    if (actions.isConnected || output.isConnected) {
-      if (output.isConnected) stopToolRun();
-      actions.remove();
-      note(box, t("panel_tool_stopped"));
-    }
+    if (answered) return;
+    if (output.isConnected) stopToolRun();
+    actions.remove();
+    note(box, t("panel_tool_stopped"));
   });
 
   if (call.mode === "auto") {
