@@ -301,6 +301,7 @@ class _Turn:
                 self.delta_sent = True  # a retry would run the calls again (rules 8 and 10)
                 await stream.aclose()
                 text = stream.text
+                self.loop.add_usage(stream.usage)
                 stream = None
                 runner = ToolRunner(self.emit, self.receive, self.stop, self.tool_mode, files, self.loop)
                 runner.on_progress = lambda: self._keep_progress(records, provider)
@@ -361,7 +362,10 @@ class _Turn:
         if stream.usage_unsupported:
             with contextlib.suppress(StorageError):  # only an optimisation is lost; the answer matters
                 await options.mark_usage_unsupported(self.platform, provider["id"])
-        fields = {**self._answer_fields(provider, stream.usage), **self._rounds_field()}
+        fields = {
+            **self._answer_fields(provider, self.loop.total_usage(stream.usage)),
+            **self._rounds_field(),
+        }
         response_id = getattr(stream, "response_id", None)
         if isinstance(response_id, str) and response_id:  # rule 9
             fields["responseId"] = response_id

@@ -12,7 +12,8 @@ Rules:
    says the limit was reached, and the next request forbids tools (`tool_choice` none), so the
    model must answer in text; calls it still makes then end the loop (`LoopState.allowed`). A
    turn has at most MAX_CALLS rounds (calls that cannot run count too), of at most
-   MAX_ROUND_CALLS calls each (the rest are dropped, never stored nor replayed).
+   MAX_ROUND_CALLS calls each (the rest are dropped, never stored nor replayed). The answer's
+   `usage` is the sum over every request of the turn (`LoopState.total_usage`).
 3. A call's arguments are JSON `{"code": "<python>"}`. Anything else (not JSON, not an object, no
    `code` string, an unknown tool name, code over code_runs.CODE_CHARS) is not run: the call is
    stored with outcome "refused" and the reason, and the model gets the reason as its result.
@@ -175,6 +176,7 @@ class LoopState:
         self.calls_run = 0
         self.rounds: list[dict[str, Any]] = []
         self.forbidden = False  # the last request said tool_choice none
+        self.usage: dict[str, int] = {}  # the tokens of the rounds' requests so far
 
     @property
     def tools_allowed(self) -> bool:
@@ -183,6 +185,24 @@ class LoopState:
     def allowed(self, calls: list[ToolCall]) -> bool:
         """False when the model called tools after being told not to: the loop ends."""
         return bool(calls) and not self.forbidden
+
+    def add_usage(self, usage: dict[str, Any] | None) -> None:
+        """A round's request used these tokens: the answer's usage is every request's sum."""
+        if not isinstance(usage, dict):
+            return
+        for key, value in usage.items():
+            if isinstance(value, int) and not isinstance(value, bool):
+                self.usage[key] = self.usage.get(key, 0) + value
+
+    def total_usage(self, last: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The last request's usage plus every round's before it (None when none was told)."""
+        if not self.usage:
+            return last
+        total = dict(self.usage)
+        for key, value in (last or {}).items():
+            if isinstance(value, int) and not isinstance(value, bool):
+                total[key] = total.get(key, 0) + value
+        return total
 
     def end_round(self) -> None:
         """After a round: the bound reached, in calls run or in rounds, forbids tools (rule 2)."""

@@ -321,3 +321,14 @@ def test_a_gemini_model_without_function_calling_is_asked_again_without_the_tool
     assert "tools" in panel.body(0) and "tools" not in panel.body(1)
     assert panel.history[-1]["content"] == "Hi."
     assert panel.platform.local.snapshot()["providers"][0]["supportsTools"] is False
+
+
+def test_the_answers_usage_counts_every_request_of_the_loop():
+    def with_usage(response, prompt, completion):
+        usage = {"choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": completion}}
+        response.chunks.insert(-1, sse(usage))
+        return response
+
+    panel = Panel([with_usage(call_answer("print(1)"), 100, 10), with_usage(text_answer("1."), 150, 5)])
+    asyncio.run(panel.run())
+    assert panel.history[-1]["usage"] == {"input": 250, "cachedInput": 0, "output": 15}
