@@ -82,15 +82,25 @@ class CallPieces:
 
     calls: dict[Any, ToolCall] = field(default_factory=dict)
 
+    @staticmethod
+    def _key(key: Any) -> Any:
+        """A provider's index or item id; anything else (a list, a float) is one key of its own."""
+        return key if isinstance(key, (int, str)) and not isinstance(key, bool) else repr(key)[:100]
+
+    def has(self, key: Any) -> bool:
+        return self._key(key) in self.calls
+
     def begin(self, key: Any, call_id: str | None, name: str | None) -> None:
-        call = self.calls.setdefault(key, ToolCall("", "", ""))
+        call = self.calls.setdefault(self._key(key), ToolCall("", "", ""))
         if call_id:
             call.id = call_id
         if name:
             call.name = name
 
     def add(self, key: Any, arguments: str) -> None:
-        self.calls.setdefault(key, ToolCall("", "", "")).arguments += arguments
+        call = self.calls.setdefault(self._key(key), ToolCall("", "", ""))
+        if len(call.arguments) + len(arguments) <= ARGUMENTS_CHARS:  # bounded, like the stored field
+            call.arguments += arguments
 
     def finished(self) -> list[ToolCall]:
         out = []

@@ -166,7 +166,7 @@ def anthropic_block_start(pieces: CallPieces, index: Any, block: Any) -> None:
 
 def anthropic_delta(pieces: CallPieces, index: Any, delta: dict[str, Any]) -> None:
     partial = delta.get("partial_json")
-    if delta.get("type") == "input_json_delta" and isinstance(partial, str) and index in pieces.calls:
+    if delta.get("type") == "input_json_delta" and isinstance(partial, str) and pieces.has(index):
         pieces.add(index, partial)
 
 
@@ -274,5 +274,5 @@ def responses_event(pieces: CallPieces, kind: str, data: dict[str, Any]) -> None
                 pieces.add(key, item["arguments"])
     elif kind == "response.function_call_arguments.delta":
         key = data.get("item_id")
-        if key in pieces.calls and isinstance(data.get("delta"), str):
+        if pieces.has(key) and isinstance(data.get("delta"), str):
             pieces.add(key, data["delta"])

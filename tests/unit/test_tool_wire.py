@@ -321,3 +321,33 @@ def test_the_markdown_export_holds_the_models_runs_and_the_blocks_runs():
     assert text.index("Computing.") < text.index("```python\nprint(42)\n```") < text.index("The sum is 42.")
     assert "_Output: ok_\n\n```text\n42\n```" in text
     assert "_Output of code block 1: ok_\n\n```text\n7\n```" in text
+
+
+@pytest.mark.parametrize(
+    "tool_calls",
+    [
+        "not a list",
+        [1, None, "x"],
+        [{"index": [1], "function": {"name": "run_python", "arguments": "{}"}}],
+        [{"index": 0, "function": "not an object"}],
+        [{"index": 0.5, "id": 7, "function": {"name": ["run_python"], "arguments": 3}}],
+    ],
+)
+def test_hostile_tool_call_deltas_never_crash_the_stream(tool_calls):
+    parser = openai.StreamParser("m")
+    parser.feed(SSEEvent(data=json.dumps({"choices": [{"index": 0, "delta": {"tool_calls": tool_calls}}]})))
+    for call in parser.tool_calls:  # whatever was read is refused by read_call, never run blindly
+        assert tool_loop.read_call(call).refusal or json.loads(call.arguments)
+
+
+def test_arguments_past_the_bound_are_not_kept_growing():
+    parser = openai.StreamParser("m")
+    piece = "x" * 60_000
+    for _ in range(5):
+        delta = {
+            "tool_calls": [{"index": 0, "id": "c", "function": {"name": "run_python", "arguments": piece}}]
+        }
+        parser.feed(SSEEvent(data=json.dumps({"choices": [{"index": 0, "delta": delta}]})))
+    (call,) = parser.tool_calls
+    assert len(call.arguments) <= tool_loop.ARGUMENTS_CHARS
+    assert "not valid JSON" in tool_loop.read_call(call).refusal
