@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from a11y import violations
 from fake_provider import FakeProvider, Reply
 from fake_tool_calls import ToolCall, tool_results
 from harness import Launched, Margin, launch, poll
@@ -64,6 +65,11 @@ def margin(browser: Launched, provider: FakeProvider) -> Iterator[Margin]:
     for page in list(browser.context.pages):
         if not page.url.endswith("manifest.json"):
             page.close()
+
+
+def tool_violations(panel) -> list[str]:
+    """axe-core's violations in the calls' boxes (the rest of the panel is tested elsewhere)."""
+    return [line for line in violations(panel) if ".tool-" in line or "tool-call" in line]
 
 
 def set_mode(margin: Margin, mode: str) -> None:
@@ -144,6 +150,7 @@ def test_ask_mode_shows_the_code_with_run_and_dont_run(
     box = panel.get_by_role("group", name="Code the model asked to run").first
     box.wait_for(timeout=60_000)
     assert "os.listdir" in box.inner_text() and "The model wants to run this Python code" in box.inner_text()
+    assert tool_violations(panel) == []  # the call waiting for the user's choice, as axe-core sees it
     box.get_by_role("button", name="Don't run", exact=True).click()
 
     second = provider.wait_for_requests(2, kind="turn")[1]
@@ -160,6 +167,9 @@ def test_ask_mode_shows_the_code_with_run_and_dont_run(
     assert results[1]["content"].splitlines() == ["[status: ok]", "42"]
     calls = [c for r in margin.history()[-1]["toolRounds"] for c in r["calls"]]
     assert [c["outcome"] for c in calls] == ["declined", "ran"]
+    stored = panel.locator("article.msg.assistant[data-index]").last
+    expect(stored.get_by_role("group", name="Code the model asked to run").last).to_contain_text("42")
+    assert tool_violations(panel) == []  # the stored rounds: a declined call and a run with its output
 
 
 def test_off_sends_no_tool_and_the_answer_is_plain(margin: Margin, provider: FakeProvider):
