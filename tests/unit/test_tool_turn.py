@@ -332,3 +332,51 @@ def test_the_answers_usage_counts_every_request_of_the_loop():
     panel = Panel([with_usage(call_answer("print(1)"), 100, 10), with_usage(text_answer("1."), 150, 5)])
     asyncio.run(panel.run())
     assert panel.history[-1]["usage"] == {"input": 250, "cachedInput": 0, "output": 15}
+
+
+def responses_stream(*events):
+    return ScriptedResponse(chunks=[f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events])
+
+
+def test_an_agent_providers_loop_continues_the_last_answers_response_with_the_round():
+    agent = {**PROVIDER, "type": "openai-responses", "baseUrl": "https://api.openai.com/v1"}
+    history = [
+        {"role": "user", "content": "Hi", "createdAt": 1},
+        {
+            "role": "assistant",
+            "content": "Hello",
+            "createdAt": 2,
+            "responseId": "resp_0",
+            "responseProviderId": "p",
+        },
+    ]
+    call = {"type": "function_call", "id": "fc_1", "call_id": "call_r", "name": "run_python", "arguments": ""}
+    first = responses_stream(
+        {"type": "response.created", "response": {"id": "resp_1"}},
+        {"type": "response.output_item.added", "item": call},
+        {
+            "type": "response.function_call_arguments.delta",
+            "item_id": "fc_1",
+            "delta": '{"code": "print(42)"}',
+        },
+        {"type": "response.completed", "response": {"id": "resp_1", "usage": {}}},
+    )
+    second = responses_stream(
+        {"type": "response.created", "response": {"id": "resp_2"}},
+        {"type": "response.output_text.delta", "delta": "42."},
+        {"type": "response.completed", "response": {"id": "resp_2", "usage": {}}},
+    )
+    panel = Panel([first, second], history=history)
+    asyncio.run(panel.platform.local.set({"providers": [agent]}))
+    asyncio.run(panel.run())
+    body = panel.body(1)
+    assert body["previous_response_id"] == "resp_0"
+    kinds = [item.get("type") or item["role"] for item in body["input"]]
+    assert kinds == ["user", "function_call", "function_call_output"]
+    assert body["input"][2] == {
+        "type": "function_call_output",
+        "call_id": "call_r",
+        "output": "[status: ok]\n42",
+    }
+    answer = panel.history[-1]
+    assert answer["responseId"] == "resp_2" and answer["content"] == "42."
