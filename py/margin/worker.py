@@ -121,8 +121,11 @@ class Worker:
             self._inboxes.pop(turn_id, None)
 
     def turn_message(self, turn_id: str, message_json: Any) -> None:
-        """A later message on a turn's port: a tool call's result, queued for the turn."""
-        self._inboxes.setdefault(turn_id, asyncio.Queue()).put_nowait(wire.loads(_json_text(message_json)))
+        """A later message on a turn's port: a tool call's result, queued for the turn. It answers
+        a call the running turn sent, so a turn that is over (stopped, finished) drops it."""
+        inbox = self._inboxes.get(turn_id)
+        if inbox is not None:
+            inbox.put_nowait(wire.loads(_json_text(message_json)))
 
     def stop_turn(self, turn_id: str) -> None:
         """Stop a turn. The shell calls this only for a turn it started and that has not finished,

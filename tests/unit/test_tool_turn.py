@@ -380,3 +380,34 @@ def test_an_agent_providers_loop_continues_the_last_answers_response_with_the_ro
     }
     answer = panel.history[-1]
     assert answer["responseId"] == "resp_2" and answer["content"] == "42."
+
+
+def test_the_workers_turn_port_carries_the_call_out_and_the_result_in():
+    from margin.worker import Worker
+
+    panel = Panel([call_answer("print(42)"), text_answer("42.")])
+    events = []
+
+    def post(turn_id, event):
+        events.append(event)
+        if event["event"] == "tool_call":
+            result = {
+                "action": "tool_result",
+                "callId": event["call"]["id"],
+                "outcome": "ran",
+                "run": ran("print(42)", "42\n"),
+            }
+            worker.turn_message(turn_id, json.dumps(result).encode())  # the shell sends UTF-8 bytes
+        return True
+
+    worker = Worker(panel.platform, post)
+    worker.turn_message("t0", json.dumps({"action": "tool_result"}))  # no such turn: dropped, no queue left
+    start = json.dumps({"action": "send", "text": "Sum?", "images": []})
+    asyncio.run(asyncio.wait_for(worker.run_turn_json("t1", start), 5))
+    assert [e["event"] for e in events][-1] == "done"
+    assert tool_results_of(panel.body(1)) == ["[status: ok]\n42"]
+    assert worker._inboxes == {}
+
+
+def tool_results_of(body):
+    return [m["content"] for m in body["messages"] if m["role"] == "tool"]
