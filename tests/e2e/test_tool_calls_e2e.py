@@ -311,3 +311,34 @@ def test_the_time_limit_setting_ends_the_models_endless_loop(margin: Margin, pro
     ]
     run = margin.history()[-1]["toolRounds"][0]["calls"][0]["run"]
     assert run["status"] == "timeout" and 5_000 <= run["ms"] < 30_000
+
+
+PLOT = """\
+import pandas as pd
+import matplotlib.pyplot as plt
+df = pd.DataFrame({"month": ["Jan", "Feb", "Mar"], "sales": [3, 5, 8]})
+df.plot(x="month", y="sales")
+df
+"""
+
+
+def test_a_models_chart_is_shown_as_a_png_and_the_model_gets_its_size_not_its_pixels(
+    margin: Margin, provider: FakeProvider
+):
+    set_mode(margin, "auto")
+    panel = margin.open_panel()
+    provider.script(ToolCall(PLOT, call_id="call_plot"), Reply("Sales grew every month."))
+    margin.send(panel, "Chart the sales")
+    margin.wait_answer(panel, timeout_ms=RUN_TIMEOUT_MS)
+    (result,) = tool_results(provider.requests[-1].body)
+    lines = result["content"].splitlines()
+    assert lines[0] == "[status: ok]" and "[table: 3 rows × 2 columns]" in lines
+    figure_line = next(line for line in lines if line.startswith("[figure: "))
+    assert "base64" not in result["content"] and len(result["content"]) < 1_000
+    run = margin.history()[-1]["toolRounds"][0]["calls"][0]["run"]
+    (figure,) = run["figures"]
+    assert figure_line == f"[figure: {figure['width']}×{figure['height']}]"
+    stored = panel.locator("article.msg.assistant[data-index]").last
+    image = stored.get_by_role("img", name=f"Figure 1 ({figure['width']}×{figure['height']})")
+    expect(image).to_have_attribute("src", figure["dataUrl"])
+    assert stored.locator("table td").all_inner_texts() == ["Jan", "3", "Feb", "5", "Mar", "8"]
