@@ -8,7 +8,8 @@ a web page with a table to attach.
 - off: no tool in the request;
 - a worker stopped mid-call: the connection is said lost and the rounds come back with Retry save;
 - Stop while a call waits: the answer is stored stopped, the call with it;
-- Anthropic, Gemini, Responses: the same loop over each API's own wire.
+- Anthropic, Gemini, Responses: the same loop over each API's own wire;
+- the time-limit setting ends an endless loop; a chart is shown as a PNG, the model gets its size.
 
 One browser for the module (the sandbox boots once); each test starts from an empty history.
 """
