@@ -238,6 +238,9 @@ const PORT_KINDS = {
     run: (worker, id, startJson) => worker.run_turn_json(id, startJson),
     stop: (worker, id) => worker.stop_turn(id),
     isStop: (message) => message?.action === 'stop',
+    // A code run's result for the model's run_python call (py/margin/tool_turn.py); keepalives are not.
+    forward: (worker, id, messageJson) => worker.turn_message(id, messageJson),
+    forwards: (message) => message?.action === 'tool_result',
     during: 'during this answer',
     failedKey: 'bg_error_turn',
   },
@@ -291,7 +294,7 @@ chrome.runtime.onConnect.addListener((port) => {
     }
     if (started) {
       // A turn's keepalive: receiving it already reset the idle timer. A backup's data: forwarded.
-      if (kind.forward && !finished) {
+      if (kind.forward && !finished && (!kind.forwards || kind.forwards(message))) {
         python().then(({ worker }) => kind.forward(worker, portId, utf8.encode(JSON.stringify(message ?? {}))), () => {});
       }
       return;

@@ -1,5 +1,6 @@
 // The options page: the saved providers, the active one, the provider form, the UI language, and
-// which attached pages get a summary ("Summarize long pages").
+// which attached pages get a summary ("Summarize long pages"), and "Running code" (the model's run_python
+// tool: off / ask / auto; the time limit of one run).
 //
 // Rules:
 // 1. Everything is read with `options.get` and written with `options.save` (docs/protocol.md);
@@ -60,7 +61,7 @@ const form = {
   test: $("test"),
 };
 
-const state = { providers: [], activeProviderId: null, uiLanguage: "auto", summarizeAboveChars: 50000, editingId: null };
+const state = { providers: [], activeProviderId: null, uiLanguage: "auto", summarizeAboveChars: 50000, runPython: "ask", codeTimeLimitSeconds: 30, editingId: null };
 
 // --- Messages -----------------------------------------------------------------------------------
 
@@ -280,12 +281,13 @@ form.toggleKey.addEventListener("click", () => showKey(form.apiKey.type === "pas
 
 // `changes` = the settings other than providers that change with this save ({uiLanguage}, ...).
 async function save(providers, activeProviderId, changes = {}) {
-  const settings = { uiLanguage: state.uiLanguage, summarizeAboveChars: state.summarizeAboveChars, ...changes };
+  const settings = { uiLanguage: state.uiLanguage, summarizeAboveChars: state.summarizeAboveChars, runPython: state.runPython, codeTimeLimitSeconds: state.codeTimeLimitSeconds, ...changes };
   const value = await call("options.save", { providers, activeProviderId, ...settings });
   state.providers = Array.isArray(value?.providers) ? value.providers : providers;
   state.activeProviderId = value && "activeProviderId" in value ? value.activeProviderId : activeProviderId;
   state.uiLanguage = value?.uiLanguage || settings.uiLanguage;
   state.summarizeAboveChars = Number.isInteger(value?.summarizeAboveChars) ? value.summarizeAboveChars : settings.summarizeAboveChars;
+  takeCodeSettings(value, settings);
   renderList();
 }
 
@@ -420,6 +422,36 @@ $("summarize-above").addEventListener("change", async (event) => {
   }
 });
 
+// "Running code": the model's run_python tool (off / ask / auto) and the time limit of one run.
+function takeCodeSettings(value, fallback) {
+  state.runPython = ["off", "ask", "auto"].includes(value?.runPython) ? value.runPython : fallback.runPython;
+  state.codeTimeLimitSeconds = Number.isInteger(value?.codeTimeLimitSeconds) ? value.codeTimeLimitSeconds : fallback.codeTimeLimitSeconds;
+}
+
+function showCodeSettings() {
+  $("run-python").value = state.runPython;
+  const select = $("code-time-limit");
+  const value = String(state.codeTimeLimitSeconds);
+  if (![...select.options].some((option) => option.value === value)) select.append(el("option", { value }));
+  for (const option of select.options) option.textContent = t("options_time_limit_option", i18n.formatNumber(Number(option.value)));
+  select.value = value;
+}
+
+async function saveCodeSetting(changes, savedKey) {
+  try {
+    await save(state.providers, state.activeProviderId, changes);
+    say(t(savedKey));
+  } catch (error) {
+    warn(error.message);
+  }
+  showCodeSettings();
+}
+
+$("run-python").addEventListener("change", (event) => saveCodeSetting({ runPython: event.target.value }, "options_run_python_saved"));
+$("code-time-limit").addEventListener("change", (event) =>
+  saveCodeSetting({ codeTimeLimitSeconds: Number(event.target.value) }, "options_time_limit_saved"),
+);
+
 // --- Load ---------------------------------------------------------------------------------------
 
 // Everything the page wrote in words, again in the language now chosen (i18n rule 3).
@@ -428,6 +460,7 @@ function retranslate() {
   fillTypes();
   showKey(form.apiKey.type === "text");
   showSummarizeAbove();
+  showCodeSettings();
   form.title.textContent = state.editingId
     ? t("options_form_edit", state.providers.find((p) => p.id === state.editingId)?.name || t("options_provider_word"))
     : t("options_form_new");
@@ -445,11 +478,13 @@ async function load() {
     state.activeProviderId = value?.activeProviderId ?? null;
     state.uiLanguage = value?.uiLanguage || "auto";
     if (Number.isInteger(value?.summarizeAboveChars)) state.summarizeAboveChars = value.summarizeAboveChars;
+    takeCodeSettings(value, state);
   } catch (error) {
     warn(error.message);
   }
   showLanguage();
   showSummarizeAbove();
+  showCodeSettings();
   fillForm(state.providers.find((p) => p.id === state.activeProviderId) || null);
   await languagesListed.catch((error) => console.warn("Margin: the language names could not be read", error));
   document.body.dataset.ready = "1";

@@ -48,6 +48,7 @@ import * as header from "./panel/header.js";
 import * as explain from "./panel/explain.js";
 import * as codeRuns from "./panel/code_runs.js";
 import * as words from "./panel/words.js";
+import * as toolCalls from "./panel/tool_calls.js";
 
 const PING_GRACE_MS = 250;
 
@@ -61,6 +62,7 @@ function wirePanel() {
   unsaved.init();
   header.init();
   codeRuns.init();
+  toolCalls.init();
 }
 
 // --- Storage: paint first, then follow ------------------------------------------------------------

@@ -13,6 +13,10 @@
 //    if the sandbox itself stops answering, the frame is removed and made again (a watchdog).
 // 4. Output is text, always: tables are cells set with textContent, figures are <img> of a
 //    `data:image/png;base64,` URL checked here; nothing the code printed is parsed as HTML.
+// 5. The time limit is the options page's `codeTimeLimitSeconds` (followed live), else the contract's.
+// 6. The model's run_python calls run here too (`runForTool`, used by tool_calls.js): the same
+//    sandbox, one run at a time, with the conversation's files under /data/; the run is handed
+//    back to the caller instead of being saved with a block.
 import { CONTRACT } from "../generated/contract.js";
 import { call, el } from "../ui_common.js";
 import { t, tPlural, formatNumber } from "../i18n.js";
@@ -32,7 +36,14 @@ let frameReady = null;
 let active = null; // {id, block, wrapper, output, run, resolve, watchdog}
 let sequence = 0;
 
-const timeLimitMs = () => globalThis.__marginCodeRunTimeoutMs || LIMITS.timeoutMs;
+// The options page's "Time limit for code" (`codeTimeLimitSeconds`, rule 5); a test may set its own.
+let settingMs = LIMITS.timeoutMs;
+const timeLimitMs = () => globalThis.__marginCodeRunTimeoutMs || settingMs;
+const TIME_LIMIT_KEY = "codeTimeLimitSeconds";
+
+function takeTimeLimit(seconds) {
+  settingMs = Number.isInteger(seconds) && seconds >= 5 && seconds <= 600 ? seconds * 1000 : LIMITS.timeoutMs;
+}
 
 function addStyles() {
   const link = el("link", { rel: "stylesheet", href: new URL("./code_runs.css", import.meta.url).href });
@@ -148,6 +159,29 @@ async function start(wrapper, button) {
   post({ type: "run", id, code, timeoutMs: timeLimitMs(), limit: LIMITS.streamChars });
 }
 
+export function runForTool(output, code, files) {
+  if (active) return Promise.resolve(null);
+  const id = `tool-${Date.now()}-${++sequence}`;
+  const run = { block: 0, code, status: "ok", stdout: "", stderr: "", value: null, tables: [], figures: [], error: "", note: "", startedAt: Date.now(), ms: 0 };
+  return new Promise((resolve) => {
+    active = { id, wrapper: null, output, run, button: null, watchdog: 0, resolve };
+    output.replaceChildren(el("p", { class: "code-run-status", role: "status" }));
+    setStatus(output, frame?.readyResolve === null ? t("panel_run_running") : t("panel_starting_python"));
+    armWatchdog(START_GRACE_MS);
+    sandboxFrame().then(() => {
+      if (active?.id !== id) return;
+      armWatchdog(START_GRACE_MS);
+      active.posted = true;
+      post({ type: "run", id, code, timeoutMs: timeLimitMs(), limit: LIMITS.streamChars, files });
+    });
+  });
+}
+
+// Stops the model's run, if it is the one running (the turn was stopped).
+export function stopToolRun() {
+  if (active?.resolve) stop();
+}
+
 function stop() {
   if (!active) return;
   if (!active.posted) return finish({ status: "stopped", note: t("panel_run_stopped_note"), ms: 0 });
@@ -173,6 +207,7 @@ function finish(message) {
     run.figures = Array.isArray(result.figures) ? result.figures.filter((f) => typeof f?.dataUrl === "string" && f.dataUrl.startsWith(FIGURE_PREFIX)) : [];
   }
   paintRun(current.output, run);
+  if (current.resolve) return current.resolve(run);
   if (current.save?.createdAt === undefined) return;
   call("code.save_run", { ...current.save, run }).catch((error) => {
     current.output.append(el("p", { class: "code-run-note", text: t("panel_run_not_saved", error.message) }));
@@ -198,7 +233,7 @@ function figureNode(figure, i) {
   return el("figure", { class: "code-run-figure" }, img, el("figcaption", {}, link));
 }
 
-function paintRun(output, run) {
+export function paintRun(output, run) {
   const status = STATUS_KEYS[run.status] ? t(STATUS_KEYS[run.status]) : run.status;
   const seconds = formatNumber(run.ms / 1000, { minimumFractionDigits: 1, maximumFractionDigits: 1 });
   output.replaceChildren(el("p", { class: "code-run-status", role: "status", text: run.ms ? t("panel_run_status_in", status, seconds) : status }));
@@ -251,6 +286,10 @@ function scan(root) {
 
 export function init() {
   addStyles();
+  chrome.storage.local.get(TIME_LIMIT_KEY).then((stored) => takeTimeLimit(stored[TIME_LIMIT_KEY]), () => {});
+  chrome.storage.onChanged.addListener((changes, area) => {
+    if (area === "local" && TIME_LIMIT_KEY in changes) takeTimeLimit(changes[TIME_LIMIT_KEY].newValue);
+  });
   window.addEventListener("message", onMessage);
   new MutationObserver((mutations) => {
     for (const mutation of mutations) for (const node of mutation.addedNodes) scan(node);

@@ -15,6 +15,9 @@
 //    to unsaved.js ("answer-unsaved"), which keeps it on screen as "Not saved".
 // 7. This module imports only state.js (and the shared helpers): what the rest of the panel does
 //    about a turn, it does by listening to `events` or through what `init` is given.
+// 8. A `tool_call` event (the model's run_python call, py/margin/tool_turn.py) is handed to
+//    tool_calls.js as "tool-call" with a slot in the streaming bubble and a `reply` that answers
+//    on this turn's port; the answer goes on streaming after the slot.
 
 import { CONTRACT } from "../generated/contract.js";
 import { el } from "../ui_common.js";
@@ -106,6 +109,9 @@ function onTurnEvent(turn, message) {
       turn.text += message.text ?? "";
       scheduleStreamPaint(turn);
       break;
+    case "tool_call":
+      startToolCall(turn, message);
+      break;
     case "done":
     case "stopped":
       paintStream(turn, { final: true });
@@ -133,6 +139,30 @@ function onTurnEvent(turn, message) {
       break;
     }
   }
+}
+
+// Rule 8: the text so far is finished where it stands, the call gets a slot of its own under it
+// (tool_calls.js fills it, runs the code and answers on the port), and what the model writes
+// next streams into a fresh part after it.
+function startToolCall(turn, message) {
+  cancelAnimationFrame(turn.frame);
+  turn.frame = 0;
+  if (turn.text) paintStream(turn, { final: true });
+  else turn.body.replaceChildren();
+  const slot = el("div", { class: "tool-call-slot" });
+  const next = el("div", { class: "md" });
+  turn.body.after(slot, next);
+  Object.assign(turn, { body: next, renderer: null, text: "", handedOver: false });
+  const reply = (answer) => {
+    if (state.turn !== turn) return false;
+    try {
+      turn.port.postMessage(answer);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  emit("tool-call", { call: message.call, files: message.files, slot, reply, settled: turn.settled });
 }
 
 function scheduleStreamPaint(turn) {

@@ -14,6 +14,10 @@
 //    then, so nothing blinks out); refused, the alert says why and the bubble stays.
 // 4. A change of `state.unsaved` is the "unsaved-changed" event: conversation.js repaints.
 // 5. `init()` wires the buttons and follows storage.session; nothing is registered at import.
+// 6. A turn that runs the model's code keeps its progress as an entry marked `inProgress`
+//    (py/margin/unsaved_answers.py rule 6): it is not shown while a turn runs, nor once its question
+//    has an answer; it is shown when the turn ended without one (the worker stopped mid-call),
+//    its code runs painted (tool_calls.js `roundsNode`) before its text.
 
 import { CONTRACT } from "../generated/contract.js";
 import { call, el, copyText } from "../ui_common.js";
@@ -21,6 +25,7 @@ import { t } from "../i18n.js";
 import { markdownModule, loadMarkdown } from "../markdown_lite.js";
 import { ui, state, events, emit, announce, showAlert, clearAlert, recordText } from "./state.js";
 import { isAttachment } from "./attachments.js";
+import { roundsNode } from "./tool_calls.js";
 
 const KEY = CONTRACT.storage.sessionKeys.unsavedAnswers;
 
@@ -37,6 +42,10 @@ export function init() {
     (error) => console.warn("Margin: could not read the unsaved answers", error),
   );
   ui.conversation.addEventListener("click", onClick);
+  // Rule 6: a turn's kept progress shows once that turn is over (the streaming bubble went).
+  events.addEventListener("live-changed", () => {
+    if (state.unsaved.some((e) => e.inProgress)) emit("unsaved-changed");
+  });
 }
 
 function valid(entry) {
@@ -87,6 +96,7 @@ export function unsavedAfter(records) {
     const at = questionIndex(records, entry.question);
     if (at < 0) continue;
     const answered = records.slice(at + 1).find((r) => r?.role === "assistant" || (r?.role === "user" && !isAttachment(r)));
+    if (entry.inProgress && (state.turn || answered)) continue; // rule 6: the turn still runs, or it stored its answer
     if (answered && sameAnswer(answered, entry.answer)) {
       stored.push(entry.id);
       continue;
@@ -124,6 +134,7 @@ function nodeFor(entry) {
     });
   }
   const bubble = el("div", { class: "bubble" }, content);
+  if (Array.isArray(entry.answer.toolRounds)) bubble.prepend(roundsNode(entry.answer.toolRounds));
   if (entry.answer.stopped) bubble.append(el("span", { class: "tag", text: t("panel_stopped") }));
   if (entry.answer.incomplete) bubble.append(el("p", { class: "answer-note", text: t("panel_incomplete") }));
   const bar = el(

@@ -6,7 +6,7 @@
 // the code to run, posted by sandbox.js.
 //
 // Rules:
-// 1. Messages in: {type: "boot", base, fontList?} once, then {type: "run", id, code, limit}, one at
+// 1. Messages in: {type: "boot", base, fontList?} once, then {type: "run", id, code, limit, files}, one at
 //    a time. Out: "booted", "progress" {id, text}, "started" {id}, "stdout"/"stderr" {id, text},
 //    "fontlist" {text} (matplotlib's font list, for the next worker: runner.py rule 7),
 //    "done" {id, result, ms}, "failed" {text} (Pyodide could not start or suffered a fatal error:
@@ -16,6 +16,8 @@
 //    pandas and matplotlib.pyplot are imported then too (PREIMPORTS), before the time limit starts.
 // 3. The code cannot post to the page: `postMessage` is taken away from the worker's global scope
 //    once Pyodide is up (the worker keeps its own bound copy), so `import js` finds no way out.
+// 4. Before each run, /data/ is emptied and the run's files (the conversation's attachments, for
+//    the model's run_python calls) are written there; nothing else of the user's is inside.
 "use strict";
 
 const post = self.postMessage.bind(self);
@@ -88,8 +90,24 @@ function useFontList() {
   }
 }
 
-async function run({ id, code, limit }) {
+// Rule 4: /data holds exactly this run's files (none for a block the user runs).
+function writeFiles(files) {
+  const FS = pyodide.FS;
+  FS.mkdirTree("/data");
+  for (const name of FS.readdir("/data")) if (name !== "." && name !== "..") FS.unlink(`/data/${name}`);
+  for (const file of files || []) {
+    const data = typeof file.text === "string" ? file.text : Uint8Array.from(atob(file.base64), (c) => c.charCodeAt(0));
+    FS.writeFile(file.path, data);
+  }
+}
+
+async function run({ id, code, limit, files }) {
   const started = performance.now();
+  try {
+    writeFiles(files);
+  } catch (error) {
+    post({ type: "stderr", id, text: `The attached files could not be written to /data: ${error?.message || error}\n` });
+  }
   try {
     await loadImports(id, code);
   } catch {

@@ -7,7 +7,7 @@
 //    and its origin is this extension's; anything else is ignored. Every message is
 //    {channel: "margin-sandbox", v: 1, type, ...}; a known sender's unknown or malformed message
 //    gets {type: "refused", reason}.
-// 2. In: "run" {id, code, timeoutMs, limit} (one at a time; a second is refused as busy), "stop"
+// 2. In: "run" {id, code, timeoutMs, limit, files?} (one at a time; a second is refused as busy), "stop"
 //    {id}. Out: "ready" (the worker's Python is up), "progress", "stdout", "stderr" {id, text},
 //    "started" {id} (the packages are loaded, the code and its time limit start),
 //    "done" {id, status: ok | error | timeout | stopped | crashed, result?, ms, note?}.
@@ -17,6 +17,9 @@
 //    code could try to post itself (runner.js takes postMessage away from it, rule 3 there).
 // 5. The worker is a classic `blob:` worker that importScripts runner.js: an opaque origin cannot
 //    start a worker from an extension URL (measured in Chromium 156).
+// 6. A run may bring files (`files`: [{path, text} | {path, base64}], paths "/data/<name>", at
+//    most MAX_FILES and MAX_FILES_CHARS in all): the model's run_python calls read the
+//    conversation's attachments there. The worker's /data holds exactly them during that run.
 "use strict";
 
 (() => {
@@ -27,6 +30,10 @@
   const MAX_CODE_CHARS = 1_000_000;
   const MAX_TIMEOUT_MS = 600_000;
   const MAX_LIMIT = 1_000_000;
+  // The conversation's files for the model's run_python calls (py/margin/sandbox_files.py's bounds).
+  const MAX_FILES = 40;
+  const MAX_FILES_CHARS = 40_000_000;
+  const DATA_PATH = /^\/data\/[A-Za-z0-9][A-Za-z0-9._-]{0,120}$/;
 
   let worker = null;
   let ready = false;
@@ -88,6 +95,23 @@
 
   const isText = (value) => typeof value === "string";
 
+  // Rule 6: files are {path: "/data/<name>", text} or {path, base64}, bounded; anything else refuses the run.
+  function checkedFiles(files) {
+    if (files === undefined) return [];
+    if (!Array.isArray(files) || files.length > MAX_FILES) return null;
+    let total = 0;
+    const kept = [];
+    for (const file of files) {
+      if (!file || typeof file !== "object" || !isText(file.path) || !DATA_PATH.test(file.path) || file.path.includes("..")) return null;
+      const body = isText(file.text) ? file.text : isText(file.base64) ? file.base64 : null;
+      if (body === null) return null;
+      total += body.length;
+      if (total > MAX_FILES_CHARS) return null;
+      kept.push(isText(file.text) ? { path: file.path, text: file.text } : { path: file.path, base64: file.base64 });
+    }
+    return kept;
+  }
+
   function fromWorker(message) {
     if (!message || typeof message !== "object") return;
     if (message.type === "booted") {
@@ -133,13 +157,15 @@
     if (message.v !== VERSION) return refuse("version");
     if (message.type === "run") {
       const { id, code, timeoutMs, limit } = message;
+      const files = checkedFiles(message.files);
+      if (files === null) return refuse("bad files");
       if (!isText(id) || id.length > 64 || !isText(code) || code.length > MAX_CODE_CHARS) return refuse("bad run");
       if (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > MAX_TIMEOUT_MS) return refuse("bad timeout");
       if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) return refuse("bad limit");
       if (current) return send({ type: "done", id, status: "busy", ms: 0 });
       if (broken) return send({ type: "done", id, status: "crashed", ms: 0, note: broken });
       current = { id, timeoutMs, started: 0, timer: 0 };
-      worker.postMessage({ type: "run", id, code, limit });
+      worker.postMessage({ type: "run", id, code, limit, files });
       return;
     }
     if (message.type === "stop") {

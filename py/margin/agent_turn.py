@@ -15,6 +15,11 @@ Rules:
 3. A provider that has forgotten the conversation (`conversation_forgotten`) is sent the full
    history once, without `previous_response_id`, and `on_replay` is called first so the user is
    told; a second failure is the turn's error.
+4. Within a turn's tool loop (margin.tool_loop), the answer being written is the last record,
+   `toolRounds` only and no `responseId`: each request of the loop continues the previous
+   answer's response with the question and the rounds so far (`function_call` and
+   `function_call_output` items), and the final response, which holds them all, is the one
+   the answer stores.
 """
 
 from __future__ import annotations
@@ -58,15 +63,18 @@ async def open_agent_stream(
     provider: dict[str, Any],
     records: list[Record],
     on_replay: Callable[[], None],
+    tools: Any = None,
 ) -> Any:
-    """Rules 1 and 3: the stream of the new turn, replayed in full once if the provider forgot."""
+    """Rules 1, 3 and 4: the stream of the new turn, replayed in full once if the provider forgot."""
     previous, new_records = build_agent_turn(records, provider.get("id"))
     if previous is None:
-        return await module.open_stream(transport, provider, records)
+        return await module.open_stream(transport, provider, records, tools=tools)
     try:
-        return await module.open_stream(transport, provider, new_records, previous_response_id=previous)
+        return await module.open_stream(
+            transport, provider, new_records, previous_response_id=previous, tools=tools
+        )
     except ProviderError as error:
         if error.code != FORGOTTEN:
             raise
     on_replay()
-    return await module.open_stream(transport, provider, records)
+    return await module.open_stream(transport, provider, records, tools=tools)

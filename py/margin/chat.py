@@ -47,6 +47,16 @@ Rules:
    answer are finite at the source (`margin.usage`, `margin.wire`). A bug while the answer
    streams is a failure like any other (rule 3): what arrived is stored incomplete, then the
    `internal` error.
+12. The `run_python` tool (margin.tool_loop, margin.tool_turn): when the setting `runPython` is
+   not "off" and the provider has tool calling, each request offers it, described with the
+   conversation's files (margin.sandbox_files). An answer that ends with calls is not the end of
+   the turn: the calls run in the side panel's sandbox over this turn's port, and the request is
+   sent again with the round (the model's text, its calls, their results) after the question,
+   until the model answers in text or the bound is reached (tool_loop rule 2). Every round is
+   stored with the answer (`toolRounds`), whether it is done, stopped or failed; the deltas of
+   every request stream as one answer. Without the tool, stored rounds are sent as text. Until
+   the answer is stored, the rounds so far are kept in chrome.storage.session before and after
+   each call (margin.unsaved_answers rule 6), so a worker that stops mid-call loses none of them.
 """
 
 from __future__ import annotations
@@ -58,7 +68,19 @@ from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
-from . import agent_turn, catalogue, clock, figures, images, options, rescue, slimming, unsaved_answers
+from . import (
+    agent_turn,
+    catalogue,
+    clock,
+    figures,
+    images,
+    options,
+    rescue,
+    sandbox_files,
+    slimming,
+    tool_loop,
+    unsaved_answers,
+)
 from . import usage as token_usage
 from .errors import MarginError, ProviderError, StorageError
 from .history import Record, for_edit, for_regenerate, read_history, user_record, write_history
@@ -67,7 +89,9 @@ from .image_refusal import ImagesRefusedError
 from .ports import Platform
 from .providers import provider_module
 from .stoppable import Stopped, guarded_emit, race
-from .storage import lock_for
+from .storage import RUN_PYTHON_MODE, lock_for
+from .tool_turn import Receive, ToolRunner
+from .tool_wire import ToolOffer, flatten
 
 # Seconds without a body chunk before the answer is given up as timed out.
 BODY_IDLE_TIMEOUT = 60.0
@@ -86,7 +110,11 @@ class Outcome(Enum):
 
 
 async def run_turn(
-    platform: Platform, start: dict, emit: Callable[[dict], None], stop: asyncio.Event
+    platform: Platform,
+    start: dict,
+    emit: Callable[[dict], None],
+    stop: asyncio.Event,
+    receive: Receive | None = None,
 ) -> None:
     global _turn_running
     if _turn_running:
@@ -100,7 +128,7 @@ async def run_turn(
         return
     _turn_running = True
     try:
-        await _Turn(platform, emit, stop).run(start)
+        await _Turn(platform, emit, stop, receive).run(start)
     finally:
         _turn_running = False
 
@@ -167,12 +195,22 @@ def _same_question(a: Record, b: Record) -> bool:
 
 
 class _Turn:
-    def __init__(self, platform: Platform, emit: Callable[[dict], None], stop: asyncio.Event):
+    def __init__(
+        self,
+        platform: Platform,
+        emit: Callable[[dict], None],
+        stop: asyncio.Event,
+        receive: Receive | None = None,
+    ):
         self.platform = platform
         self.emit = guarded_emit(emit, stop)
         self.stop = stop
+        self.receive = receive
         self.delta_sent = False
         self.language = "en"  # the model language of the turn (run), for its notices
+        self.tool_mode = "off"
+        self.loop = tool_loop.LoopState()
+        self.progress: dict[str, Any] | None = None  # the kept answer so far (rule 12)
 
     async def run(self, start: dict) -> None:
         try:
@@ -185,6 +223,7 @@ class _Turn:
 
         language = options.model_language(settings, self.platform.browser_language)
         self.language = language
+        self.tool_mode = tool_loop.tool_mode(settings.get(RUN_PYTHON_MODE))
         text_only = provider.get("supportsImages") is False  # rule 10
         outcome, failure, stream = await self._attempt(provider, question, language, text_only=text_only)
         if isinstance(failure, ImagesRefusedError) and not self.delta_sent and not text_only:
@@ -227,22 +266,46 @@ class _Turn:
                 self.platform, slimming.age_stale_attachments(records, language), language=language
             )
             module = provider_module(provider["type"])
-            if agent_turn.is_agent_provider(provider):  # rule 9
-                opening = agent_turn.open_agent_stream(
-                    module, self.platform.transport, provider, request_records, self._notify_replay
-                )
-            else:
-                opening = module.open_stream(self.platform.transport, provider, request_records)
-            stream = await race(opening, self.stop)
+            offers = tool_loop.offers_tools(self.tool_mode, provider)  # rule 12
+            files = sandbox_files.conversation_files(records) if offers else []
+            if not offers:
+                request_records = flatten(request_records)
             while True:
-                got = await race(stream.read(), self.stop, timeout=BODY_IDLE_TIMEOUT)
-                if got is None:
+                offer = ToolOffer(tool_loop.description(sandbox_files.listing(files)), self.loop.forbidden)
+                try:
+                    stream = await race(
+                        self._open(module, provider, request_records, offer if offers else None), self.stop
+                    )
+                except ProviderError as error:
+                    if not (offers and not self.loop.rounds and tool_loop.refused_tools(error)):
+                        raise
+                    # tool_loop rule 7, for a provider module that does not retry by itself
+                    stream = await race(self._open(module, provider, request_records, None), self.stop)
+                    stream.tools_unsupported = True
+                if getattr(stream, "tools_unsupported", False):  # tool_loop rule 7: sent without the tool
+                    offers = False
+                    with contextlib.suppress(StorageError):  # only an optimisation is lost
+                        await options.mark_tools_unsupported(self.platform, provider["id"])
+                while True:
+                    got = await race(stream.read(), self.stop, timeout=BODY_IDLE_TIMEOUT)
+                    if got is None:
+                        break
+                    for piece in got:
+                        self.delta_sent = True
+                        self.emit({"event": "delta", "text": piece})
+                    if self.stop.is_set():
+                        raise Stopped()
+                calls = stream.tool_calls if offers else []
+                if not self.loop.allowed(calls):
                     break
-                for piece in got:
-                    self.delta_sent = True
-                    self.emit({"event": "delta", "text": piece})
-                if self.stop.is_set():
-                    raise Stopped()
+                self.delta_sent = True  # a retry would run the calls again (rules 8 and 10)
+                await stream.aclose()
+                text = stream.text
+                self.loop.add_usage(stream.usage)
+                stream = None
+                runner = ToolRunner(self.emit, self.receive, self.stop, self.tool_mode, files, self.loop)
+                runner.on_progress = lambda: self._keep_progress(records, provider)
+                await runner.run_round(text, calls)
             return Outcome.DONE, None, stream
         except Stopped:
             return Outcome.STOPPED, None, stream
@@ -259,6 +322,35 @@ class _Turn:
             if stream is not None:
                 await stream.aclose()
 
+    def _open(
+        self, module: Any, provider: dict[str, Any], records: list[Record], offer: ToolOffer | None
+    ) -> Any:
+        """One request of the turn: the records, then this turn's tool rounds so far (rule 12)."""
+        rounds = self.loop.rounds
+        if rounds:
+            records = [*records, Record("assistant", "", {"toolRounds": rounds})]
+        if agent_turn.is_agent_provider(provider):  # rule 9
+            return agent_turn.open_agent_stream(
+                module, self.platform.transport, provider, records, self._notify_replay, tools=offer
+            )
+        if offer is None:
+            return module.open_stream(self.platform.transport, provider, records)
+        return module.open_stream(self.platform.transport, provider, records, tools=offer)
+
+    async def _keep_progress(self, question: list[Record], provider: dict[str, Any]) -> None:
+        """Rule 12: the rounds so far, kept where a stopped worker cannot lose them."""
+        fields = {**self._answer_fields(provider, None), **self._rounds_field(), "incomplete": True}
+        entry = unsaved_answers.entry(question[-1], len(question) - 1, Record("assistant", "", fields))
+        if self.progress is not None:
+            entry["id"] = self.progress["id"]
+        self.progress = entry
+        await unsaved_answers.keep_progress(self.platform, entry)
+
+    async def _forget_progress(self) -> None:
+        if self.progress is not None:
+            await unsaved_answers.forget(self.platform, self.progress["id"])
+            self.progress = None
+
     def _notify_replay(self) -> None:
         self.emit(
             {"event": "notice", "text": catalogue.words(self.language).text(agent_turn.REPLAY_NOTICE_KEY)}
@@ -270,7 +362,10 @@ class _Turn:
         if stream.usage_unsupported:
             with contextlib.suppress(StorageError):  # only an optimisation is lost; the answer matters
                 await options.mark_usage_unsupported(self.platform, provider["id"])
-        fields = self._answer_fields(provider, stream.usage)
+        fields = {
+            **self._answer_fields(provider, self.loop.total_usage(stream.usage)),
+            **self._rounds_field(),
+        }
         response_id = getattr(stream, "response_id", None)
         if isinstance(response_id, str) and response_id:  # rule 9
             fields["responseId"] = response_id
@@ -315,8 +410,9 @@ class _Turn:
             return True
 
     async def _finish_stopped(self, question: list[Record], provider: dict[str, Any], text: str) -> None:
-        if text:
-            answer = Record("assistant", text, {**self._answer_fields(provider, None), "stopped": True})
+        if text or self.loop.rounds:
+            fields = {**self._answer_fields(provider, None), **self._rounds_field(), "stopped": True}
+            answer = Record("assistant", text, fields)
             if not await self._save_answer_or_report(question, answer, stamp=False):
                 return
         self.emit({"event": "stopped"})
@@ -326,8 +422,9 @@ class _Turn:
     ) -> None:
         """Rule 3: text that arrived before the failure is kept, marked incomplete; no
         `imagesSeen` stamp (rule 4). A storage failure is then the one error reported (rule 7)."""
-        if text:
-            answer = Record("assistant", text, {**self._answer_fields(provider, None), "incomplete": True})
+        if text or self.loop.rounds:
+            fields = {**self._answer_fields(provider, None), **self._rounds_field(), "incomplete": True}
+            answer = Record("assistant", text, fields)
             if not await self._save_answer_or_report(question, answer, stamp=False):
                 return
         self.emit(_error_event(failure))
@@ -342,12 +439,17 @@ class _Turn:
             failure = None if saved else _conversation_changed()
         except MarginError as error:
             failure = error
+        await self._forget_progress()  # rule 12: stored, or kept below as unsaved
         if failure is None:
             return True
         unsaved = unsaved_answers.entry(question[-1], len(question) - 1, answer)
         await unsaved_answers.keep(self.platform, unsaved)
         self.emit(unsaved_answers.error_event(failure, unsaved))
         return False
+
+    def _rounds_field(self) -> dict[str, Any]:
+        """Rule 12: the turn's tool rounds, stored with its answer whatever the outcome."""
+        return {"toolRounds": self.loop.rounds} if self.loop.rounds else {}
 
     @staticmethod
     def _answer_fields(provider: dict[str, Any], usage: dict[str, Any] | None) -> dict[str, Any]:

@@ -2,11 +2,11 @@
 above which an attached page is summarized.
 
 Rules:
-1. Four keys of `margin.storage` (`providers`, `activeProviderId`, `uiLanguage`,
-   `summarizeAboveChars`), read by address with their defaults through `read_settings`; a stored
-   value that is not valid reads as the default, and a save that replaces it parks it first
-   (margin.stored_values, rule 2). They are in GET_ALL_KEYS, so `app.state` sees them too, with API
-   keys masked (`mask_key`).
+1. Six keys of `margin.storage` (`providers`, `activeProviderId`, `uiLanguage`,
+   `summarizeAboveChars`, `runPython`, `codeTimeLimitSeconds`), read by address with their
+   defaults through `read_settings`; a stored value that is not valid reads as the default, and
+   a save that replaces it parks it first (margin.stored_values, rule 2). They are in
+   GET_ALL_KEYS, so `app.state` sees them too, with API keys masked (`mask_key`).
 2. `options.save` validates EVERYTHING before writing ANYTHING, then writes the keys in one
    `set` (all or nothing). Invalid input is `invalid_options` with a sentence naming the field.
 3. `activeProviderId` always names a saved provider; when it does not (or is absent) the first
@@ -14,8 +14,9 @@ Rules:
    used only once the user chooses it: a shared file cannot make its endpoint the one a fresh
    profile talks to). No provider to use is `no_provider` when a turn needs one.
 4. A storage refusal is the platform's `StorageError` (margin.ports, rule 2), passed on as it is.
-5. `supportsUsage: false` (the server refused `stream_options`) and `supportsImages: false` (the
-   model refused images) are learned by a turn and kept across saves of the same provider at the same address.
+5. `supportsUsage: false` (the server refused `stream_options`), `supportsImages: false` (the
+   model refused images) and `supportsTools: false` (the server refused tools) are learned by a
+   turn and kept across saves of the same provider at the same address.
 6. `summarizeAboveChars` is 0 (off) or a whole number of characters from
    `SUMMARIZE_MIN_CHARS` to `SUMMARIZE_MAX_CHARS`; an attachment with more `chars` than that gets
    one summary pass (`should_summarize`, margin.summaries).
@@ -28,6 +29,9 @@ Rules:
    under it too: a save that arrived before a turn is what the turn uses.
 10. A provider whose API key would go over plain http:// to another machine is refused with
    `key_over_http` unless it carries `allowPlainHttpKey: true` (`margin.plain_http`).
+11. `runPython` is "off", "ask" (the default) or "auto" (margin.tool_loop rule 1);
+   `codeTimeLimitSeconds` a whole number of seconds from TIME_LIMIT_MIN_SECONDS to
+   TIME_LIMIT_MAX_SECONDS (default 30), the limit of one code run in the sandbox.
 """
 
 from __future__ import annotations
@@ -41,8 +45,10 @@ from .ports import Platform
 from .providers import normalize_provider, provider_module
 from .storage import (
     ACTIVE_PROVIDER_ID,
+    CODE_TIME_LIMIT,
     OPTION_DEFAULTS,
     PROVIDERS,
+    RUN_PYTHON_MODE,
     SUMMARIZE_ABOVE_CHARS,
     UI_LANGUAGE,
     default_of,
@@ -54,6 +60,9 @@ OPTION_KEYS = tuple(OPTION_DEFAULTS)
 _LANGUAGE_TAG = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$")
 SUMMARIZE_MIN_CHARS = 1_000
 SUMMARIZE_MAX_CHARS = 2_000_000
+RUN_PYTHON_MODES = ("off", "ask", "auto")  # margin.tool_loop.MODES
+TIME_LIMIT_MIN_SECONDS = 5
+TIME_LIMIT_MAX_SECONDS = 600
 
 NO_PROVIDER = "Set up a model provider in Margin's options first (right-click the toolbar icon → Options)."
 CHOOSE_IMPORTED_PROVIDER = (
@@ -98,6 +107,9 @@ def read_settings(stored: dict[str, Any]) -> dict[str, Read]:
         reads[SUMMARIZE_ABOVE_CHARS] = Read(threshold)
     else:
         reads[SUMMARIZE_ABOVE_CHARS] = Read(default_of(SUMMARIZE_ABOVE_CHARS), unreadable=threshold)
+    for key, valid in ((RUN_PYTHON_MODE, valid_run_python), (CODE_TIME_LIMIT, valid_time_limit)):
+        value = stored.get(key, default_of(key))
+        reads[key] = Read(value) if valid(value) else Read(default_of(key), unreadable=value)
     return reads
 
 
@@ -121,6 +133,20 @@ def valid_threshold(value: Any) -> bool:
         isinstance(value, int)
         and not isinstance(value, bool)
         and (value == 0 or SUMMARIZE_MIN_CHARS <= value <= SUMMARIZE_MAX_CHARS)
+    )
+
+
+def valid_run_python(value: Any) -> bool:
+    """A `runPython` value (rule 11): "off", "ask" or "auto"."""
+    return value in RUN_PYTHON_MODES
+
+
+def valid_time_limit(value: Any) -> bool:
+    """A `codeTimeLimitSeconds` value (rule 11): a whole number of seconds within the bounds."""
+    return (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        and TIME_LIMIT_MIN_SECONDS <= value <= TIME_LIMIT_MAX_SECONDS
     )
 
 
@@ -171,6 +197,11 @@ async def mark_usage_unsupported(platform: Platform, provider_id: str) -> None:
 async def mark_images_unsupported(platform: Platform, provider_id: str) -> None:
     """Remember that this provider's model refuses images (later turns send placeholders)."""
     await _mark_unsupported(platform, provider_id, "supportsImages")
+
+
+async def mark_tools_unsupported(platform: Platform, provider_id: str) -> None:
+    """Remember that this provider refuses tools (later turns offer none: margin.tool_loop rule 7)."""
+    await _mark_unsupported(platform, provider_id, "supportsTools")
 
 
 async def _mark_unsupported(platform: Platform, provider_id: str, flag: str) -> None:
@@ -254,6 +285,18 @@ async def handle_save(platform: Platform, payload: dict) -> dict[str, Any]:
                 f"{SUMMARIZE_MIN_CHARS:,} to {SUMMARIZE_MAX_CHARS:,}.",
             )
         items[SUMMARIZE_ABOVE_CHARS] = threshold
+    if RUN_PYTHON_MODE in payload:
+        if not valid_run_python(payload[RUN_PYTHON_MODE]):
+            raise MarginError("invalid_options", "“Let the model run Python” must be “off”, “ask” or “auto”.")
+        items[RUN_PYTHON_MODE] = payload[RUN_PYTHON_MODE]
+    if CODE_TIME_LIMIT in payload:
+        if not valid_time_limit(payload[CODE_TIME_LIMIT]):
+            raise MarginError(
+                "invalid_options",
+                "“Time limit for code” must be a whole number of seconds from "
+                f"{TIME_LIMIT_MIN_SECONDS} to {TIME_LIMIT_MAX_SECONDS}.",
+            )
+        items[CODE_TIME_LIMIT] = payload[CODE_TIME_LIMIT]
 
     async with lock_for(platform.local):  # rule 9
         reads = read_settings(await platform.local.get(list(OPTION_KEYS)))
@@ -267,11 +310,13 @@ async def handle_save(platform: Platform, payload: dict) -> dict[str, Any]:
         ACTIVE_PROVIDER_ID: active_id,
         UI_LANGUAGE: items.get(UI_LANGUAGE, before[UI_LANGUAGE]),
         SUMMARIZE_ABOVE_CHARS: items.get(SUMMARIZE_ABOVE_CHARS, before[SUMMARIZE_ABOVE_CHARS]),
+        RUN_PYTHON_MODE: items.get(RUN_PYTHON_MODE, before[RUN_PYTHON_MODE]),
+        CODE_TIME_LIMIT: items.get(CODE_TIME_LIMIT, before[CODE_TIME_LIMIT]),
     }
 
 
 def _keep_learned_usage(providers: list[dict[str, Any]], stored: list[dict[str, Any]]) -> None:
-    for flag in ("supportsUsage", "supportsImages"):
+    for flag in ("supportsUsage", "supportsImages", "supportsTools"):
         learned = {p.get("id"): p.get("baseUrl") for p in stored if p.get(flag) is False}
         for provider in providers:
             if provider["id"] in learned and learned[provider["id"]] == provider["baseUrl"]:

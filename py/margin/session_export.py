@@ -12,6 +12,9 @@ Rules:
    "session" when nothing of the name is left.
 3. The JSON file is `{format: "margin-session", version: 1, session: {id, name, createdAt,
    savedAt, pinned}, history}`, `history` being the body's records exactly as stored.
+4. Code runs are in the Markdown too: an answer's `toolRounds` (the model's own runs) before its
+   text, each call's code as a Python block and its output as text (margin.code_runs' compact
+   form) with its figures as images; its blocks' `runs` after the text, the same way.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
+from . import code_runs
 from .errors import MarginError
 from .history import Record
 from .session_index import IndexEntry
@@ -35,6 +39,42 @@ def _date(ms: int) -> str:
 def _filename(name: str, extension: str) -> str:
     slug = re.sub(r"[^\w\-]+", "-", name, flags=re.UNICODE).strip("-")[:60] or "session"
     return f"{slug}.{extension}"
+
+
+def _fenced(text: str, language: str) -> list[str]:
+    return [f"```{language}", text.rstrip("\n").replace("```", "ʼʼʼ"), "```", ""]
+
+
+def _run_lines(title: str, run: dict[str, Any]) -> list[str]:
+    """Rule 4: one run's output as text, then its figures."""
+    _, _, output = code_runs.run_text(run).partition("\n")
+    lines = [f"_{title}: {run['status']}_", ""]
+    if output.strip():
+        lines += _fenced(output, "text")
+    for number, figure in enumerate(run.get("figures", []), start=1):
+        lines += [f"![figure {number}]({figure['dataUrl']})", ""]
+    return lines
+
+
+def _tool_round_lines(record: Record) -> list[str]:
+    lines: list[str] = []
+    for round_ in record.fields.get("toolRounds") or []:
+        if round_["text"]:
+            lines += [round_["text"], ""]
+        for call in round_["calls"]:
+            lines += ["_The model ran code (run_python):_", "", *_fenced(call["code"], "python")]
+            if call["outcome"] == "ran" and call["run"]:
+                lines += _run_lines("Output", call["run"])
+            else:
+                lines += [f"_Not run ({call['outcome']}){': ' + call['note'] if call['note'] else ''}_", ""]
+    return lines
+
+
+def _block_run_lines(record: Record) -> list[str]:
+    lines: list[str] = []
+    for run in record.fields.get("runs") or []:
+        lines += _run_lines(f"Output of code block {run['block'] + 1}", run)
+    return lines
 
 
 def to_markdown(entry: IndexEntry, raw_history: list[Any]) -> str:
@@ -70,6 +110,8 @@ def to_markdown(entry: IndexEntry, raw_history: list[Any]) -> str:
             continue
         label = {"user": "You", "assistant": "Assistant"}.get(record.role, record.role.title())
         lines += [f"**{label}:**", ""]
+        if record.role == "assistant":
+            lines += _tool_round_lines(record)
         for part in record.parts:
             if part.get("type") == "text":
                 lines += [part.get("text", ""), ""]
@@ -79,6 +121,8 @@ def to_markdown(entry: IndexEntry, raw_history: list[Any]) -> str:
                     lines += [f"![image]({url})", ""]
                 else:
                     lines += ["_(an image that could not be exported)_", ""]
+        if record.role == "assistant":
+            lines += _block_run_lines(record)
     return "\n".join(lines).rstrip() + "\n"
 
 

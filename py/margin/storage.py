@@ -30,6 +30,8 @@ PROVIDERS = "providers"
 ACTIVE_PROVIDER_ID = "activeProviderId"
 UI_LANGUAGE = "uiLanguage"
 SUMMARIZE_ABOVE_CHARS = "summarizeAboveChars"
+RUN_PYTHON_MODE = "runPython"
+CODE_TIME_LIMIT = "codeTimeLimitSeconds"
 SESSION_BODY_PREFIX = "session_"
 # The search digest of session <id> (its text, at most DIGEST_CAP characters), apart from the index
 # so that an action on one session does not rewrite 1,000 digests (margin.session_index, rule 1).
@@ -79,6 +81,10 @@ OPTION_DEFAULTS: dict[str, Any] = {
     UI_LANGUAGE: "auto",
     # An attachment longer than this many characters gets one summary pass (margin.summaries); 0 = off.
     SUMMARIZE_ABOVE_CHARS: 50_000,
+    # The model's `run_python` tool (margin.tool_loop): "off", "ask" (each call) or "auto".
+    RUN_PYTHON_MODE: "ask",
+    # The time limit of one code run in the sandbox, in seconds (margin.code_runs).
+    CODE_TIME_LIMIT: 30,
 }
 
 GET_ALL_KEYS: tuple[str, ...] = tuple([key for key in DEFAULTS if key != HISTORY] + list(OPTION_DEFAULTS))

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .code_runs import is_runs
+from .tool_loop import is_tool_rounds
 
 PARKED_SUFFIX = "Unreadable_"
 
@@ -146,6 +147,7 @@ RECORD_FIELDS: dict[str, Callable[[Any], bool]] = {
     "attachment": is_object,
     "video": is_object,
     "runs": is_runs,  # margin.code_runs rule 4
+    "toolRounds": is_tool_rounds,  # margin.tool_loop rule 5
 }
 # Only `summary` is checked inside `attachment`: its other fields are read defensively where
 # they are used (the panel's slimming.js reads them too, and must see the same record).

@@ -23,11 +23,18 @@ Rules:
    Saved (or found saved), the entry leaves `unsavedAnswers`.
 4. What the panel sends back is input: `answer` must be an assistant record with text content,
    and only the fields a turn writes are kept (createdAt, model, usage, cost, stopped,
-   incomplete, responseId, responseProviderId), each of its type, numbers finite
+   incomplete, responseId, responseProviderId, toolRounds: margin.tool_loop rule 5; an answer
+   of tool rounds only may have no text), each of its type, numbers finite
    (`margin.wire`); anything else is `bad_payload`.
 5. A whole answer (neither stopped nor incomplete) stamps the images of the question it answers
    as seen, as the turn's own save would have (chat rule 4). Attachments a rescue shortened are
    not shortened again: only an optimisation is lost, the next turn shortens them anew.
+6. A turn that runs code for the model (margin.tool_turn) keeps its answer so far here too,
+   marked `inProgress` and `incomplete`, before each call goes to the panel and after each
+   result (`keep_progress`, one entry per turn, replaced in place): a worker that stops
+   mid-call (Chrome ends it, the extension reloads) loses none of the rounds already run; the
+   panel shows the entry once the turn is over, with "Retry save". The turn removes it
+   (`forget`) once its own save has succeeded or reported.
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ from .history import Record, read_history, write_history
 from .ports import Platform
 from .storage import UNSAVED_ANSWERS, lock_for
 from .stored_values import Read, Unreadable, park, read_list
+from .tool_loop import is_tool_rounds
 
 # The answer fields a turn writes (rule 4), and what each must be.
 _STRING_FIELDS = ("model", "responseId", "responseProviderId")
@@ -83,6 +91,21 @@ async def keep(platform: Platform, unsaved: dict[str, Any]) -> None:
             )
 
 
+async def keep_progress(platform: Platform, unsaved: dict[str, Any]) -> None:
+    """Rule 6: the running turn's entry, put in place of its earlier copy (same id); never raises."""
+    with contextlib.suppress(StorageError):
+        async with lock_for(platform.session):
+            read = await _entries(platform)
+            rest = [e for e in read.value if e.get("id") != unsaved["id"]]
+            entry = {**unsaved, "inProgress": True}
+            await platform.session.set({UNSAVED_ANSWERS: [*rest, entry], **park(UNSAVED_ANSWERS, read)})
+
+
+async def forget(platform: Platform, unsaved_id: str) -> None:
+    """Rule 6: the running turn's entry leaves once its answer is stored (or reported unsaved)."""
+    await _forget(platform, unsaved_id)
+
+
 def _entry(value: Any) -> tuple[dict[str, Any], bool]:
     if not isinstance(value, dict):
         raise Unreadable("an unsaved answer is not an object")
@@ -120,7 +143,10 @@ def checked_answer(value: Any) -> Record:
     if not isinstance(value, dict) or value.get("role") != "assistant":
         raise _bad("not an answer")
     content = value.get("content")
-    if not isinstance(content, str) or not content:
+    rounds = value.get("toolRounds")
+    if rounds is not None and not is_tool_rounds(rounds):
+        raise _bad("toolRounds")
+    if not isinstance(content, str) or not (content or rounds):
         raise _bad("no text")
     fields: dict[str, Any] = {}
     if not _count(value.get("createdAt")):
@@ -146,6 +172,8 @@ def checked_answer(value: Any) -> Record:
         if cost is None or cost < 0:
             raise _bad("cost")
         fields["cost"] = cost
+    if rounds is not None:
+        fields["toolRounds"] = rounds
     return Record("assistant", content, fields)
 
 

@@ -99,15 +99,39 @@ class Worker:
     # -- turns ----------------------------------------------------------------------------------
 
     async def run_turn_json(self, turn_id: str, start_json: Any) -> None:
-        """The shell's turn port calls this once per turn; events go back through `post_event`."""
+        """The shell's turn port calls this once per turn; events go back through `post_event`.
+        The panel's later messages on the port (a code run's result, margin.tool_turn) are queued
+        for the turn by `turn_message`, as a backup's are (rule 3)."""
         from . import chat
+        from .stoppable import race
 
-        await self._run_port(turn_id, start_json, chat.run_turn)
+        inbox = self._inboxes.setdefault(turn_id, asyncio.Queue())
+
+        async def run(
+            platform: Platform, start: Any, emit: Callable[[dict], None], stop: asyncio.Event
+        ) -> None:
+            async def receive() -> Any:
+                return await race(inbox.get(), stop, what="the code run")
+
+            await chat.run_turn(platform, start, emit, stop, receive)
+
+        try:
+            await self._run_port(turn_id, start_json, run)
+        finally:
+            self._inboxes.pop(turn_id, None)
+
+    def turn_message(self, turn_id: str, message_json: Any) -> None:
+        """A later message on a turn's port: a tool call's result, queued for the turn. It answers
+        a call the running turn sent, so a turn that is over (stopped, finished) drops it."""
+        inbox = self._inboxes.get(turn_id)
+        if inbox is not None:
+            inbox.put_nowait(wire.loads(_json_text(message_json)))
 
     def stop_turn(self, turn_id: str) -> None:
         """Stop a turn. The shell calls this only for a turn it started and that has not finished,
         so an unknown id is a turn whose task has not run yet: remember the stop for it (rule 3)."""
         self._stop(turn_id)
+        self._inboxes.pop(turn_id, None)
 
     # -- summary passes -------------------------------------------------------------------------
 

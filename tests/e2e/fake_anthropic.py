@@ -15,6 +15,7 @@ Rules:
    (when it has `models`) a 404 `not_found_error`, a body without `max_tokens` a 400.
 3. A `Cut` stream stops after its text without `message_stop`, the connection dropped.
 4. The default answer is "You said: <last user text>", as on the OpenAI side.
+5. A `fake_tool_calls.ToolCall` streams a `tool_use` block instead (fake_tool_calls rule 2).
 """
 
 from __future__ import annotations
@@ -126,6 +127,11 @@ def _event(handler: Any, value: Any) -> None:
 
 
 def _stream(handler: Any, body: dict[str, Any], behaviour: Any) -> None:
+    import fake_tool_calls
+
+    if isinstance(behaviour, fake_tool_calls.ToolCall):  # rule 5
+        fake_tool_calls.stream_anthropic(handler, body, behaviour)
+        return
     model = str(body.get("model"))
     text = behaviour.text if isinstance(behaviour, (Reply, Cut)) else ""
     start = _message(model, [], None, body, text)

@@ -128,6 +128,11 @@ def respond(handler: _Handler, request: RecordedRequest) -> None:
         fake.sleep(behaviour.seconds)
         handler.close_connection = True
         return
+    import fake_tool_calls
+
+    if isinstance(behaviour, fake_tool_calls.ToolCall):  # a functionCall (fake_tool_calls rule 3)
+        fake_tool_calls.stream_gemini(handler, request, behaviour)
+        return
     text = (
         behaviour.text if isinstance(behaviour, (Reply, Cut)) else f"You said: {last_user_text(request.body)}"
     )

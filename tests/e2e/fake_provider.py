@@ -34,6 +34,7 @@ Rules:
 8. Anthropic-shaped requests (`/v1/messages`, or `/v1/models` with `anthropic-version`) are
    recorded the same way and answered by `fake_anthropic` with the same behaviours.
 9. Responses API requests (`/v1/responses`) are answered by `fake_responses`, likewise.
+10. A `fake_tool_calls.ToolCall` behaviour streams a function call (run_python) instead of text.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import fake_gemini
+import fake_tool_calls
 
 # --- Provider error bodies, as OpenAI sends them --------------------------------------------
 
@@ -213,7 +215,7 @@ def server_error() -> HttpError:
     return HttpError(500, SERVER_ERROR_BODY)
 
 
-Behaviour = Reply | HttpError | Garbage | Cut | Hang
+Behaviour = Reply | HttpError | Garbage | Cut | Hang | fake_tool_calls.ToolCall
 
 
 @dataclass(frozen=True)
@@ -748,6 +750,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             with contextlib.suppress(OSError):
                 self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        if isinstance(behaviour, fake_tool_calls.ToolCall):  # rule 10
+            fake_tool_calls.stream(self, request, behaviour)
             return
         assert isinstance(behaviour, Reply)
         self._event(chunk({"role": "assistant", "content": ""}))

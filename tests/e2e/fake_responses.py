@@ -101,6 +101,11 @@ def respond(handler: Any, request: RecordedRequest) -> None:
         ]
         handler._send_json(200, {**response, "status": "completed", "output": output, "usage": usage})
         return
+    import fake_tool_calls
+
+    if isinstance(behaviour, fake_tool_calls.ToolCall):  # a function_call (fake_tool_calls rule 4)
+        fake_tool_calls.stream_responses(handler, request, behaviour, response)
+        return
     handler._start_stream()
     _event(handler, {"type": "response.created", "response": response})
     _event(handler, {"type": "response.in_progress", "response": response})

@@ -79,7 +79,10 @@ def test_a_gemini_turn_goes_out_in_gemini_shape_with_the_key_in_a_header(margin:
         assert "authorization" not in turn.headers
         assert turn.headers.get("content-type", "").startswith("application/json")
         body = turn.body
-        assert set(body) <= {"contents", "systemInstruction", "generationConfig"}
+        assert set(body) <= {"contents", "systemInstruction", "generationConfig", "tools", "toolConfig"}
+        # The run_python tool (on by default, "ask each time") in Gemini's own shape.
+        (declaration,) = body["tools"][0]["functionDeclarations"]
+        assert declaration["name"] == "run_python" and declaration["parameters"]["required"] == ["code"]
         assert body["contents"][-1]["role"] == "user"
         assert any(p.get("text") == "Hello Gemini" for p in body["contents"][-1]["parts"])
         roles = [c["role"] for c in body["contents"]]

@@ -33,6 +33,8 @@ def test_get_on_a_fresh_install_gives_the_defaults():
         "activeProviderId": None,
         "uiLanguage": "auto",
         "summarizeAboveChars": 50_000,
+        "runPython": "ask",
+        "codeTimeLimitSeconds": 30,
     }
 
 
@@ -48,6 +50,8 @@ def test_save_then_get_round_trips_keys_included():
         "activeProviderId": "b",
         "uiLanguage": "zh-CN",
         "summarizeAboveChars": 50_000,
+        "runPython": "ask",
+        "codeTimeLimitSeconds": 30,
     }
     assert run(options.handle_get(platform, {})) == saved
     assert platform.local.snapshot()["providers"][0]["apiKey"] == "sk-abcdefghijklmnop"
@@ -84,6 +88,11 @@ def test_active_provider_defaults_to_the_first():
         ({"providers": [OPENAI], "summarizeAboveChars": "50000"}, "Summarize long pages"),
         ({"providers": [OPENAI], "summarizeAboveChars": True}, "Summarize long pages"),
         ({"providers": [OPENAI], "summarizeAboveChars": None}, "Summarize long pages"),
+        ({"providers": [OPENAI], "runPython": "always"}, "Let the model run Python"),
+        ({"providers": [OPENAI], "runPython": True}, "Let the model run Python"),
+        ({"providers": [OPENAI], "codeTimeLimitSeconds": 4}, "Time limit for code"),
+        ({"providers": [OPENAI], "codeTimeLimitSeconds": 601}, "Time limit for code"),
+        ({"providers": [OPENAI], "codeTimeLimitSeconds": 30.5}, "Time limit for code"),
         ({"providers": "nope"}, "providers"),
     ],
 )

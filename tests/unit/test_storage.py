@@ -17,6 +17,8 @@ def test_get_all_keys_is_defaults_minus_history_plus_the_option_settings():
         storage.ACTIVE_PROVIDER_ID,
         storage.UI_LANGUAGE,
         storage.SUMMARIZE_ABOVE_CHARS,
+        storage.RUN_PYTHON_MODE,
+        storage.CODE_TIME_LIMIT,
     ]
     assert list(storage.GET_ALL_KEYS) == expected
     assert not any(k.startswith(storage.SESSION_BODY_PREFIX) for k in storage.GET_ALL_KEYS)

@@ -3,7 +3,8 @@
 Rules:
 1. A provider config is plain JSON: `{id, type, name, baseUrl, apiKey, model, systemPrompt}`
    (plus `supportsUsage: false` once a server has refused `stream_options`, and
-   `supportsImages: false` once a model has refused images, `margin.image_refusal`; and
+   `supportsImages: false` once a model has refused images, `margin.image_refusal`;
+   `supportsTools: false` once a server has refused the `run_python` tool, `margin.tool_loop`; and
    `allowPlainHttpKey: true` when the user confirmed a key over http://, `margin.plain_http`).
    `normalize_provider` is the only gate into storage: it names the first bad field in a plain sentence.
    `systemPrompt` is trimmed text of at most `SYSTEM_PROMPT_MAX_CHARS` (empty = none), sent as
@@ -83,6 +84,7 @@ PROVIDER_FIELDS = (
     "prices",
     "supportsUsage",
     "supportsImages",
+    "supportsTools",
     "allowPlainHttpKey",
 )
 SYSTEM_PROMPT_MAX_CHARS = 20_000
@@ -201,6 +203,8 @@ def normalize_provider(value: Any, position: int | None = None) -> dict[str, Any
         clean["fromBackup"] = True  # margin.options rule 3: used only once the user chooses it
     if value.get("supportsImages") is False:
         clean["supportsImages"] = False
+    if value.get("supportsTools") is False:  # margin.tool_loop rule 7
+        clean["supportsTools"] = False
     if value.get("allowPlainHttpKey") is True:  # margin.plain_http, rule 2
         clean["allowPlainHttpKey"] = True
     return clean

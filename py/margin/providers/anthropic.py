@@ -28,6 +28,9 @@ Rules:
 8. Replies are read through `margin.wire_json`: unreadable JSON and wrong shapes (an event that
    is not an object, a `delta` that is not an object, `text` or `stop_reason` that is not text, a
    model list item's `id` that is not text) are "provider_bad_reply"; absent fields are fine.
+9. With the `run_python` tool offered (`tools`, margin.tool_wire), the body carries `tools` and an
+   answer's tool rounds go as `tool_use` / `tool_result` blocks; the stream's `tool_use` blocks
+   (`content_block_start`, then `input_json_delta` pieces) are the parser's `tool_calls`.
 """
 
 from __future__ import annotations
@@ -40,6 +43,16 @@ from ..errors import ProviderError
 from ..history import Record
 from ..ports import HttpRequest, Platform, Transport
 from ..sse import SSEEvent
+from ..tool_loop import CallPieces, ToolCall
+from ..tool_wire import (
+    ToolOffer,
+    anthropic_block_start,
+    anthropic_delta,
+    anthropic_tools,
+    anthropic_turns,
+    flatten,
+    rounds_of,
+)
 from ..usage import normalize as normalize_usage
 from ..wire_json import NotJSON, bad_reply, decode, decode_or_none, kind_name, member
 from . import extract_error_message, host_of, http_error, normalize_base_url, quote, stream_cut
@@ -136,35 +149,44 @@ def system_text(provider: dict[str, Any], records: list[Record]) -> str:
     return "\n\n".join(p for p in pieces if p)
 
 
-def wire_messages(records: list[Record]) -> list[dict[str, Any]]:
-    """Alternating user / assistant messages (rule 3) with the cache breakpoint (rule 4)."""
-    conversation = [r for r in records if r.role != "system"]
+def wire_messages(records: list[Record], tools: ToolOffer | None = None) -> list[dict[str, Any]]:
+    """Alternating user / assistant messages (rule 3) with the cache breakpoint (rule 4); an
+    answer's tool rounds as `tool_use` and `tool_result` blocks when tools are offered (rule 9)."""
+    conversation = [r for r in (records if tools is not None else flatten(records)) if r.role != "system"]
     messages: list[dict[str, Any]] = []
     breakpoint_block: dict[str, Any] | None = None
     for position, record in enumerate(conversation):
-        blocks = content_blocks(record)
-        if not blocks:
-            continue
-        if messages and messages[-1]["role"] == record.role:
-            messages[-1]["content"].extend(blocks)
-        else:
-            messages.append({"role": record.role, "content": blocks})
-        if position < len(conversation) - 1:
-            breakpoint_block = blocks[-1]
+        turns = anthropic_turns(record) if rounds_of(record) else [(record.role, content_blocks(record))]
+        for role, blocks in turns:
+            if not blocks:
+                continue
+            if messages and messages[-1]["role"] == role:
+                messages[-1]["content"].extend(blocks)
+            else:
+                messages.append({"role": role, "content": blocks})
+            if position < len(conversation) - 1:
+                breakpoint_block = blocks[-1]
     if breakpoint_block is not None:
         breakpoint_block["cache_control"] = dict(CACHE_BREAKPOINT)
     return messages
 
 
 def build_chat_request(
-    provider: dict[str, Any], records: list[Record], *, stream: bool, include_usage: bool = True
+    provider: dict[str, Any],
+    records: list[Record],
+    *,
+    stream: bool,
+    include_usage: bool = True,
+    tools: ToolOffer | None = None,
 ) -> HttpRequest:
     """`include_usage` is accepted for the common signature: Anthropic always reports usage."""
     body: dict[str, Any] = {"model": provider["model"], "max_tokens": DEFAULT_MAX_TOKENS, "stream": stream}
     system = system_text(provider, records)
     if system:
         body["system"] = system
-    body["messages"] = wire_messages(records)
+    if tools is not None:
+        body.update(anthropic_tools(tools))
+    body["messages"] = wire_messages(records, tools)
     return _post(provider, body, stream=stream)
 
 
@@ -222,10 +244,15 @@ class StreamParser:
         self.done = False  # message_stop arrived
         self.finish_reason: str | None = None
         self._usage: dict[str, Any] = {}
+        self.calls = CallPieces()
 
     @property
     def text(self) -> str:
         return "".join(self.pieces)
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        return self.calls.finished()
 
     @property
     def usage(self) -> dict[str, int] | None:
@@ -256,8 +283,11 @@ class StreamParser:
         if kind == "message_start":
             message = member(data, "message", dict, self.source)
             self._take_usage(message.get("usage") if message else None)
+        elif kind == "content_block_start":
+            anthropic_block_start(self.calls, data.get("index"), data.get("content_block"))
         elif kind == "content_block_delta":
             delta = member(data, "delta", dict, self.source) or {}
+            anthropic_delta(self.calls, data.get("index"), delta)
             if delta.get("type") == "text_delta":
                 text = member(delta, "text", str, self.source, "delta")
                 if text:
@@ -287,9 +317,12 @@ class StreamParser:
         raise stream_cut(self.text)
 
 
-async def open_stream(transport: Transport, provider: dict[str, Any], records: list[Record]) -> SSEChatStream:
+async def open_stream(
+    transport: Transport, provider: dict[str, Any], records: list[Record], *, tools: ToolOffer | None = None
+) -> SSEChatStream:
     """Send the request; raise the mapped ProviderError unless an event stream is coming."""
-    response = await send(transport, build_chat_request(provider, records, stream=True), provider)
+    request = build_chat_request(provider, records, stream=True, tools=tools)
+    response = await send(transport, request, provider)
     await raise_unless_success(response, provider, map_error)
     if content_type := not_an_event_stream(response):
         await read_body(response)  # read what there is, and close the response

@@ -25,6 +25,9 @@ Rules:
    `parts`, `models` or `supportedGenerationMethods` not a list, a candidate, `content` or part
    not an object, `text` or `finishReason` not text) are "provider_bad_reply"; absent fields are
    fine. An error body's odd `details` are ignored (the status still decides the error).
+8. With the `run_python` tool offered (`tools`, margin.tool_wire), the body carries `tools` and an
+   answer's tool rounds go as `functionCall` / `functionResponse` parts; the stream's
+   `functionCall` parts are the parser's `tool_calls`.
 
 HTTP and the reading loop are `margin.providers.streaming`'s, shared with the other providers.
 """
@@ -41,6 +44,8 @@ from ..errors import ProviderError
 from ..history import Record
 from ..ports import HttpRequest, Platform, Transport
 from ..sse import SSEEvent
+from ..tool_loop import ToolCall
+from ..tool_wire import ToolOffer, flatten, gemini_contents, gemini_part, gemini_tools, rounds_of
 from ..usage import normalize as normalize_usage
 from ..wire_json import NotJSON, bad_reply, decode, decode_or_none, item_of, kind_name, member
 from . import (
@@ -114,27 +119,35 @@ def wire_parts(content: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
     return parts
 
 
-def wire_contents(records: list[Record]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(contents, system parts) for the records (rule 2)."""
+def wire_contents(
+    records: list[Record], tools: ToolOffer | None = None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(contents, system parts) for the records (rule 2); tool rounds as calls (rule 8)."""
     contents: list[dict[str, Any]] = []
     system: list[dict[str, Any]] = []
-    for record in records:
-        parts = wire_parts(record.content)
-        if not parts:
-            continue
-        if record.role == "system":
-            system.extend(parts)
-            continue
-        role = "model" if record.role == "assistant" else "user"
-        if contents and contents[-1]["role"] == role:
-            contents[-1]["parts"].extend(parts)
+    for record in records if tools is not None else flatten(records):
+        if rounds_of(record):
+            turns = gemini_contents(record)
         else:
-            contents.append({"role": role, "parts": parts})
+            parts = wire_parts(record.content)
+            if record.role == "system":
+                system.extend(parts)
+                continue
+            turns = [("model" if record.role == "assistant" else "user", parts)]
+        for role, parts in turns:
+            if not parts:
+                continue
+            if contents and contents[-1]["role"] == role:
+                contents[-1]["parts"].extend(parts)
+            else:
+                contents.append({"role": role, "parts": parts})
     return contents, system
 
 
-def build_body(provider: dict[str, Any], records: list[Record], **config: Any) -> dict[str, Any]:
-    contents, system = wire_contents(records)
+def build_body(
+    provider: dict[str, Any], records: list[Record], tools: ToolOffer | None = None, **config: Any
+) -> dict[str, Any]:
+    contents, system = wire_contents(records, tools)
     prompt = provider.get("systemPrompt")
     if isinstance(prompt, str) and prompt.strip():
         system = [{"text": prompt}, *system]
@@ -143,11 +156,18 @@ def build_body(provider: dict[str, Any], records: list[Record], **config: Any) -
         body["systemInstruction"] = {"parts": system}
     if config:
         body["generationConfig"] = config
+    if tools is not None:
+        body.update(gemini_tools(tools))
     return body
 
 
 def build_chat_request(
-    provider: dict[str, Any], records: list[Record], *, stream: bool, include_usage: bool = True
+    provider: dict[str, Any],
+    records: list[Record],
+    *,
+    stream: bool,
+    include_usage: bool = True,
+    tools: ToolOffer | None = None,
 ) -> HttpRequest:
     """`include_usage` is accepted for the shared seam; Gemini always reports usage."""
     method = "streamGenerateContent?alt=sse" if stream else "generateContent"
@@ -155,7 +175,7 @@ def build_chat_request(
         method="POST",
         url=model_url(provider, method),
         headers=headers_for(provider, stream=stream),
-        body=dumps(build_body(provider, records)),
+        body=dumps(build_body(provider, records, tools)),
         timeout=HEADERS_TIMEOUT,
     )
 
@@ -231,6 +251,7 @@ class StreamParser:
         self.pieces: list[str] = []
         self.finish_reason: str | None = None
         self.usage: dict[str, int] | None = None
+        self.tool_calls: list[ToolCall] = []
 
     @property
     def text(self) -> str:
@@ -286,6 +307,7 @@ class StreamParser:
             text = member(part, "text", str, source, f"candidates[0].content.parts[{position}]")
             if text and not part.get("thought"):
                 out.append(text)
+            gemini_part(self.tool_calls, part)
         self.pieces.extend(out)
         reason = member(candidate, "finishReason", str, source, "candidates[0]")
         if reason and reason != "FINISH_REASON_UNSPECIFIED":
@@ -301,9 +323,12 @@ class StreamParser:
         raise stream_cut(self.text)
 
 
-async def open_stream(transport: Transport, provider: dict[str, Any], records: list[Record]) -> SSEChatStream:
+async def open_stream(
+    transport: Transport, provider: dict[str, Any], records: list[Record], *, tools: ToolOffer | None = None
+) -> SSEChatStream:
     """Send the turn; raise the mapped ProviderError unless an event stream is coming."""
-    response = await send(transport, build_chat_request(provider, records, stream=True), provider)
+    request = build_chat_request(provider, records, stream=True, tools=tools)
+    response = await send(transport, request, provider)
     await raise_unless_success(response, provider, gemini_error)
     if content_type := not_an_event_stream(response):
         body = await read_body(response)

@@ -26,6 +26,10 @@ Rules:
    too long or not finite) and a wrong shape (`choices` not a list, a choice or `delta` not an
    object, `content` or `finish_reason` not text) are "provider_bad_reply", naming the server and
    the field; absent or null fields are fine (servers leave them out).
+11. With the `run_python` tool offered (`tools`, margin.tool_wire), the body carries `tools` and
+   an answer's tool rounds go as `tool_calls` and `tool` messages; the stream's calls (its
+   `delta.tool_calls` pieces) are the parser's `tool_calls`. Without it, rounds go as text. A
+   400/422 naming tools is asked again without them, once (`tools_unsupported`, tool_loop rule 7).
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ from ..history import Record
 from ..overflow import ContextOverflowError, context_overflow, too_long_for
 from ..ports import HttpRequest, Platform, Transport
 from ..sse import SSEEvent
+from ..tool_loop import CallPieces, ToolCall, refuses_tools
+from ..tool_wire import ToolOffer, flatten, openai_feed, openai_messages, openai_tools, rounds_of
 from ..usage import normalize as normalize_usage
 from ..wire_json import NotJSON, bad_reply, decode, item_of, kind_name, member
 from . import (
@@ -105,16 +111,33 @@ def headers_for(provider: dict[str, Any], *, stream: bool) -> dict[str, str]:
     return headers
 
 
+def wire_messages(records: list[Record], tools: ToolOffer | None) -> list[dict[str, Any]]:
+    """Rule 11: an answer's tool rounds as the API's own calls and results, when tools are offered."""
+    if tools is None:
+        return [wire_message(r) for r in flatten(records)]
+    out: list[dict[str, Any]] = []
+    for record in records:
+        out.extend(openai_messages(record) if rounds_of(record) else [wire_message(record)])
+    return out
+
+
 def build_chat_request(
-    provider: dict[str, Any], messages: list[Record], *, stream: bool, include_usage: bool = True
+    provider: dict[str, Any],
+    messages: list[Record],
+    *,
+    stream: bool,
+    include_usage: bool = True,
+    tools: ToolOffer | None = None,
 ) -> HttpRequest:
     body: dict[str, Any] = {
         "model": provider["model"],
-        "messages": system_messages(provider) + [wire_message(r) for r in messages],
+        "messages": system_messages(provider) + wire_messages(messages, tools),
         "stream": stream,
     }
     if stream and include_usage:
         body["stream_options"] = {"include_usage": True}
+    if tools is not None:
+        body.update(openai_tools(tools))
     return _chat_post(provider, body, stream=stream)
 
 
@@ -131,10 +154,15 @@ class StreamParser:
         self.done = False  # "[DONE]" arrived
         self.finish_reason: str | None = None
         self.raw_usage: dict[str, Any] | None = None
+        self.calls = CallPieces()
 
     @property
     def text(self) -> str:
         return "".join(self.pieces)
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        return self.calls.finished()
 
     @property
     def usage(self) -> dict[str, int] | None:
@@ -184,6 +212,7 @@ class StreamParser:
             content = member(delta, "content", str, self.source, "choices[].delta")
             if content:
                 out.append(content)
+            openai_feed(self.calls, delta)
             reason = member(choice, "finish_reason", str, self.source, "choices[]")
             if reason:
                 self.finish_reason = reason
@@ -208,18 +237,23 @@ def _error_in(chunk: Any) -> str | None:
     return str(error)
 
 
-async def open_stream(transport: Transport, provider: dict[str, Any], records: list[Record]) -> SSEChatStream:
+async def open_stream(
+    transport: Transport, provider: dict[str, Any], records: list[Record], *, tools: ToolOffer | None = None
+) -> SSEChatStream:
     """Send the request; raise the mapped ProviderError unless an event stream is coming."""
     include_usage = provider.get("supportsUsage", True) is not False
-    usage_unsupported = False
-    request = build_chat_request(provider, records, stream=True, include_usage=include_usage)
+    usage_unsupported = tools_unsupported = False
+    request = build_chat_request(provider, records, stream=True, include_usage=include_usage, tools=tools)
     response = await send(transport, request, provider)
-    if response.status == 400 and include_usage:
+    if response.status in (400, 422) and (include_usage or tools is not None):
         body = await read_body(response)
-        if "stream_options" not in body:
+        if include_usage and "stream_options" in body:
+            usage_unsupported, include_usage = True, False
+        elif tools is not None and refuses_tools(response.status, body):  # margin.tool_loop rule 7
+            tools_unsupported, tools = True, None
+        else:
             raise http_error(response.status, body, response.headers, provider)
-        usage_unsupported = True
-        request = build_chat_request(provider, records, stream=True, include_usage=False)
+        request = build_chat_request(provider, records, stream=True, include_usage=include_usage, tools=tools)
         response = await send(transport, request, provider)
     await raise_unless_success(response, provider, http_error)
     if content_type := not_an_event_stream(response):
@@ -237,7 +271,9 @@ async def open_stream(transport: Transport, provider: dict[str, Any], records: l
             "the Base URL points at an OpenAI-compatible API (it usually ends in /v1).",
         )
     parser = StreamParser(str(provider.get("model") or ""), source_of(provider))
-    return SSEChatStream(response, provider, parser, usage_unsupported=usage_unsupported)
+    stream = SSEChatStream(response, provider, parser, usage_unsupported=usage_unsupported)
+    stream.tools_unsupported = tools_unsupported
+    return stream
 
 
 # -- "Test connection" ----------------------------------------------------------------------

@@ -24,6 +24,9 @@ Rules:
 7. Replies are read through `margin.wire_json`: unreadable JSON and wrong shapes (an event or
    `response` that is not an object, `type`, a text `delta` or `response.id` that is not text)
    are "provider_bad_reply"; absent fields are fine.
+8. With the `run_python` tool offered (`tools`, margin.tool_wire), the body carries `tools` and an
+   answer's tool rounds go as `function_call` / `function_call_output` items; the stream's
+   `function_call` output items and their argument deltas are the parser's `tool_calls`.
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ from ..errors import ProviderError
 from ..history import Record
 from ..ports import HttpRequest, Platform, Transport
 from ..sse import SSEEvent
+from ..tool_loop import CallPieces, ToolCall
+from ..tool_wire import ToolOffer, flatten, responses_event, responses_items, responses_tools, rounds_of
 from ..usage import normalize as normalize_usage
 from ..wire_json import NotJSON, bad_reply, decode, decode_or_none, kind_name, member
 from . import host_of, http_error, normalize_base_url, quote, stream_cut
@@ -96,9 +101,18 @@ def input_parts(record: Record) -> list[dict[str, Any]]:
     return parts
 
 
-def input_items(records: list[Record]) -> list[dict[str, Any]]:
+def input_items(records: list[Record], tools: ToolOffer | None = None) -> list[dict[str, Any]]:
     items = []
-    for record in records:
+    for record in records if tools is not None else flatten(records):
+        if rounds_of(record):  # rule 8
+            for item in responses_items(record):
+                if "role" in item:
+                    item = {
+                        "role": "assistant",
+                        "content": [{"type": "output_text", "text": item["content"]}],
+                    }
+                items.append(item)
+            continue
         parts = input_parts(record)
         if parts:
             items.append({"role": record.role, "content": parts})
@@ -112,15 +126,22 @@ def build_chat_request(
     stream: bool,
     include_usage: bool = True,
     previous_response_id: str | None = None,
+    tools: ToolOffer | None = None,
 ) -> HttpRequest:
     """Rule 1. `include_usage` is accepted for the common signature: usage always comes."""
-    body: dict[str, Any] = {"model": provider["model"], "input": input_items(records), "stream": stream}
+    body: dict[str, Any] = {
+        "model": provider["model"],
+        "input": input_items(records, tools),
+        "stream": stream,
+    }
     instructions = str(provider.get("systemPrompt") or "").strip()
     if instructions:
         body["instructions"] = instructions
     body["store"] = True
     if previous_response_id:
         body["previous_response_id"] = previous_response_id
+    if tools is not None:
+        body.update(responses_tools(tools))
     return _post(provider, body, stream=stream)
 
 
@@ -179,10 +200,15 @@ class StreamParser:
         self.finish_reason: str | None = None
         self.response_id: str | None = None
         self.usage: dict[str, int] | None = None
+        self.calls = CallPieces()
 
     @property
     def text(self) -> str:
         return "".join(self.pieces)
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        return self.calls.finished()
 
     def feed(self, event: SSEEvent) -> list[str]:
         if self.done or not event.data.strip() or event.data.strip() == "[DONE]":
@@ -202,6 +228,7 @@ class StreamParser:
         response_id = member(response, "id", str, self.source, "response")
         if response_id:
             self.response_id = response_id
+        responses_event(self.calls, kind, data)
         if kind == "response.output_text.delta":
             delta = member(data, "delta", str, self.source)
             if delta:
@@ -257,9 +284,12 @@ async def open_stream(
     records: list[Record],
     *,
     previous_response_id: str | None = None,
+    tools: ToolOffer | None = None,
 ) -> ResponsesStream:
     """Send the request; raise the mapped ProviderError unless an event stream is coming."""
-    request = build_chat_request(provider, records, stream=True, previous_response_id=previous_response_id)
+    request = build_chat_request(
+        provider, records, stream=True, previous_response_id=previous_response_id, tools=tools
+    )
     response = await send(transport, request, provider)
     await raise_unless_success(response, provider, map_error)
     if content_type := not_an_event_stream(response):

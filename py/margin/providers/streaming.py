@@ -174,6 +174,7 @@ class SSEChatStream:
         self._parser = parser
         self._finished = False
         self.usage_unsupported = usage_unsupported
+        self.tools_unsupported = False  # the server refused the run_python tool (margin.tool_loop rule 7)
         self._answer_limit = answer_limit
         self._room = answer_limit  # bytes of answer still allowed (rule 4)
         self._kept: list[str] | None = None  # the answer, once it was cut at the limit
@@ -191,6 +192,11 @@ class SSEChatStream:
     @property
     def finish_reason(self) -> str | None:
         return self._parser.finish_reason
+
+    @property
+    def tool_calls(self) -> list[Any]:
+        """The `run_python` calls the answer made (margin.tool_wire rule 4); [] for none."""
+        return list(getattr(self._parser, "tool_calls", []))
 
     async def read(self) -> list[str] | None:
         if self._kept is not None and not self._cut_reported:
