@@ -13,6 +13,7 @@ import './pyodide/pyodide.asm.js';
 import { loadPyodide } from './pyodide/pyodide.mjs';
 import { CONTRACT } from './generated/contract.js';
 import * as bridge from './bridge.js';
+import { startDigestCopy } from './digest_copy.js';
 import { joinPieces } from './port_chunks.js';
 import * as i18n from './i18n.js';
 
@@ -20,6 +21,9 @@ const EXTENSION_ORIGIN = new URL(chrome.runtime.getURL('/')).origin;
 const KNOWN_REQUESTS = new Set(CONTRACT.messages);
 
 let booting = null;
+
+// The digests' IndexedDB copy for the panel's search worker follows chrome.storage from here.
+startDigestCopy({ writeEpoch: bridge.writeSearchCopyEpoch });
 
 // For DevTools and the end-to-end tests (a worker's global scope is not reachable from pages):
 // `await marginPython()` gives {pyodide, worker, bootMs}.

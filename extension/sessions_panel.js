@@ -16,7 +16,8 @@
 //   readDigests(keys)    resolves to {key: value} for `sessionDigest_<id>` keys (same default).
 //   storage              the chrome.storage-like object whose onChanged keeps the list fresh.
 // controller = {show(), hide(), refresh(), search(query), destroy()}; `search` runs what typing in
-// "Search sessions" runs, synchronously, and returns the number of matches (the bench times it).
+// "Search sessions" runs and resolves to the number of matches once their first page is painted
+// (the bench times it).
 // After a change request the list follows storage.onChanged; it never re-reads the index itself.
 // `session.check` does to storage what `session.list` does, without building a list (whose rows
 // the panel would not use): each show() sends it in the background (Python checks that every body
@@ -24,18 +25,20 @@
 // paints); it repairs a legacy or damaged index; and after a delete it removes the body once the
 // undo window has passed.
 //
-// Where search runs: here, in the page, over the index read once from storage. Python
+// Where search runs: in the panel's search worker (extension/sessions/preload.js `findSessions`;
+// on the main thread if the worker fails), over the index read once from storage. Python
 // (margin.sessions) owns every write and the migration; asking it per keystroke would move the
-// whole index (up to 1,000 x 100K characters) through the worker each time.
+// whole index (up to 1,000 x 100K characters) through the service worker each time. Searches are
+// answered asynchronously: the latest query wins (an answer to an older one is dropped).
 
 import { CONTRACT } from "./generated/contract.js";
 import { exportBackup as streamExport, importBackup as streamImport } from "./sessions/backup.js";
 import { download, el, marked, when } from "./sessions/dom.js";
 import {
-  dataOf, digestsPending, followStorage, forgetEntry, indexEntries, onDigests, onIndexChange, readStoredIndex,
+  findSessions, followStorage, forgetEntry, indexEntries, onDigests, onIndexChange, readStoredIndex, sessionRows,
   useReadIndex,
 } from "./sessions/preload.js";
-import { matchSessions, narrows, queryWords, rowFor } from "./sessions/search.js";
+import { queryWords } from "./sessions/search.js";
 
 export { preloadSessions, sessionsIndexTimings } from "./sessions/preload.js";
 
@@ -141,7 +144,6 @@ export function mountSessionsPanel(root, options) {
   }
 
   const onIndexChanged = () => {
-    lastMatched = null;  // the entries changed: narrowing restarts
     if (destroyed || root.hidden) return;
     if (indexEntries() === null) { repair().catch(showError); return; }
     if (renaming === null) render();
@@ -150,7 +152,6 @@ export function mountSessionsPanel(root, options) {
   // Digests arrive in slices after the index (extension/sessions/preload.js): a search shown
   // meanwhile is run again with what came in.
   const stopDigests = onDigests(() => {
-    lastMatched = null;
     if (!destroyed && !root.hidden && renaming === null && queryWords(query).length) scheduleRender();
   });
 
@@ -162,10 +163,11 @@ export function mountSessionsPanel(root, options) {
 
   // Rows are built a page at a time: a query matching 1,000 sessions costs one page of
   // previews, the rest follow as the list scrolls.
-  let matched = [];
+  let matched = [];             // the ids matching renderedQuery, in list order
   let shown = 0;
-  let lastQuery = "";
-  let lastMatched = null;
+  let renderedQuery = "";
+  let renderToken = 0;          // the latest render: an older answer is dropped
+  let paging = 0;               // the render whose next page is being built
   const more = el("li", { class: "sp-more", role: "presentation" },
     el("button", { type: "button", class: "sp-btn sp-small", text: "Show more sessions", onclick: () => appendPage() }));
   const observer = globalThis.IntersectionObserver
@@ -187,33 +189,45 @@ export function mountSessionsPanel(root, options) {
     (target || search).focus();
   }
 
-  function render() {
+  async function render() {
+    const token = ++renderToken;
+    const asked = query;
+    const found = await findSessions(asked, PAGE_SIZE);
+    if (token !== renderToken || destroyed) return found.ids.length;
     const focused = focusedAction();
-    const within = lastMatched && narrows(lastQuery, query) ? lastMatched : null;
-    const entries = entriesNow();
-    matched = matchSessions(entries, query, dataOf, within);
-    lastQuery = query;
-    lastMatched = queryWords(query).length ? matched : null;
+    matched = found.ids;
+    renderedQuery = asked;
     shown = 0;
     list.replaceChildren();
-    appendPage();
+    paintRows(found.rows);
     empty.hidden = matched.length > 0;
-    const pending = queryWords(query).length ? digestsPending() : 0;
-    empty.textContent = entries.length === 0
+    empty.textContent = entriesNow().length === 0
       ? "No saved sessions yet. \u201cNew session\u201d keeps the current conversation here."
-      : `No session matches \u201c${query.trim()}\u201d${pending ? ` yet (still reading ${pending} sessions)` : ""}.`;
+      : `No session matches \u201c${asked.trim()}\u201d${found.pending ? ` yet (still reading ${found.pending} sessions)` : ""}.`;
     restoreFocus(focused);
+    return matched.length;
   }
 
-  function appendPage() {
+  function paintRows(rows) {
     more.remove();
     observer?.unobserve(more);
-    const page = matched.slice(shown, shown + PAGE_SIZE);
-    shown += page.length;
-    list.append(...page.map((entry) => rowElement(rowFor(entry, query, dataOf))));
+    shown += rows.length;
+    list.append(...rows.map(rowElement));
     if (shown < matched.length) {
       list.append(more);
       observer?.observe(more);
+    }
+  }
+
+  async function appendPage() {
+    const token = renderToken;
+    if (paging === token || shown >= matched.length) return;
+    paging = token;
+    try {
+      const rows = await sessionRows(renderedQuery, matched.slice(shown, shown + PAGE_SIZE));
+      if (token === renderToken && !destroyed) paintRows(rows);
+    } finally {
+      if (paging === token) paging = 0;
     }
   }
 
@@ -396,8 +410,7 @@ export function mountSessionsPanel(root, options) {
     search(text) {
       search.value = text;
       query = text;
-      render();
-      return matched.length;
+      return render();
     },
     destroy() {
       destroyed = true;
