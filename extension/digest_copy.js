@@ -39,7 +39,7 @@ const newEpoch = () => crypto.randomUUID();
 const bump = (id) => seen.set(id, (seen.get(id) ?? 0) + 1);
 
 function db() {
-  database ??= openCopy().catch((error) => { database = null; throw error; });
+  database ??= openCopy(() => { database = null; }).catch((error) => { database = null; throw error; });
   return database;
 }
 

@@ -12,7 +12,7 @@
 //    entries it reads, so what it gets is consistent.
 // 3. Absent means unknown (not written yet, or invalidated), never "no digest".
 //
-// API: openCopy() -> Promise<IDBDatabase>; readCopy(db, ids) -> Promise<{epoch, found: {id: text}}>;
+// API: openCopy(onClosed) -> Promise<IDBDatabase>; readCopy(db, ids) -> Promise<{epoch, found: {id: text}}>;
 //      writeCopy(db, puts, removals) -> Promise (its transaction is created synchronously, so
 //      writes keep the order of the calls); copyIds(db), copyEpoch(db), resetCopy(db, epoch).
 
@@ -20,14 +20,19 @@ export const COPY_DATABASE = "margin-search";
 const DIGESTS = "digests";  // key: session id, value: the digest (a string)
 const META = "meta";        // key "epoch": the epoch the entries are valid under
 
-export function openCopy() {
+// `onClosed` runs when the connection is closed for another context's deleteDatabase or upgrade.
+export function openCopy(onClosed = () => {}) {
   return new Promise((resolve, reject) => {
     const request = indexedDB.open(COPY_DATABASE, 1);
     request.onupgradeneeded = () => {
       request.result.createObjectStore(DIGESTS);
       request.result.createObjectStore(META);
     };
-    request.onsuccess = () => resolve(request.result);
+    request.onsuccess = () => {
+      const db = request.result;
+      db.onversionchange = () => { db.close(); onClosed(); };
+      resolve(db);
+    };
     request.onerror = () => reject(request.error);
     request.onblocked = () => reject(new Error("the search copy's database is blocked"));
   });

@@ -23,7 +23,8 @@
 //        the first page's rows (what session.list returns for them), digests still missing
 //      sessionRows(query, ids) -> Promise<rows>: the rows of further matches (a next page)
 //      useSearchWorker(false): search on the main thread from now on (the bench's "before")
-//      sessionsIndexTimings() -> {readMs, prepareMs, prepareBusyMs, prepared, sessions, version, slices}
+//      sessionsIndexTimings() -> {readMs, prepareMs, prepareBusyMs, prepared, sessions, version, slices,
+//        searchIn: "worker" | "page", digestsReadHere: digests read from chrome.storage on the main thread}
 //      useReadIndex(readIndex, readDigests), followStorage(storage), readStoredIndex() -> Promise
 //      indexEntries()    the readable index, or null until read / while Python must repair it
 //      forgetEntry(id)   drops a deleted entry at once (storage.onChanged confirms it)
@@ -70,7 +71,8 @@ const index = {
   workerAllowed: true,    // false once the worker failed (or the bench turned it off)
   last: null,             // main-thread narrowing: {query, matched}
   // For the bench and for honest figures: the index read and the digests' reading + preparation.
-  timings: { readMs: null, prepareMs: null, prepareBusyMs: null, prepared: 0, slices: 0, longestSliceMs: 0 },
+  timings: { readMs: null, prepareMs: null, prepareBusyMs: null, prepared: 0, slices: 0, longestSliceMs: 0,
+    digestsReadHere: 0 },
 };
 
 const digestOf = (value) => (typeof value === "string" ? value : "");
@@ -240,6 +242,7 @@ function warmDigests() {
       return;
     }
     let got = {};
+    index.timings.digestsReadHere += missing.length;
     try { got = await index.readDigests(missing.map((e) => DIGEST_PREFIX + e.id)); } catch { got = {}; }
     let next = 0;
     const prepare = (deadline) => {
@@ -272,7 +275,9 @@ export function preloadSessions({ storage = globalThis.chrome?.storage, readInde
 }
 
 export function sessionsIndexTimings() {
-  return { ...index.timings, sessions: index.entries?.length ?? null, version: index.version };
+  return { ...index.timings, sessions: index.entries?.length ?? null, version: index.version,
+    searchIn: index.searcher ? "worker" : "page",
+    digestsReadHere: index.timings.digestsReadHere + (index.searcher?.readHere() ?? 0) };
 }
 
 const requestIdle = (fn) => (globalThis.requestIdleCallback ? requestIdleCallback(fn) : setTimeout(() => fn(null), 0));

@@ -25,7 +25,7 @@ const PREPARE_MS = 12;
 
 let database = null;
 const copyReader = async (ids) => {
-  database ??= openCopy().catch((error) => { database = null; throw error; });
+  database ??= openCopy(() => { database = null; }).catch((error) => { database = null; throw error; });
   return readCopy(await database, ids);
 };
 

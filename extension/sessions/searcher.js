@@ -15,7 +15,8 @@
 // API: startSearchWorker({readEpoch, readDigests, onProgress, onFail}) -> searcher | null
 //      searcher = {setEntries(entries), setDigest(id, value), setEpoch(epoch),
 //                  search(query, pageSize) -> Promise<{ids, rows, pending}>,
-//                  rows(query, ids) -> Promise<rows>, pending(), settled(), busyMs(), stop()}
+//                  rows(query, ids) -> Promise<rows>, pending(), settled(), busyMs(), readHere(),
+//                  stop()}
 
 import { CONTRACT } from "../generated/contract.js";
 
@@ -39,6 +40,7 @@ export function startSearchWorker({ readEpoch, readDigests, onProgress = () => {
   let pending = null;        // the worker's count of entries without a digest; null until it says
   let unprepared = 0;
   let busy = 0;              // main-thread time in this module's callbacks
+  let readHere = 0;          // digests read from chrome.storage on the main thread (rule 2)
   const queue = [];          // messages made before the epoch was read (rule 1)
   const waiting = new Map(); // seq -> {request, resolve}
   const missing = [];
@@ -65,6 +67,7 @@ export function startSearchWorker({ readEpoch, readDigests, onProgress = () => {
     reading = true;
     requestIdle(async () => {
       const ids = missing.splice(0, DIGEST_SLICE);
+      readHere += ids.length;
       const before = ids.map((id) => changed.get(id) ?? 0);
       let got = {};
       try { got = await readDigests(ids.map((id) => DIGEST_PREFIX + id)); } catch { got = {}; }
@@ -132,6 +135,7 @@ export function startSearchWorker({ readEpoch, readDigests, onProgress = () => {
     // Every digest in the worker and folded, nothing left to read.
     settled: () => pending === 0 && unprepared === 0 && !missing.length && !reading,
     busyMs: () => busy,
+    readHere: () => readHere,
     stop: fail,
   };
 }
