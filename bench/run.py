@@ -264,6 +264,7 @@ METRICS: list[Callable[[Bench], Result | list[Result]]] = [
 METRIC_MODULES = (
     "bench_images",
     "bench_sessions",
+    "bench_session_search",
     "bench_page_context",
     "bench_slimming",
     "bench_streams",

@@ -10,7 +10,7 @@
 // Messages out:
 //   {type: "missing", ids}                 the copy lacks these: the panel reads them from storage
 //   {type: "progress", pending, unprepared}
-//   {type: "result", seq, ids, rows, pending}, {type: "rows", seq, rows}
+//   {type: "result", seq, ids, rows, pending, workerMs}, {type: "rows", seq, rows}
 // Rules:
 // 1. Latest query wins: a search waits one task before it runs, and a newer search that arrived
 //    meanwhile replaces it (the panel also drops any answer older than its latest query).
@@ -56,7 +56,9 @@ function searchLater(message) {
   setTimeout(() => {
     const { seq, query, pageSize } = waitingSearch;
     waitingSearch = null;
-    postMessage({ type: "result", seq, ...engine.search(query, pageSize) });
+    const started = performance.now();
+    const found = engine.search(query, pageSize);
+    postMessage({ type: "result", seq, ...found, workerMs: performance.now() - started });
   }, 0);
 }
 
