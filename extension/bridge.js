@@ -4,7 +4,7 @@
 // Modelled on uBlock Origin Lite's ext.js: one small module over browser APIs, no throwing.
 
 import { CONTRACT } from './generated/contract.js';
-import { beforeDigestWrite, digestIdsOf } from './digest_copy.js';
+import { afterDigestWrite, beforeDigestWrite, digestIdsOf } from './digest_copy.js';
 
 const reply = (value) => JSON.stringify({ ok: true, value: value === undefined ? null : value });
 const failed = (kind, error) =>
@@ -41,9 +41,11 @@ export async function storageGet(areaName, keysJson) {
 export async function storageSet(areaName, itemsJson) {
   try {
     const items = JSON.parse(fromPython(itemsJson));
-    // The search copy's entries go before the digests change (extension/digest_copy.js, rule 4).
+    // The search copy's entries go before the digests change, and come back after
+    // (extension/digest_copy.js, rules 4 and 5).
     const extra = areaName === 'local' ? await beforeDigestWrite(digestIdsOf(Object.keys(items))) : {};
     await area(areaName).set({ ...items, ...extra });
+    if (areaName === 'local') await afterDigestWrite(items);
     return reply(null);
   } catch (error) {
     return failed('storage', error);

@@ -7,18 +7,23 @@
 //    `beforeDigestWrite(ids)`: the copy's entries are removed first, so a worker stopped between
 //    the two writes leaves them absent (unknown), never stale. When that removal fails, the same
 //    chrome.storage write carries a new `searchCopyEpoch`: the whole copy is then invalid.
-// 5. Every change of a digest, by any writer, reaches chrome.storage.onChanged: its new value is
-//    put into the copy (a removal or a value that is not a string removes the entry). A put that
-//    fails removes the entry, or else changes the epoch.
+// 5. Once chrome.storage has the digests, the same bridge call puts them into the copy (a value
+//    that is not a string stays absent). A put that fails leaves the entry absent. Python is the
+//    one writer of digests (pages never write storage), and its writes all pass the bridge, so
+//    no chrome.storage.onChanged listener is needed here: one would make the service worker
+//    deserialize every change of every key, `history` with its images included.
+//    An update of the extension starts the copy again (a new epoch): a version that did not keep
+//    it may have run in between.
 // 6. The backfill (a profile from before the copy, a copy invalidated by its epoch, entries
 //    dropped) reads the missing digests from chrome.storage 20 at a time and puts each one only
 //    if no change of that digest was seen since its read began: a change is newer than a read.
 //    It also creates the epoch when there is none. It runs at each start of the service worker
-//    and after the epoch changes; with nothing missing it costs two key listings.
+//    and after the epoch changed; with nothing missing it costs two key listings.
 //
-// API: startDigestCopy({writeEpoch(epoch) -> Promise}) (once, at the service worker's top level:
-//        registers the listener; the writer is bridge.js's, the one module that writes storage),
-//      beforeDigestWrite(ids) -> Promise<extra items for the same write>, digestIdsOf(keys),
+// API: startDigestCopy({writeEpoch(epoch) -> Promise}) (once, at the service worker's start; the
+//        writer is bridge.js's, the one module that writes storage), restartDigestCopy() (after
+//        an update), beforeDigestWrite(ids) -> Promise<extra items for the same write>,
+//      afterDigestWrite(items) -> Promise (never rejects), digestIdsOf(keys),
 //      globalThis.marginSearchCopy.settled() -> Promise (the tests and the bench wait on it).
 
 import { CONTRACT } from "./generated/contract.js";
@@ -56,30 +61,21 @@ export async function beforeDigestWrite(ids) {
     return {};
   } catch (error) {
     console.warn("Margin: the search copy could not drop a digest; it is invalidated", error);
+    setTimeout(backfill, 0);  // after the write that carries the new epoch
     return { [EPOCH_KEY]: newEpoch() };
   }
 }
 
-function invalidate() {
-  return writeEpoch(newEpoch()).catch((error) => console.warn("Margin: could not invalidate the search copy", error));
-}
-
-function onStorageChanged(changes, areaName) {
-  if (areaName !== "local") return;
+export function afterDigestWrite(items) {
   const puts = {};
-  const removals = [];
-  for (const [key, change] of Object.entries(changes)) {
-    if (key === EPOCH_KEY) { backfill(); continue; }
-    if (!key.startsWith(PREFIX)) continue;
-    const id = key.slice(PREFIX.length);
-    bump(id);
-    if (typeof change.newValue === "string") puts[id] = change.newValue;
-    else removals.push(id);
+  for (const [key, value] of Object.entries(items)) {
+    if (key.startsWith(PREFIX) && typeof value === "string") puts[key.slice(PREFIX.length)] = value;
   }
-  if (!removals.length && !Object.keys(puts).length) return;
-  const write = db().then((open) => writeCopy(open, puts, removals).catch(() =>
-    writeCopy(open, {}, [...removals, ...Object.keys(puts)]))).catch(invalidate);
+  if (!Object.keys(puts).length) return Promise.resolve();
+  const write = db().then((open) => writeCopy(open, puts))
+    .catch((error) => console.warn("Margin: the search copy could not take a digest (it stays absent)", error));
   lastWrite = lastWrite.then(() => write);
+  return write;
 }
 
 async function fill() {
@@ -125,9 +121,12 @@ function backfill() {
 
 export function startDigestCopy({ writeEpoch: writer }) {
   writeEpoch = writer;
-  chrome.storage.onChanged.addListener(onStorageChanged);
   // After the start's own work (a cold start boots Python first if a request is waiting).
   setTimeout(backfill, 1000);
+}
+
+export function restartDigestCopy() {
+  return writeEpoch(newEpoch()).then(backfill, (error) => console.warn("Margin: could not restart the search copy", error));
 }
 
 globalThis.marginSearchCopy = {

@@ -15,7 +15,7 @@
 //                        chrome.storage.local directly (pages may read storage, never write it);
 //   readDigests(keys)    resolves to {key: value} for `sessionDigest_<id>` keys (same default).
 //   storage              the chrome.storage-like object whose onChanged keeps the list fresh.
-// controller = {show(), hide(), refresh(), search(query), lastSearchMs(), destroy()}; `search` runs what typing in
+// controller = {show(), hide(), refresh(), search(query), lastSearch(), destroy()}; `search` runs what typing in
 // "Search sessions" runs and resolves to the number of matches once their first page is painted
 // (the bench times it).
 // After a change request the list follows storage.onChanged; it never re-reads the index itself.
@@ -167,7 +167,7 @@ export function mountSessionsPanel(root, options) {
   let shown = 0;
   let renderedQuery = "";
   let renderToken = 0;          // the latest render: an older answer is dropped
-  let lastSearchMs = null;       // the search worker's own time for the last query (the bench's)
+  let lastSearch = null;        // where the last search's time went (the bench reads it)
   let paging = 0;               // the render whose next page is being built
   const more = el("li", { class: "sp-more", role: "presentation" },
     el("button", { type: "button", class: "sp-btn sp-small", text: "Show more sessions", onclick: () => appendPage() }));
@@ -194,8 +194,8 @@ export function mountSessionsPanel(root, options) {
     const token = ++renderToken;
     const asked = query;
     const found = await findSessions(asked, PAGE_SIZE);
-    lastSearchMs = found.workerMs ?? null;
     if (token !== renderToken || destroyed) return found.ids.length;
+    const painting = performance.now();
     const focused = focusedAction();
     matched = found.ids;
     renderedQuery = asked;
@@ -207,6 +207,7 @@ export function mountSessionsPanel(root, options) {
       ? "No saved sessions yet. \u201cNew session\u201d keeps the current conversation here."
       : `No session matches \u201c${asked.trim()}\u201d${found.pending ? ` yet (still reading ${found.pending} sessions)` : ""}.`;
     restoreFocus(focused);
+    lastSearch = { workerMs: found.workerMs ?? null, hopMs: found.hopMs ?? null, paintMs: performance.now() - painting };
     return matched.length;
   }
 
@@ -409,7 +410,7 @@ export function mountSessionsPanel(root, options) {
     show() { root.hidden = false; search.focus(); return showList().catch(showError); },
     hide() { root.hidden = true; },
     refresh: () => readStoredIndex().then(render).catch(showError),
-    lastSearchMs: () => lastSearchMs,
+    lastSearch: () => lastSearch,
     search(text) {
       search.value = text;
       query = text;

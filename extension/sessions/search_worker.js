@@ -10,10 +10,12 @@
 // Messages out:
 //   {type: "missing", ids}                 the copy lacks these: the panel reads them from storage
 //   {type: "progress", pending, unprepared}
-//   {type: "result", seq, ids, rows, pending, workerMs}, {type: "rows", seq, rows}
+//   {type: "result", seq, ids, rows, pending, workerMs, sentAt}, {type: "rows", seq, rows}
+//   (workerMs: the search's own time; sentAt: when it was posted, on the shared clock)
 // Rules:
-// 1. Latest query wins: a search waits one task before it runs, and a newer search that arrived
-//    meanwhile replaces it (the panel also drops any answer older than its latest query).
+// 1. Every search is answered at once, in the task of its message (waiting a task to merge
+//    searches cost a thread wake-up per keystroke; the worker's search takes a few ms): the latest
+//    query wins on the panel's side, which drops any answer older than its latest query.
 // 2. Messages are handled in their order: a search sees every entry and digest sent before it.
 // 3. Folding runs in slices of PREPARE_MS between messages; a search before it is done folds what
 //    it needs itself (slower, never wrong).
@@ -48,18 +50,11 @@ function prepareLater() {
   }, 0);
 }
 
-let waitingSearch = null;
-function searchLater(message) {
-  const first = waitingSearch === null;
-  waitingSearch = message;
-  if (!first) return;
-  setTimeout(() => {
-    const { seq, query, pageSize } = waitingSearch;
-    waitingSearch = null;
-    const started = performance.now();
-    const found = engine.search(query, pageSize);
-    postMessage({ type: "result", seq, ...found, workerMs: performance.now() - started });
-  }, 0);
+function answer({ seq, query, pageSize }) {
+  const started = performance.now();
+  const found = engine.search(query, pageSize);
+  const now = performance.now();
+  postMessage({ type: "result", seq, ...found, workerMs: now - started, sentAt: performance.timeOrigin + now });
 }
 
 self.addEventListener("message", (event) => {
@@ -73,7 +68,7 @@ self.addEventListener("message", (event) => {
     progress();
     prepareLater();
   } else if (message.type === "search") {
-    searchLater(message);
+    answer(message);
   } else if (message.type === "rows") {
     postMessage({ type: "rows", seq: message.seq, rows: engine.rows(message.query, message.ids ?? []) });
   }

@@ -97,6 +97,7 @@ export function startSearchWorker({ readEpoch, readDigests, onProgress = () => {
     } else if (message.type === "result" || message.type === "rows") {
       const answer = waiting.get(message.seq);
       waiting.delete(message.seq);
+      if (message.sentAt) message.hopMs = performance.timeOrigin + started - message.sentAt;
       answer?.resolve(message.type === "rows" ? message.rows : message);
     }
     busy += performance.now() - started;
