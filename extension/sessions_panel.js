@@ -78,7 +78,8 @@ export function mountSessionsPanel(root, options) {
   const search = el("input", {
     type: "search", class: "sp-search", "aria-label": "Search sessions", placeholder: "Search sessions",
     autocomplete: "off", spellcheck: "false",
-    oninput: () => { query = search.value; scheduleRender(); },
+    // At once, not at the next frame: the query's trip to the search worker starts with the key.
+    oninput: () => { query = search.value; render(); },
     onkeydown: (event) => { if (event.key === "Escape" && search.value) { event.stopPropagation(); search.value = ""; query = ""; scheduleRender(); } },
   });
   const list = el("ul", { class: "sp-list", role: "list", "aria-label": "Saved sessions" });
