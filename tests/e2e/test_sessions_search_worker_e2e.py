@@ -129,6 +129,18 @@ def test_the_worker_finds_a_word_deep_in_a_digest_from_the_copy_after_a_cold_sta
     timings = page.evaluate(TIMINGS_JS)
     assert timings["searchIn"] == "worker" and timings["digestsReadHere"] == 0, timings
 
+    # Typed fast, key by key: every answer to an earlier prefix ("a" matches both) is dropped.
+    box = page.get_by_role("searchbox", name="Search sessions")
+    box.fill("")
+    box.press_sequentially("a short", delay=0)
+    poll(
+        lambda: names(page) == ["A short chat about tea"],
+        timeout=COLD_S,
+        message=lambda: f"listed {names(page)}",
+    )
+    page.wait_for_timeout(500)
+    assert names(page) == ["A short chat about tea"]
+
     renamed = margin.send_message({"type": "session.rename", "payload": {"id": deep, "name": "Mesoamerica"}})
     assert renamed["ok"]
     search(page, "mesoamerica", ["Mesoamerica"])
