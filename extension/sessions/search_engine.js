@@ -22,12 +22,13 @@
 //      -> {setEntries(entries, epoch) -> Promise, setDigests({id: text | null}), search(query, pageSize),
 //          rows(query, ids), prepare(budgetMs) -> more?, pending(), unprepared()}
 
-import { matchSessions, narrows, queryWords, rowFor, searchData } from "./search.js";
+import { matchSessions, narrows, queryWords, rowFor, searchData, sortEntries } from "./search.js";
 
 const COPY_BATCH = 50;
 
 export function createEngine({ readCopy, onMissing = () => {} }) {
   let entries = [];
+  let sorted = [];                // entries in list order, sorted once per setEntries
   let byId = new Map();
   let epoch = null;
   let last = null;                // {query, matched}: what a longer query may narrow
@@ -77,6 +78,7 @@ export function createEngine({ readCopy, onMissing = () => {} }) {
   return {
     setEntries(next, nextEpoch) {
       entries = Array.isArray(next) ? next : [];
+      sorted = sortEntries(entries);
       byId = new Map(entries.map((e) => [e.id, e]));
       epoch = typeof nextEpoch === "string" ? nextEpoch : null;
       for (const map of [digests, fed, generation, cache]) {
@@ -96,7 +98,9 @@ export function createEngine({ readCopy, onMissing = () => {} }) {
     },
     search(query, pageSize) {
       const within = last && narrows(last.query, query) ? last.matched : null;
-      const matched = matchSessions(entries, query, dataOf, within);
+      // The sorted entries serve as the candidates when nothing narrows: the same order
+      // matchSessions would sort them into, without sorting a thousand entries per keystroke.
+      const matched = matchSessions(entries, query, dataOf, within ?? sorted);
       const words = queryWords(query).length > 0;
       last = words ? { query, matched } : null;
       return {
