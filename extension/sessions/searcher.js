@@ -8,11 +8,14 @@
 // 2. What the copy lacks (`missing`) is read from chrome.storage here, DIGEST_SLICE keys per
 //    idle callback, as the preload did before the copy, and posted on; a value read before a
 //    change of the same digest arrived (storage.onChanged) is dropped: the change is newer.
+//    What the copy lacks in the first RETRY_MS is asked of it once more after them (with the
+//    epoch read again) before it is read here: the service worker backfills the copy as it
+//    starts (a profile from before the copy has none), and that costs this page nothing.
 // 3. A worker that fails (it cannot start, an error event, a message it cannot read) is
 //    stopped once: `onFail(requests)` hands the unanswered requests back, and the preload
 //    answers them and every later search on the page's main thread, as before the worker.
 //
-// API: startSearchWorker({readEpoch, readDigests, onProgress, onFail}) -> searcher | null
+// API: startSearchWorker({readEpoch, readDigests, onProgress, onFail, retryMs}) -> searcher | null
 //      searcher = {setEntries(entries), setDigest(id, value), setEpoch(epoch),
 //                  search(query, pageSize) -> Promise<{ids, rows, pending}>,
 //                  rows(query, ids) -> Promise<rows>, pending(), settled(), busyMs(), readHere(),
@@ -22,10 +25,11 @@ import { CONTRACT } from "../generated/contract.js";
 
 const DIGEST_PREFIX = CONTRACT.storage.sessionDigestPrefix;
 const DIGEST_SLICE = 20;
+const RETRY_MS = 4000;
 
 const requestIdle = (fn) => (globalThis.requestIdleCallback ? requestIdleCallback(fn) : setTimeout(fn, 0));
 
-export function startSearchWorker({ readEpoch, readDigests, onProgress = () => {}, onFail = () => {} }) {
+export function startSearchWorker({ readEpoch, readDigests, onProgress = () => {}, onFail = () => {}, retryMs = RETRY_MS }) {
   let worker;
   try {
     worker = new Worker(new URL("./search_worker.js", import.meta.url), { type: "module" });
@@ -46,6 +50,8 @@ export function startSearchWorker({ readEpoch, readDigests, onProgress = () => {
   const missing = [];
   const changed = new Map(); // id -> changes posted (rule 2)
   let reading = false;
+  const startedAt = performance.now();
+  let retry = 0;             // the timer of rule 2's second asking
 
   const post = (message) => {
     if (failed) return;
@@ -56,6 +62,7 @@ export function startSearchWorker({ readEpoch, readDigests, onProgress = () => {
   function fail() {
     if (failed) return;
     failed = true;
+    clearTimeout(retry);
     worker.terminate();
     const requests = [...waiting.values()];
     waiting.clear();
@@ -89,8 +96,12 @@ export function startSearchWorker({ readEpoch, readDigests, onProgress = () => {
     const started = performance.now();
     const message = event.data;
     if (message.type === "missing") {
-      missing.push(...message.ids);
-      readMissing();
+      if (performance.now() - startedAt < retryMs) {
+        retry ||= setTimeout(askCopyAgain, retryMs);
+      } else {
+        missing.push(...message.ids);
+        readMissing();
+      }
     } else if (message.type === "progress") {
       ({ pending, unprepared } = message);
       onProgress();
@@ -104,6 +115,13 @@ export function startSearchWorker({ readEpoch, readDigests, onProgress = () => {
   };
   worker.onerror = (event) => { event.preventDefault?.(); fail(); };
   worker.onmessageerror = fail;
+
+  function askCopyAgain() {
+    Promise.resolve().then(readEpoch).catch(() => null).then((value) => {
+      epoch = typeof value === "string" ? value : null;
+      post({ type: "entries", entries, epoch });  // the worker asks the copy for what it lacks
+    });
+  }
 
   Promise.resolve().then(readEpoch).catch(() => null).then((value) => {
     epoch = typeof value === "string" ? value : null;
@@ -135,6 +153,7 @@ export function startSearchWorker({ readEpoch, readDigests, onProgress = () => {
     pending: () => pending ?? entries.length,
     // Every digest in the worker and folded, nothing left to read.
     settled: () => pending === 0 && unprepared === 0 && !missing.length && !reading,
+    // (a retry still to come leaves pending > 0: nothing is settled before it)
     busyMs: () => busy,
     readHere: () => readHere,
     stop: fail,

@@ -72,6 +72,7 @@ def test_what_the_copy_lacks_is_read_here_and_a_change_during_the_read_wins(tmp_
 const reads = [];
 let s;
 const s0 = startSearchWorker({
+  retryMs: 0,  // no second asking of the copy (next test)
   readEpoch: async () => 'E1',
   readDigests: async (keys) => {
     reads.push(keys);
@@ -115,3 +116,27 @@ console.log(JSON.stringify({ handed, answer: (await pending).ids, terminated: wo
 """,
     )
     assert got == {"handed": ["lost"], "answer": ["here"], "terminated": True, "sentAfter": 0}
+
+
+def test_what_the_copy_lacks_at_first_is_asked_of_it_again_before_it_is_read_here(tmp_path):
+    # A profile from before the copy: the service worker is filling it as the panel opens.
+    got = run_searcher(
+        tmp_path,
+        """
+const epochs = [null, 'E2'];
+const reads = [];
+const s = startSearchWorker({ retryMs: 30, readEpoch: async () => epochs.shift(),
+  readDigests: async (keys) => { reads.push(keys); return {}; } });
+s.setEntries([{ id: 'a' }, { id: 'b' }]);
+await tick();
+worker.reply({ type: 'missing', ids: ['a', 'b'] });
+await new Promise((r) => setTimeout(r, 10));
+const readEarly = reads.length;
+await new Promise((r) => setTimeout(r, 60));
+const asked = worker.sent.filter((m) => m.type === 'entries').map((m) => m.epoch);
+worker.reply({ type: 'missing', ids: ['b'] });  // the copy had a by then, not b
+for (let i = 0; i < 5; i++) await tick();
+console.log(JSON.stringify({ readEarly, asked, reads }));
+""",
+    )
+    assert got == {"readEarly": 0, "asked": [None, "E2"], "reads": [["sessionDigest_b"]]}
