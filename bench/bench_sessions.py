@@ -1,21 +1,15 @@
-"""Session figures of issue 3: search as you type, opening the sessions panel, saving 8 MB of images.
+"""Session figures of issues 3 and 14: saving 8 MB of images, and the seeding the other session
+benches share (session actions: bench_session_actions.py; search and the panel's preload:
+bench_session_search.py; both seed through this module).
 
 Concept: measurement functions in the style of `bench/run.py` (each takes the `Bench` of run.py,
 or None where no browser is needed, and returns a list of dicts with `Result`'s fields:
 `name, value, unit, target, compare, samples, note`), so run.py can append them with
 `Result(**d)`. Run alone: `MARGIN_DIST=dist/margin python3 bench/bench_sessions.py [--runs N]`.
 
-1. `search_and_open` (search part): 1,000 sessions whose digests are full (100,000 characters each, ~100 MB of
-   index), seeded into chrome.storage.local; the side panel's page preloads the index (as the
-   panel does after its first paint), "Sessions" is opened, then the panel's own search runs for
-   every keystroke of several queries (Latin, diacritics, Cyrillic, CJK, no match), in the page,
-   where it really runs: matching, the first page of rows with previews and highlights, the DOM,
-   and a forced layout, keys ~60 ms apart. Median and p95 per keystroke; target < 20 ms.
-2. `search_and_open` (open part): the same index; from the "Sessions" click to the frame that paints the list,
-   index preloaded (target < 100 ms), and, reported beside it, the cold read: a fresh page
-   without the preload (read + parse of the whole index, then the paint), and the preload's own
-   read and idle preparation times.
-3. `save_8mb`: `session.new` with 8 MB of images in `history` and 20 other saved sessions (each
+1. `_seed_index`: 1,000 sessions whose digests are full (100,000 characters each, ~100 MB),
+   seeded into chrome.storage.local in the current layout (or an older one, for migrations).
+2. `save_8mb`: `session.new` with 8 MB of images in `history` and 20 other saved sessions (each
    with an image): the round trip in Chromium, with `chrome.storage.onChanged` watched during the
    call (no other session's body may change); the same save in CPython on the memory store,
    counting the writes.
@@ -109,229 +103,17 @@ SEED_JS = """async ({n, digestChars, words, layout}) => {
           headerChars: JSON.stringify(header).length};
 }"""
 
+
 # The preload's main-thread time, measured three ways while it reads the index and every digest:
 # long tasks (> 50 ms, as Chrome reports them), the time inside the preload's own callbacks, and a
 # 16 ms heartbeat's lateness summed (what the page could not run: deserializing storage's answers
 # included, which no callback of ours sees).
-PRELOAD_JS = """async () => {
-  const m = await import('./sessions/preload.js');
-  const long = [];
-  const observer = new PerformanceObserver((list) => {
-    for (const e of list.getEntries()) long.push(e.duration); });
-  observer.observe({type: 'longtask', buffered: false});
-  let late = 0, worst = 0, last = performance.now(), beating = true;
-  const beat = () => { const now = performance.now(); const lag = Math.max(0, now - last - 16);
-    late += lag; worst = Math.max(worst, lag); last = now; if (beating) setTimeout(beat, 16); };
-  setTimeout(beat, 16);
-  const t = performance.now();
-  await m.preloadSessions();
-  const loaded = performance.now() - t;
-  while (m.sessionsIndexTimings().prepareMs === null) await new Promise((r) => setTimeout(r, 50));
-  beating = false;
-  await new Promise((r) => setTimeout(r, 100));
-  observer.disconnect();
-  return {...m.sessionsIndexTimings(), preloadResolvedMs: loaded, wallMs: performance.now() - t - 100,
-          longTasks: long.length, longTaskMs: long.reduce((a, b) => a + b, 0),
-          longestTaskMs: Math.max(0, ...long),
-          heartbeatLateMs: late, heartbeatWorstMs: worst};
-}"""
-
-# From the click to the frame that shows the list (a rAF runs just before its frame is painted;
-# the setTimeout inside it fires once that frame is done).
-OPEN_JS = """() => new Promise((resolve, reject) => {
-  const root = document.getElementById('sessions-root');
-  const button = document.getElementById('sessions');
-  const t0 = performance.now();
-  button.click();
-  const deadline = t0 + 60000;
-  const check = () => {
-    const rows = root.hidden ? 0 : root.querySelectorAll('li[role=listitem]').length;
-    if (rows) {
-      requestAnimationFrame(() => setTimeout(() => resolve({ms: performance.now() - t0, rows}), 0)); return;
-    }
-    if (performance.now() > deadline) { reject(new Error('no list painted')); return; }
-    setTimeout(check, 0);
-  };
-  check();
-})"""
-
-CLOSE_JS = """() => { const root = document.getElementById('sessions-root');
-  if (!root.hidden) document.getElementById('sessions').click(); return root.hidden; }"""
-
-SEARCH_JS = """async (queries) => {
-  const m = await import('./sessions_panel.js');
-  const panel = m.activePanel();
-  const list = document.querySelector('#sessions-root .sp-list');
-  const samples = [];
-  const labels = [];
-  const counts = {};
-  for (const q of queries) {
-    for (let i = 1; i <= q.length; i++) {
-      const t = performance.now();
-      const n = panel.search(q.slice(0, i));
-      list.getBoundingClientRect();  // layout included
-      samples.push(performance.now() - t);
-      labels.push(q.slice(0, i));
-      counts[q.slice(0, i)] = n;
-      await new Promise((r) => setTimeout(r, 60));  // a fast typist: ~16 keys a second
-    }
-    const t = performance.now();
-    panel.search('');
-    list.getBoundingClientRect();
-    samples.push(performance.now() - t);
-    labels.push('(cleared)');
-  }
-  const marks = (panel.search('привет'), document.querySelectorAll('#sessions-root mark').length);
-  panel.search('');
-  return {samples, labels, counts, marks};
-}"""
-
-
 def _seed_index(bench: Any, n: int = SESSIONS, layout: str = "keys") -> dict[str, Any]:
     margin = bench.margin
     margin._extension_page().evaluate("() => 1")
     return margin._extension_page().evaluate(
         SEED_JS, {"n": n, "digestChars": DIGEST_CHARS, "words": WORDS, "layout": layout}
     )
-
-
-def _panel(bench: Any):
-    page = bench.launched.context.new_page()
-    page.goto(bench.margin.url("sidepanel.html"))
-    bench.margin.wait_panel_ready(page, timeout_ms=60_000)
-    return page
-
-
-# Can a dedicated Worker of an extension page read the digests itself (off the main thread)?
-# Measured, not assumed: a probe file is put into the unpacked extension for the run only.
-PROBE_FILE = "bench_worker_probe.js"
-PROBE_WORKER = """postMessage({chrome: typeof chrome, storage: typeof (self.chrome && chrome.storage),
-  indexedDB: typeof indexedDB});"""
-PROBE_JS = """(file) => new Promise((resolve) => {
-  try { const w = new Worker(file); w.onmessage = (e) => { resolve(e.data); w.terminate(); };
-        w.onerror = (e) => resolve({error: String(e.message || 'worker error')}); }
-  catch (error) { resolve({error: String(error)}); } })"""
-
-
-def _probe_worker(bench: Any, page: Any) -> dict[str, Any]:
-    dist = Path(os.environ.get("MARGIN_DIST") or REPO / "dist" / "margin")
-    probe = dist / PROBE_FILE
-    probe.write_text(PROBE_WORKER, "utf-8")
-    try:
-        return page.evaluate(PROBE_JS, PROBE_FILE)
-    finally:
-        probe.unlink()
-
-
-def search_and_open(bench: Any) -> list[dict[str, Any]]:
-    """Metrics 1 and 2 share one seeded 100 MB index (seeding it costs seconds)."""
-    seeded = _seed_index(bench)
-    if seeded["chars"] != SESSIONS * DIGEST_CHARS:
-        raise RuntimeError(f"seeded {seeded['chars']} characters of digests, not {SESSIONS * DIGEST_CHARS}")
-    rows: list[dict[str, Any]] = []
-
-    # Cold: a fresh panel page, no preload: the click pays for reading the whole index.
-    cold_samples = []
-    for _ in range(max(1, min(bench.runs, 3))):
-        page = _panel(bench)
-        cold = page.evaluate(OPEN_JS)
-        cold_samples.append(cold["ms"])
-        page.close()
-
-    page = _panel(bench)
-    prepared = page.evaluate(PRELOAD_JS)
-    probed = _probe_worker(bench, page)
-    if prepared["sessions"] != SESSIONS or prepared["prepared"] != SESSIONS:
-        raise RuntimeError(f"the preload holds {prepared}")
-    open_samples: list[float] = []
-    first_open: float | None = None
-    for run in range(bench.runs + 1):
-        opened = page.evaluate(OPEN_JS)
-        if opened["rows"] < 20:
-            raise RuntimeError(f"the list painted {opened['rows']} rows")
-        if run == 0:
-            first_open = opened["ms"]  # includes importing nothing new but mounting the panel's DOM
-        open_samples.append(opened["ms"])
-        if run < bench.runs:
-            page.evaluate(CLOSE_JS)
-            page.wait_for_timeout(200)
-
-    searched = page.evaluate(SEARCH_JS, QUERIES)
-    counts = searched["counts"]
-    if counts.get("zebra", -1) != 0 or counts.get("привет") != SESSIONS or counts.get("你好世界") != SESSIONS:
-        raise RuntimeError(f"unexpected match counts: {counts}")
-    if searched["marks"] < 1:
-        raise RuntimeError("no highlighted match for привет")
-    samples = [round(s, 2) for s in searched["samples"]]
-    slowest = sorted(zip(samples, searched["labels"], strict=True), reverse=True)[:5]
-    page.close()
-
-    rows.append(
-        result(
-            "search 1,000 sessions x 100K chars, per keystroke in the panel (median)",
-            _median(samples),
-            "ms",
-            20.0,
-            samples=samples,
-            note=(
-                f"p95 {_p95(samples)} ms, max {round(max(samples), 2)} ms over {len(samples)} keystrokes of "
-                f"{QUERIES} (each query typed at ~16 keys/s, then cleared); includes matching, "
-                f"the first page of rows (20) with previews and highlights, and layout; "
-                f"slowest: {', '.join(f'{label!r} {v} ms' for v, label in slowest)}"
-            ),
-        )
-    )
-    rows.append(
-        result("search 1,000 sessions, per keystroke (p95)", _p95(samples), "ms", 20.0, samples=samples)
-    )
-    assert first_open is not None
-    rows.append(
-        result(
-            "open sessions panel, 1,000 sessions, index preloaded: click to painted list",
-            _median(open_samples[1:]),
-            "ms",
-            100.0,
-            samples=[round(s, 2) for s in open_samples],
-            note=(
-                f"first open (mounts the panel) {round(first_open, 2)} ms; preload's read of the index "
-                f"{round(prepared['readMs'], 1)} ms; seeding took {round(seeded['setMs'])} ms"
-            ),
-        )
-    )
-    main_thread = max(prepared["prepareBusyMs"], prepared["longTaskMs"], prepared["heartbeatLateMs"])
-    rows.append(
-        result(
-            "panel preload (index + 1,000 x 100K digests): main-thread time",
-            round(main_thread, 1),
-            "ms",
-            500.0,
-            note=(
-                f"the largest of: time in the preload's callbacks {round(prepared['prepareBusyMs'], 1)} ms "
-                f"({prepared['slices']} idle slices, longest {round(prepared['longestSliceMs'], 1)} ms); "
-                f"long tasks {prepared['longTasks']} totalling {round(prepared['longTaskMs'], 1)} ms "
-                f"(longest {round(prepared['longestTaskMs'], 1)} ms); a 16 ms heartbeat late by "
-                f"{round(prepared['heartbeatLateMs'], 1)} ms in all "
-                f"(worst {round(prepared['heartbeatWorstMs'], 1)} ms, "
-                f"storage's deserialization included). Wall time to every digest ready "
-                f"{round(prepared['wallMs'])} ms, after the first paint (started from an idle callback). "
-                f"A dedicated Worker of the panel sees: {probed}"
-            ),
-        )
-    )
-    rows.append(
-        result(
-            "open sessions panel, 1,000 sessions, COLD (no preload): click to painted list",
-            _median(cold_samples),
-            "ms",
-            None,
-            samples=[round(s, 2) for s in cold_samples],
-            note="reads and parses the light index on the click (digests follow in idle slices)",
-        )
-    )
-    return rows
-
-
-# --- saving 8 MB of images ----------------------------------------------------------------------------
 
 
 def _image_url(seed: int, size: int) -> str:
@@ -490,7 +272,7 @@ def _save_8mb_cpython(history: list[dict[str, Any]], others: dict[str, Any]) -> 
 
 # save_8mb first: after search_and_open the worker is still busy with the 100 MB index (see the report);
 # the session actions (bench_session_actions.py) run before this module in run.py for the same reason.
-METRICS = [save_8mb, search_and_open]
+METRICS = [save_8mb]
 
 
 def _verdict(row: dict[str, Any]) -> str:

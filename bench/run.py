@@ -265,6 +265,7 @@ METRIC_MODULES = (
     "bench_images",
     "bench_session_actions",  # before bench_sessions: its 100 MB search index keeps the worker busy
     "bench_sessions",
+    "bench_session_search",
     "bench_page_context",
     "bench_slimming",
     "bench_streams",

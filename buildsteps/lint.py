@@ -39,6 +39,10 @@ JS_SKIPPED = ("vendor", "generated")  # not ours: fetched or rendered by the bui
 IMPORT_FROM = re.compile(r"""^\s*(?:import|export)\b[^'"`;]*?\bfrom\s*['"]([^'"]+)['"]""", re.M)
 BARE_IMPORT = re.compile(r"""^\s*import\s*['"]([^'"]+)['"]""", re.M)
 DYNAMIC_IMPORT = re.compile(r"""\bimport\(\s*['"]([^'"]+)['"]\s*\)""")
+# A module Worker started by a module (`new Worker(new URL("./x.js", import.meta.url), {type: "module"})`).
+MODULE_WORKER = re.compile(
+    r"""new\s+Worker\(\s*new\s+URL\(\s*["'](\.[^"']+)["']\s*,\s*import\.meta\.url\s*\)\s*,\s*\{\s*type:\s*["']module["']"""
+)
 MODULE_SCRIPT = re.compile(r"""<script\b[^>]*\btype=["']module["'][^>]*\bsrc=["']([^"']+)["']""")
 
 
@@ -114,8 +118,9 @@ def module_entry_points(repo: Path) -> set[Path]:
 
 
 def es_modules(repo: Path) -> set[Path]:
-    """The entry points and every file they import, statically or with import(), followed
-    transitively (relative specifiers only: bare ones are not files of the extension)."""
+    """The entry points and every file they import, statically or with import(), or start as a
+    module Worker, followed transitively (relative specifiers only: bare ones are not files of
+    the extension)."""
     seen: set[Path] = set()
     todo = list(module_entry_points(repo))
     while todo:
@@ -128,6 +133,7 @@ def es_modules(repo: Path) -> set[Path]:
             *IMPORT_FROM.findall(text),
             *BARE_IMPORT.findall(text),
             *DYNAMIC_IMPORT.findall(text),
+            *MODULE_WORKER.findall(text),
         ]:
             if specifier.startswith("."):
                 todo.append((path.parent / specifier).resolve())

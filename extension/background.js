@@ -13,6 +13,7 @@ import './pyodide/pyodide.asm.js';
 import { loadPyodide } from './pyodide/pyodide.mjs';
 import { CONTRACT } from './generated/contract.js';
 import * as bridge from './bridge.js';
+import { restartDigestCopy, startDigestCopy } from './digest_copy.js';
 import { joinPieces } from './port_chunks.js';
 import * as i18n from './i18n.js';
 
@@ -20,6 +21,9 @@ const EXTENSION_ORIGIN = new URL(chrome.runtime.getURL('/')).origin;
 const KNOWN_REQUESTS = new Set(CONTRACT.messages);
 
 let booting = null;
+
+// The digests' IndexedDB copy for the panel's search worker is kept from here (and bridge.js).
+startDigestCopy({ writeEpoch: bridge.writeSearchCopyEpoch });
 
 // For DevTools and the end-to-end tests (a worker's global scope is not reachable from pages):
 // `await marginPython()` gives {pyodide, worker, bootMs}.
@@ -396,7 +400,9 @@ chrome.storage.local.get(CONTRACT.storage.keys.backupImportStaging).then((stored
   }
 }, (error) => console.warn('Margin: could not check for an unfinished import', error));
 
-chrome.runtime.onInstalled.addListener(() => {
+chrome.runtime.onInstalled.addListener((details) => {
+  // A version that did not keep the search copy may have written digests since it was made.
+  if (details?.reason === 'update') restartDigestCopy();
   languageReady.then(() => {
     chrome.contextMenus.create({ id: EXPLAIN_MENU_ID, title: i18n.t('bg_explain'), contexts: ['selection'] }, () => {
       // "duplicate id" after an update that kept the item: its title is brought up to date.

@@ -3,6 +3,9 @@
 // a reply is {ok: true, value} or {ok: false, error: {kind, message}}.
 // Modelled on uBlock Origin Lite's ext.js: one small module over browser APIs, no throwing.
 
+import { CONTRACT } from './generated/contract.js';
+import { afterDigestWrite, beforeDigestWrite, digestIdsOf } from './digest_copy.js';
+
 const reply = (value) => JSON.stringify({ ok: true, value: value === undefined ? null : value });
 const failed = (kind, error) =>
   JSON.stringify({ ok: false, error: { kind, message: String(error?.message ?? error) } });
@@ -38,7 +41,11 @@ export async function storageGet(areaName, keysJson) {
 export async function storageSet(areaName, itemsJson) {
   try {
     const items = JSON.parse(fromPython(itemsJson));
-    await area(areaName).set(items);
+    // The search copy's entries go before the digests change, and come back after
+    // (extension/digest_copy.js, rules 4 and 5).
+    const extra = areaName === 'local' ? await beforeDigestWrite(digestIdsOf(Object.keys(items))) : {};
+    await area(areaName).set({ ...items, ...extra });
+    if (areaName === 'local') await afterDigestWrite(items);
     return reply(null);
   } catch (error) {
     return failed('storage', error);
@@ -47,11 +54,21 @@ export async function storageSet(areaName, itemsJson) {
 
 export async function storageRemove(areaName, keysJson) {
   try {
-    await area(areaName).remove(JSON.parse(keysJson));
+    const keys = JSON.parse(keysJson);
+    if (areaName === 'local') {
+      const extra = await beforeDigestWrite(digestIdsOf(Array.isArray(keys) ? keys : [keys]));
+      if (Object.keys(extra).length) await area(areaName).set(extra);
+    }
+    await area(areaName).remove(keys);
     return reply(null);
   } catch (error) {
     return failed('storage', error);
   }
+}
+
+// The search copy's epoch (extension/digest_copy.js): a new one invalidates the whole copy.
+export function writeSearchCopyEpoch(epoch) {
+  return chrome.storage.local.set({ [CONTRACT.storage.keys.searchCopyEpoch]: epoch });
 }
 
 // The names of the stored keys, no values: chrome.storage.<area>.getKeys() (Chrome 130+, hence

@@ -16,8 +16,9 @@
 //                        chrome.storage.local directly (pages may read storage, never write it);
 //   readDigests(keys)    resolves to {key: value} for `sessionDigest_<id>` keys (same default).
 //   storage              the chrome.storage-like object whose onChanged keeps the list fresh.
-// controller = {show(), hide(), refresh(), search(query), destroy()}; `search` runs what typing in
-// "Search sessions" runs, synchronously, and returns the number of matches (the bench times it).
+// controller = {show(), hide(), refresh(), search(query), lastSearch(), destroy()}; `search` runs what typing in
+// "Search sessions" runs and resolves to the number of matches once their first page is painted
+// (the bench times it).
 // After a change request the list follows storage.onChanged; it never re-reads the index itself.
 // `session.check` does to storage what `session.list` does, without building a list (whose rows
 // the panel would not use): each show() sends it in the background (Python checks that every body
@@ -25,19 +26,21 @@
 // paints); it repairs a legacy or damaged index; and after a delete it removes the body once the
 // undo window has passed.
 //
-// Where search runs: here, in the page, over the index read once from storage. Python
+// Where search runs: in the panel's search worker (extension/sessions/preload.js `findSessions`;
+// on the main thread if the worker fails), over the index read once from storage. Python
 // (margin.sessions) owns every write and the migration; asking it per keystroke would move the
-// whole index (up to 1,000 x 100K characters) through the worker each time.
+// whole index (up to 1,000 x 100K characters) through the service worker each time. Searches are
+// answered asynchronously: the latest query wins (an answer to an older one is dropped).
 
 import { CONTRACT } from "./generated/contract.js";
 import { t, tPlural, formatNumber, formatSize, onLanguageChange } from "./i18n.js";
 import { exportBackup as streamExport, importBackup as streamImport } from "./sessions/backup.js";
 import { dateElement, download, el, marked } from "./sessions/dom.js";
 import {
-  dataOf, digestsPending, followStorage, forgetEntry, indexEntries, onDigests, onIndexChange, readStoredIndex,
+  findSessions, followStorage, forgetEntry, indexEntries, onDigests, onIndexChange, readStoredIndex, sessionRows,
   useReadIndex,
 } from "./sessions/preload.js";
-import { matchSessions, narrows, queryWords, rowFor } from "./sessions/search.js";
+import { queryWords } from "./sessions/search.js";
 
 export { preloadSessions, sessionsIndexTimings } from "./sessions/preload.js";
 
@@ -76,7 +79,8 @@ export function mountSessionsPanel(root, options) {
   const search = el("input", {
     type: "search", class: "sp-search",
     autocomplete: "off", spellcheck: "false",
-    oninput: () => { query = search.value; scheduleRender(); },
+    // At once, not at the next frame: the query's trip to the search worker starts with the key.
+    oninput: () => { query = search.value; render(); },
     onkeydown: (event) => { if (event.key === "Escape" && search.value) { event.stopPropagation(); search.value = ""; query = ""; scheduleRender(); } },
   });
   const list = el("ul", { class: "sp-list", role: "list" });
@@ -160,7 +164,6 @@ export function mountSessionsPanel(root, options) {
   }
 
   const onIndexChanged = () => {
-    lastMatched = null;  // the entries changed: narrowing restarts
     if (destroyed || root.hidden) return;
     if (indexEntries() === null) { repair().catch(showError); return; }
     if (renaming === null) render();
@@ -169,7 +172,6 @@ export function mountSessionsPanel(root, options) {
   // Digests arrive in slices after the index (extension/sessions/preload.js): a search shown
   // meanwhile is run again with what came in.
   const stopDigests = onDigests(() => {
-    lastMatched = null;
     if (!destroyed && !root.hidden && renaming === null && queryWords(query).length) scheduleRender();
   });
 
@@ -181,10 +183,12 @@ export function mountSessionsPanel(root, options) {
 
   // Rows are built a page at a time: a query matching 1,000 sessions costs one page of
   // previews, the rest follow as the list scrolls.
-  let matched = [];
+  let matched = [];             // the ids matching renderedQuery, in list order
   let shown = 0;
-  let lastQuery = "";
-  let lastMatched = null;
+  let renderedQuery = "";
+  let renderToken = 0;          // the latest render: an older answer is dropped
+  let lastSearch = null;        // where the last search's time went (the bench reads it)
+  let paging = 0;               // the render whose next page is being built
   const moreButton = el("button", { type: "button", class: "sp-btn sp-small", onclick: () => appendPage() });
   const more = el("li", { class: "sp-more", role: "presentation" }, moreButton);
   paintWords();
@@ -211,33 +215,47 @@ export function mountSessionsPanel(root, options) {
     (target || search).focus();
   }
 
-  function render() {
+  async function render() {
+    const token = ++renderToken;
+    const asked = query;
+    const found = await findSessions(asked, PAGE_SIZE);
+    if (token !== renderToken || destroyed) return found.ids.length;
+    const painting = performance.now();
     const focused = focusedAction();
-    const within = lastMatched && narrows(lastQuery, query) ? lastMatched : null;
-    const entries = entriesNow();
-    matched = matchSessions(entries, query, dataOf, within);
-    lastQuery = query;
-    lastMatched = queryWords(query).length ? matched : null;
+    matched = found.ids;
+    renderedQuery = asked;
     shown = 0;
     list.replaceChildren();
-    appendPage();
+    paintRows(found.rows);
     empty.hidden = matched.length > 0;
-    const pending = queryWords(query).length ? digestsPending() : 0;
-    empty.textContent = entries.length === 0
+    empty.textContent = entriesNow().length === 0
       ? t("sessions_none", t("panel_new_session"))
-      : pending ? tPlural("sessions_no_match_pending", pending, query.trim()) : t("sessions_no_match", query.trim());
+      : found.pending ? tPlural("sessions_no_match_pending", found.pending, asked.trim()) : t("sessions_no_match", asked.trim());
     restoreFocus(focused);
+    lastSearch = { workerMs: found.workerMs ?? null, hopMs: found.hopMs ?? null, paintMs: performance.now() - painting };
+    return matched.length;
   }
 
-  function appendPage() {
+  function paintRows(rows) {
     more.remove();
     observer?.unobserve(more);
-    const page = matched.slice(shown, shown + PAGE_SIZE);
-    shown += page.length;
-    list.append(...page.map((entry) => rowElement(rowFor(entry, query, dataOf))));
+    shown += rows.length;
+    list.append(...rows.map(rowElement));
     if (shown < matched.length) {
       list.append(more);
       observer?.observe(more);
+    }
+  }
+
+  async function appendPage() {
+    const token = renderToken;
+    if (paging === token || shown >= matched.length) return;
+    paging = token;
+    try {
+      const rows = await sessionRows(renderedQuery, matched.slice(shown, shown + PAGE_SIZE));
+      if (token === renderToken && !destroyed) paintRows(rows);
+    } finally {
+      if (paging === token) paging = 0;
     }
   }
 
@@ -417,11 +435,11 @@ export function mountSessionsPanel(root, options) {
     show() { root.hidden = false; search.focus(); return showList().catch(showError); },
     hide() { root.hidden = true; },
     refresh: () => readStoredIndex().then(render).catch(showError),
+    lastSearch: () => lastSearch,
     search(text) {
       search.value = text;
       query = text;
-      render();
-      return matched.length;
+      return render();
     },
     destroy() {
       destroyed = true;

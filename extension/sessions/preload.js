@@ -1,4 +1,10 @@
-// The sessions index in memory: one per page, shared by every mounted sessions panel.
+// The sessions index in memory: one per page, shared by every mounted sessions panel, and the
+// search over it.
+//
+// Where the digests go: to the search worker (extension/sessions/searcher.js), which reads them
+// from the search copy in IndexedDB off the main thread and answers `findSessions`; only what
+// the copy lacks is read here, from chrome.storage, and handed on. Without a worker (it could not
+// start, or failed) everything below runs on the page's main thread, as it did before the copy:
 //
 // The index (`savedSessions`) is light: ~300 bytes a session, each entry with its digest's head
 // (the preview the list shows). The digests themselves (up to 100K characters each, ~100 MB for a
@@ -13,7 +19,12 @@
 // slices arrive, so the panel refreshes its results).
 //
 // API: preloadSessions({storage, readIndex, readDigests}) -> Promise (resolves once the index is read)
-//      sessionsIndexTimings() -> {readMs, prepareMs, prepareBusyMs, prepared, sessions, version, slices}
+//      findSessions(query, pageSize) -> Promise<{ids, rows, pending}>: the matches in list order,
+//        the first page's rows (what session.list returns for them), digests still missing
+//      sessionRows(query, ids) -> Promise<rows>: the rows of further matches (a next page)
+//      useSearchWorker(false): search on the main thread from now on (the bench's "before")
+//      sessionsIndexTimings() -> {readMs, prepareMs, prepareBusyMs, prepared, sessions, version, slices,
+//        searchIn: "worker" | "page", digestsReadHere: digests read from chrome.storage on the main thread}
 //      useReadIndex(readIndex, readDigests), followStorage(storage), readStoredIndex() -> Promise
 //      indexEntries()    the readable index, or null until read / while Python must repair it
 //      forgetEntry(id)   drops a deleted entry at once (storage.onChanged confirms it)
@@ -21,6 +32,7 @@
 //      onDigests(listener) -> unsubscribe: called after digests arrived or changed
 //      digestsPending()  how many entries' digests are not read yet
 //      dataOf(entry)     the entry's search data, cached while its name and digest are unchanged
+//                        (main-thread search only)
 // readIndex() resolves to the index as a list of stored entries (or an older raw `savedSessions`
 // value) and readDigests(keys) to {key: value}; both default to reading chrome.storage.local
 // directly (pages may read storage, never write it). The index's layout (a header of ids, one
@@ -28,15 +40,20 @@
 
 import { CONTRACT } from "../generated/contract.js";
 import { indexSource } from "./index_read.js";
-import { readableIndex, searchData } from "./search.js";
+import { matchSessions, narrows, queryWords, readableIndex, rowFor, searchData, sortEntries } from "./search.js";
+import { startSearchWorker } from "./searcher.js";
 
 const DIGEST_PREFIX = CONTRACT.storage.sessionDigestPrefix;
+const COPY_EPOCH = CONTRACT.storage.keys.searchCopyEpoch;
 // Digests per read: 20 x 100K characters is ~2 MB to deserialize and fold in one idle slice.
 const DIGEST_SLICE = 20;
 
 const storedIndex = indexSource((keys) => chrome.storage.local.get(keys));
 function defaultReadIndex() { return storedIndex.read(); }
 function defaultReadDigests(keys) { return chrome.storage.local.get(keys); }
+function readCopyEpoch() {
+  return globalThis.chrome?.storage ? chrome.storage.local.get(COPY_EPOCH).then((got) => got[COPY_EPOCH]) : null;
+}
 
 const index = {
   entries: null,          // the readable index; null until read, or while Python must repair it
@@ -51,8 +68,12 @@ const index = {
   generation: new Map(),  // id -> bumped when its digest changes (the cache key's part)
   cache: new Map(),       // id -> {key, data}: folded text + bigram filter
   warming: false,
+  searcher: null,         // the search worker's client, or null: search on the main thread
+  workerAllowed: true,    // false once the worker failed (or the bench turned it off)
+  last: null,             // main-thread narrowing: {query, matched}
   // For the bench and for honest figures: the index read and the digests' reading + preparation.
-  timings: { readMs: null, prepareMs: null, prepareBusyMs: null, prepared: 0, slices: 0, longestSliceMs: 0 },
+  timings: { readMs: null, prepareMs: null, prepareBusyMs: null, prepared: 0, slices: 0, longestSliceMs: 0,
+    digestsReadHere: 0 },
 };
 
 const digestOf = (value) => (typeof value === "string" ? value : "");
@@ -70,11 +91,78 @@ export function dataOf(entry) {
 export function indexEntries() { return index.entries; }
 
 export function digestsPending() {
+  if (index.searcher) return index.searcher.pending();
   return (index.entries ?? []).reduce((n, e) => n + (index.digests.has(e.id) ? 0 : 1), 0);
+}
+
+export function useSearchWorker(allowed) {
+  index.workerAllowed = allowed;
+  if (!allowed && index.searcher) index.searcher.stop();
+}
+
+const entryIds = (ids) => {
+  const byId = new Map((index.entries ?? []).map((e) => [e.id, e]));
+  return ids.map((id) => byId.get(id)).filter(Boolean);
+};
+
+function findHere(query, pageSize) {
+  const within = index.last && narrows(index.last.query, query) ? index.last.matched : null;
+  const matched = matchSessions(index.entries ?? [], query, dataOf, within);
+  index.last = queryWords(query).length ? { query, matched } : null;
+  return { ids: matched.map((e) => e.id), rows: matched.slice(0, pageSize).map((e) => rowFor(e, query, dataOf)),
+    pending: queryWords(query).length ? digestsPending() : 0 };
+}
+
+// A query without words needs no digest: the list in its order, previews from `digestHead`.
+export function findSessions(query, pageSize) {
+  if (!queryWords(query).length) {
+    const sorted = sortEntries(index.entries ?? []);
+    return Promise.resolve({ ids: sorted.map((e) => e.id), rows: sorted.slice(0, pageSize).map((e) => rowFor(e, query, dataOf)), pending: 0 });
+  }
+  if (index.searcher) return index.searcher.search(query, pageSize);
+  return Promise.resolve(findHere(query, pageSize));
+}
+
+export function sessionRows(query, ids) {
+  if (index.searcher && queryWords(query).length) return index.searcher.rows(query, ids);
+  return Promise.resolve(entryIds(ids).map((e) => rowFor(e, query, dataOf)));
+}
+
+// The worker failed: what it had not answered is answered here, and the digests read here.
+function searchHere(requests) {
+  index.searcher = null;
+  index.workerAllowed = false;
+  index.last = null;
+  warmDigests();
+  for (const { request, resolve } of requests) {
+    resolve(request.type === "rows" ? entryIds(request.ids).map((e) => rowFor(e, request.query, dataOf))
+      : findHere(request.query, request.pageSize));
+  }
+}
+
+function startSearcher() {
+  if (index.searcher || !index.workerAllowed || !globalThis.Worker) return;
+  const started = performance.now();
+  index.searcher = startSearchWorker({
+    readEpoch: readCopyEpoch,
+    readDigests: (keys) => index.readDigests(keys),
+    onProgress: () => {
+      const searcher = index.searcher;
+      if (!searcher) return;
+      index.timings.prepared = (index.entries ?? []).length - searcher.pending();
+      if (searcher.settled() && index.timings.prepareMs === null) {
+        Object.assign(index.timings, { prepareMs: performance.now() - started, prepareBusyMs: searcher.busyMs() });
+      }
+      for (const listener of index.digestListeners) listener();
+    },
+    onFail: searchHere,
+  });
+  if (!index.searcher) index.workerAllowed = false;
 }
 
 export function forgetEntry(id) {
   if (index.entries) index.entries = index.entries.filter((e) => e.id !== id);
+  if (index.entries && index.searcher) index.searcher.setEntries(index.entries);
 }
 
 export function onIndexChange(listener) {
@@ -95,15 +183,20 @@ export function useReadIndex(readIndex, readDigests) {
 function setIndex(raw) {
   index.entries = readableIndex(raw);
   index.version++;
+  index.last = null;
   const live = new Set((index.entries ?? []).map((e) => e.id));
   for (const map of [index.cache, index.digests, index.generation]) {
     for (const id of map.keys()) if (!live.has(id)) map.delete(id);
   }
-  warmDigests();
+  if (index.entries) startSearcher();
+  if (index.searcher && index.entries) index.searcher.setEntries(index.entries);
+  else warmDigests();
   for (const listener of index.listeners) listener();
 }
 
 function setDigest(id, value) {
+  index.last = null;
+  if (index.searcher) { index.searcher.setDigest(id, value); return; }
   index.digests.set(id, digestOf(value));
   index.generation.set(id, (index.generation.get(id) ?? 0) + 1);
 }
@@ -129,6 +222,7 @@ export function followStorage(storage) {
     for (const [key, change] of Object.entries(changes)) {
       if (key.startsWith(DIGEST_PREFIX)) { setDigest(key.slice(DIGEST_PREFIX.length), change.newValue); digests = true; }
     }
+    if (COPY_EPOCH in changes) index.searcher?.setEpoch(changes[COPY_EPOCH].newValue);
     storedIndex.follow(changes)?.then(setIndex, () => {});
     if (digests) for (const listener of index.digestListeners) listener();
   });
@@ -137,7 +231,7 @@ export function followStorage(storage) {
 // Read the digests not read yet, DIGEST_SLICE per idle callback, and prepare each one's search
 // data as it arrives, so the first keystroke is as fast as the others.
 function warmDigests() {
-  if (index.warming) return;
+  if (index.warming || index.searcher) return;
   index.warming = true;
   const started = performance.now();
   let busy = 0;
@@ -149,6 +243,7 @@ function warmDigests() {
       return;
     }
     let got = {};
+    index.timings.digestsReadHere += missing.length;
     try { got = await index.readDigests(missing.map((e) => DIGEST_PREFIX + e.id)); } catch { got = {}; }
     let next = 0;
     const prepare = (deadline) => {
@@ -181,7 +276,9 @@ export function preloadSessions({ storage = globalThis.chrome?.storage, readInde
 }
 
 export function sessionsIndexTimings() {
-  return { ...index.timings, sessions: index.entries?.length ?? null, version: index.version };
+  return { ...index.timings, sessions: index.entries?.length ?? null, version: index.version,
+    searchIn: index.searcher ? "worker" : "page",
+    digestsReadHere: index.timings.digestsReadHere + (index.searcher?.readHere() ?? 0) };
 }
 
 const requestIdle = (fn) => (globalThis.requestIdleCallback ? requestIdleCallback(fn) : setTimeout(() => fn(null), 0));

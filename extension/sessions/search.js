@@ -5,7 +5,8 @@
 // every code point), and a row is what `session.list` returns for that session (same preview,
 // same highlights; offsets in UTF-16 units here, code points in Python), so both sides find the
 // same sessions. Per keystroke the cost is bounded by a per-session bigram filter (`searchData`),
-// built once per session by extension/sessions/preload.js. An entry of the index carries only
+// built once per session by the search worker's engine (extension/sessions/search_engine.js), or
+// by extension/sessions/preload.js when search runs on the page's main thread. An entry of the index carries only
 // its digest's head (`digestHead`, the preview without a query); the digest itself comes apart
 // (`sessionDigest_<id>`) and `dataOf(entry)` hands it over with the search data.
 //

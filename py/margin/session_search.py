@@ -6,8 +6,10 @@ margin.sessions):
 6. Search is case- and diacritics-insensitive in every script: both sides are folded by `fold()`
    (NFKD, lowercase + the ß/final-sigma/iota folds, NFKD, marks dropped), then every word of the
    query must occur as a substring of the folded name + digest (substring matching also serves
-   CJK, which has no spaces). Where it runs: in the side panel, in JS, over the index it read
-   (extension/sessions/search.js, same fold, same results): Python here takes seconds per query
+   CJK, which has no spaces). Where it runs: in the side panel's search worker, in JS, over the
+   index the panel read and the digests' IndexedDB copy (extension/sessions/search.js and
+   search_engine.js, same fold, same results; tests compare both with this module): Python here
+   takes seconds per query
    over 1,000 full digests, the panel answers each keystroke in milliseconds. This Python search
    serves `session.list {query}` and the tests; tests keep the two in step.
    The digests come by address (`sessionDigest_<id>`, margin.session_index rule 3); without a

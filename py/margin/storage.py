@@ -61,6 +61,9 @@ UNSAVED_ANSWERS = "unsavedAnswers"
 SESSION_UNDO_PREFIX = "sessionUndo_"
 # The bodies a backup import wrote and has not committed yet (margin.backup_import, rule 3).
 BACKUP_IMPORT_STAGING = "backupImportStaging"
+# The search copy's epoch (a random id), written by the JS bridge only (extension/digest_copy.js):
+# the IndexedDB copy of the digests is valid only while its own epoch equals this one.
+SEARCH_COPY_EPOCH = "searchCopyEpoch"
 
 DEFAULTS: dict[str, Any] = {
     # The one global, flat conversation: [{role, content, ...}] (margin.history).
@@ -148,6 +151,7 @@ def contract_for_js() -> dict[str, Any]:
             "activeProviderId": ACTIVE_PROVIDER_ID,
             "uiLanguage": UI_LANGUAGE,
             "backupImportStaging": BACKUP_IMPORT_STAGING,
+            "searchCopyEpoch": SEARCH_COPY_EPOCH,
         },
         "sessionBodyPrefix": SESSION_BODY_PREFIX,
         "sessionDigestPrefix": SESSION_DIGEST_PREFIX,

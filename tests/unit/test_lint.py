@@ -67,7 +67,9 @@ def test_node_checks_each_script_the_way_the_extension_loads_it(tmp_path):
         "background.js": "import { a } from './a.js';\nexport {\n  a,\n} from './a.js';\n",
         "a.js": "export const a = 1;\nconst later = () => import('./panel/lazy.js');\n",
         "panel/lazy.js": "export default 1;\n",
-        "page.js": "import { a } from './a.js';\n",
+        "page.js": "import { a } from './a.js';\n"
+        'const w = new Worker(new URL("./work/worker.js", import.meta.url), { type: "module" });\n',
+        "work/worker.js": "import { a } from '../a.js';\n",
         "content/extract.js": "globalThis.x = 1;\n",
         "vendor/lib.js": "export default 1;\n",
     }
@@ -82,6 +84,7 @@ def test_node_checks_each_script_the_way_the_extension_loads_it(tmp_path):
         "extension/background.js": "--input-type=module",
         "extension/page.js": "--input-type=module",
         "extension/panel/lazy.js": "--input-type=module",
+        "extension/work/worker.js": "--input-type=module",  # a module Worker the page starts
         "extension/content/extract.js": "--input-type=commonjs",
     }  # vendor/ is not ours: skipped
     assert (

@@ -1,0 +1,205 @@
+"""The search copy kept by the service worker (extension/digest_copy.js, through bridge.js's
+storage writes), run in node against an in-memory chrome.storage and IndexedDB: every digest
+Python writes reaches the copy, the copy's entry is gone before its digest changes, a failed
+removal invalidates the whole copy in the same write, the backfill never keeps a value that
+changed while it read, and an update of the extension starts the copy again."""
+
+from pathlib import Path
+
+from helpers import run_js_module
+
+from margin.contract import render_js
+
+EXTENSION = Path(__file__).resolve().parents[2] / "extension"
+
+# chrome.storage.local and IndexedDB in memory, with Chrome's orders: a set's onChanged comes
+# after the set; IndexedDB transactions run one after the other, in the order they were created.
+FAKES = """
+const tick = () => new Promise((r) => setTimeout(r, 0));
+const stored = new Map();
+const listeners = [];
+const log = [];
+const hooks = { beforeSet: () => {}, afterRead: async () => {} };
+const change = (changes) => setTimeout(() => listeners.forEach((l) => l(changes, 'local')), 0);
+globalThis.chrome = { storage: {
+  onChanged: { addListener: (l) => listeners.push(l) },
+  local: {
+    async get(keys) {
+      const list = typeof keys === 'string' ? [keys] : keys;
+      const out = {};
+      for (const k of list) if (stored.has(k)) out[k] = structuredClone(stored.get(k));
+      await hooks.afterRead(list);  // what was read is kept: a change now lands after the read
+      return out;
+    },
+    async set(items) {
+      hooks.beforeSet(items);
+      const changes = {};
+      for (const [k, v] of Object.entries(items)) { changes[k] = { oldValue: stored.get(k), newValue: v }; stored.set(k, v); }
+      log.push(['set', Object.keys(items)]);
+      change(changes);
+    },
+    async remove(keys) {
+      const changes = {};
+      for (const k of [].concat(keys)) if (stored.has(k)) { changes[k] = { oldValue: stored.get(k) }; stored.delete(k); }
+      change(changes);
+    },
+    async getKeys() { return [...stored.keys()]; },
+  },
+} };
+
+const databases = new Map();
+const failing = { write: false };
+let queue = Promise.resolve();
+function transaction(stores, names, mode) {
+  const ops = [];
+  const tx = { error: null, objectStore(name) {
+    const store = stores.get(name);
+    const op = (fn) => { const request = {}; ops.push(() => { request.result = fn(); request.onsuccess?.({ target: request }); }); return request; };
+    const write = (fn) => op(() => { if (failing.write) throw new Error('QuotaExceededError'); return fn(); });
+    return {
+      get: (key) => op(() => structuredClone(store.get(key))),
+      getAllKeys: () => op(() => [...store.keys()]),
+      put: (value, key) => write(() => { store.set(key, value); }),
+      delete: (key) => write(() => { store.delete(key); }),
+      clear: () => write(() => { store.clear(); }),
+    };
+  } };
+  queue = queue.then(tick).then(() => {
+    try { for (const run of ops) run(); } catch (error) { tx.error = error; tx.onabort?.(); return; }
+    tx.oncomplete?.();
+  });
+  return tx;
+}
+globalThis.indexedDB = { open(name) {
+  const request = {};
+  setTimeout(() => {
+    let stores = databases.get(name);
+    const fresh = !stores;
+    if (fresh) { stores = new Map(); databases.set(name, stores); }
+    request.result = { createObjectStore: (n) => stores.set(n, new Map()),
+      transaction: (names, mode) => transaction(stores, names, mode), close() {} };
+    if (fresh) request.onupgradeneeded?.();
+    request.onsuccess?.();
+  }, 0);
+  return request;
+} };
+const copy = () => Object.fromEntries(databases.get('margin-search')?.get('digests') ?? []);
+const copyEpoch = () => databases.get('margin-search')?.get('meta').get('epoch');
+const settle = async () => { for (let i = 0; i < 5; i++) await tick(); await globalThis.marginSearchCopy.settled(); };
+const py = (items) => bridge.storageSet('local', JSON.stringify(items)).then(JSON.parse);
+const { startDigestCopy } = await import('./digest_copy.js');
+startDigestCopy({ writeEpoch: (epoch) => bridge.writeSearchCopyEpoch(epoch) });
+"""
+
+
+def run_copy(tmp_path, script, data=None):
+    files = {
+        "generated/contract.js": render_js("margin-test.whl"),
+        "digest_copy.js": (EXTENSION / "digest_copy.js").read_text(encoding="utf-8"),
+        "sessions/copy_store.js": (EXTENSION / "sessions" / "copy_store.js").read_text(encoding="utf-8"),
+    }
+    return run_js_module(tmp_path, EXTENSION / "bridge.js", "bridge", FAKES + script, data, extra_files=files)
+
+
+def test_a_profile_from_before_is_backfilled_and_pythons_writes_follow(tmp_path):
+    got = run_copy(
+        tmp_path,
+        """
+stored.set('savedSessions', []);
+stored.set('sessionDigest_a', 'alpha text');
+stored.set('sessionDigest_b', 'beta text');
+stored.set('sessionDigest_n', 42);  // not a string: no digest
+await settle();
+const backfilled = copy();
+const epochs = [copyEpoch(), stored.get('searchCopyEpoch')];
+await py({ sessionDigest_c: 'gamma text', session_c: { history: [] } });
+await py({ sessionDigest_a: 'alpha, edited' });
+await bridge.storageRemove('local', JSON.stringify(['sessionDigest_b', 'session_b']));
+await settle();
+console.log(JSON.stringify({ backfilled, epochs, after: copy() }));
+""",
+    )
+    assert got["backfilled"] == {"a": "alpha text", "b": "beta text"}
+    assert got["epochs"][0] and got["epochs"][0] == got["epochs"][1]
+    assert got["after"] == {"a": "alpha, edited", "c": "gamma text"}
+
+
+def test_the_copys_entry_is_gone_before_its_digest_changes_in_storage(tmp_path):
+    got = run_copy(
+        tmp_path,
+        """
+stored.set('sessionDigest_a', 'old text');
+await settle();
+const seenAtSet = [];
+hooks.beforeSet = (items) => { if ('sessionDigest_a' in items) seenAtSet.push(Object.hasOwn(copy(), 'a')); };
+await py({ sessionDigest_a: 'new text' });
+hooks.beforeSet = () => {};
+await settle();
+console.log(JSON.stringify({ seenAtSet, after: copy() }));
+""",
+    )
+    assert got == {"seenAtSet": [False], "after": {"a": "new text"}}
+
+
+def test_a_removal_that_fails_invalidates_the_whole_copy_in_the_same_write(tmp_path):
+    got = run_copy(
+        tmp_path,
+        """
+stored.set('sessionDigest_a', 'old text');
+await settle();
+const before = stored.get('searchCopyEpoch');
+failing.write = true;
+const reply = await py({ sessionDigest_a: 'new text' });
+const [, keys] = log.at(-1);
+const staleDuring = copy().a;
+const invalid = stored.get('searchCopyEpoch') !== before && copyEpoch() !== stored.get('searchCopyEpoch');
+failing.write = false;
+await settle();  // the epoch's change starts the backfill: the copy is rebuilt under it
+console.log(JSON.stringify({ reply, keys, invalid, staleDuring, after: copy(),
+  rebuilt: copyEpoch() === stored.get('searchCopyEpoch') }));
+""",
+    )
+    assert got["reply"]["ok"] and stored_in_one_write(got["keys"])
+    assert got["invalid"] and got["staleDuring"] == "old text"  # held, but under a dead epoch
+    assert got["after"] == {"a": "new text"} and got["rebuilt"]
+
+
+def stored_in_one_write(keys):
+    return set(keys) == {"sessionDigest_a", "searchCopyEpoch"}
+
+
+def test_the_backfill_keeps_no_value_that_changed_while_it_read(tmp_path):
+    got = run_copy(
+        tmp_path,
+        """
+await settle();
+stored.set('sessionDigest_a', 'read by the backfill, then replaced');
+let raced = 0;
+hooks.afterRead = async (keys) => {
+  if (!keys.includes('sessionDigest_a') || raced++) return;
+  await py({ sessionDigest_a: 'the newer text' });  // all of it, before the backfill's read returns
+};
+await globalThis.marginSearchCopy.settled();
+hooks.afterRead = async () => {};
+await settle();
+console.log(JSON.stringify({ after: copy(), raced }));
+""",
+    )
+    assert got == {"after": {"a": "the newer text"}, "raced": 1}
+
+
+def test_an_update_starts_the_copy_again(tmp_path):
+    # A version without the copy may have run and written digests the copy never saw.
+    got = run_copy(
+        tmp_path,
+        """
+stored.set('sessionDigest_a', 'as the copy saw it');
+await settle();
+stored.set('sessionDigest_a', 'written by a version that kept no copy');
+const { restartDigestCopy } = await import('./digest_copy.js');
+await restartDigestCopy();
+await settle();
+console.log(JSON.stringify({ after: copy(), valid: copyEpoch() === stored.get('searchCopyEpoch') }));
+""",
+    )
+    assert got == {"after": {"a": "written by a version that kept no copy"}, "valid": True}

@@ -1,0 +1,161 @@
+"""The search worker's engine (extension/sessions/search_engine.js) under node: it finds what
+Python's session.list finds, through the search copy or through what the panel hands it, and a
+copy that is stale, missing or from another epoch never gives a wrong result."""
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from helpers import run_js_module
+
+from margin import sessions
+from margin.contract import render_js
+from margin.platform_memory import memory_platform
+from margin.session_index import stored_entries
+from margin.storage import HISTORY, session_digest_key
+
+SESSIONS_JS = Path(__file__).resolve().parents[2] / "extension" / "sessions"
+
+TEXTS = (
+    "Un café à Paris, " + "notes " * 60 + "encore un CAFÉ",
+    "Crème brûlée recipe",
+    "ПРИВЕТ, как дела",
+    "你好世界，今天",
+    "Die Straße entlang",
+    "nothing here",
+    "Ärger im Büro mit dem Kaffee " + "filler " * 2000 + "zanzibar deep inside",
+)
+QUERIES = ["", "cafe", "creme brulee", "привет", "世界", "strasse", "buro", "e", "zz", "un cafe", "zanzibar"]
+
+# The engine fed as a test says: `copy` is what the IndexedDB copy holds ({epoch, found}),
+# `panel` what the panel hands over (after `missing`), `queries` what is typed.
+RUN = """
+const { createEngine } = search_engine;
+const missing = [];
+let copyReads = 0;
+const engine = createEngine({
+  readCopy: async (ids) => {
+    copyReads++;
+    if (input.copyFails) throw new Error('no IndexedDB');
+    const found = {};
+    for (const id of ids) if (Object.hasOwn(input.copy.found, id)) found[id] = input.copy.found[id];
+    if (input.duringRead) engine.setDigests(input.duringRead);  // the panel's value arrives mid-read
+    return { epoch: input.copy.epoch, found };
+  },
+  onMissing: (ids) => missing.push(...ids),
+});
+await engine.setEntries(input.index, input.epoch);
+const before = { missing: [...missing].sort(), pending: engine.pending() };
+engine.setDigests(Object.fromEntries(missing.map((id) => [id, input.panel[id] ?? null])));
+if (input.renamed) await engine.setEntries(input.renamed, input.epoch);
+while (engine.prepare(50)) { /* fold everything, as the worker does between messages */ }
+const rows = input.queries.map((q) => engine.search(q, 1000).rows.map((r) => { delete r.savedAt; return r; }));
+const paged = engine.search('e', 2);
+const more = engine.rows('e', paged.ids.slice(2)).map((r) => { delete r.savedAt; return r; });
+console.log(JSON.stringify({ before, rows, pendingAfter: engine.pending(), copyReads,
+  paged: { ids: paged.ids, first: paged.rows.length }, more }));
+"""
+
+
+def seeded():
+    platform = memory_platform()
+    for text in TEXTS:
+        asyncio.run(platform.local.set({HISTORY: [{"role": "user", "content": text}]}))
+        asyncio.run(sessions.handle_new(platform, {}))
+    stored = platform.local.snapshot()
+    index = stored_entries(stored)
+    digests = {e["id"]: stored[session_digest_key(e["id"])] for e in index}
+    return platform, index, digests
+
+
+def python_rows(platform, queries):
+    expected = [
+        asyncio.run(sessions.handle_list(platform, {"query": q} if q else {}))["sessions"] for q in queries
+    ]
+    for rows in expected:
+        for row in rows:
+            del row["savedAt"]
+    return expected
+
+
+def run_engine(tmp_path, **data):
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    return run_js_module(
+        folder,
+        SESSIONS_JS / "search_engine.js",
+        "search_engine",
+        RUN,
+        {"queries": QUERIES, "epoch": "E1", "panel": {}, "copy": {"epoch": "E1", "found": {}}, **data},
+        extra_files={
+            "search.js": (SESSIONS_JS / "search.js").read_text(encoding="utf-8"),
+            "../generated/contract.js": render_js("margin-test.whl"),
+        },
+    )
+
+
+def test_through_a_full_copy_the_worker_finds_what_session_list_finds(tmp_path):
+    platform, index, digests = seeded()
+    got = run_engine(tmp_path, index=index, copy={"epoch": "E1", "found": digests})
+    assert got["before"] == {"missing": [], "pending": 0}
+    assert got["rows"] == python_rows(platform, QUERIES)
+    # A word deep in a long digest is found, and the next page's rows are the same rows.
+    [deep] = got["rows"][QUERIES.index("zanzibar")]
+    assert deep["name"].startswith("Ärger im Büro") and "zanzibar" in deep["preview"]
+    every_e = got["rows"][QUERIES.index("e")]
+    assert len(every_e) > 2 and got["paged"]["first"] == 2 and got["more"] == every_e[2:]
+
+
+def test_a_copy_of_another_epoch_is_not_used_and_the_panels_digests_give_the_right_rows(tmp_path):
+    platform, index, digests = seeded()
+    wrong = {sid: "zanzibar cafe strasse" for sid in digests}  # what an old copy might say
+    got = run_engine(tmp_path, index=index, copy={"epoch": "E0", "found": wrong}, panel=digests)
+    assert got["before"]["missing"] == sorted(digests) and got["before"]["pending"] == len(digests)
+    assert got["rows"] == python_rows(platform, QUERIES)
+    assert got["pendingAfter"] == 0
+
+
+@pytest.mark.parametrize("copy_fails", [False, True])
+def test_what_the_copy_lacks_is_asked_of_the_panel_and_nothing_else(tmp_path, copy_fails):
+    platform, index, digests = seeded()
+    present = dict(list(digests.items())[:3])
+    got = run_engine(
+        tmp_path, index=index, copy={"epoch": "E1", "found": present}, panel=digests, copyFails=copy_fails
+    )
+    lacking = sorted(digests) if copy_fails else sorted(set(digests) - set(present))
+    assert got["before"]["missing"] == lacking
+    assert got["rows"] == python_rows(platform, QUERIES)
+
+
+def test_a_digest_the_panel_sent_during_a_copy_read_is_not_overwritten_by_the_copy(tmp_path):
+    platform, index, digests = seeded()
+    target = next(e["id"] for e in index if e["name"] == "nothing here")
+    stale = {**digests, target: "nothing here, but an old copy says zanzibar"}
+    got = run_engine(
+        tmp_path,
+        index=index,
+        copy={"epoch": "E1", "found": stale},
+        duringRead={target: digests[target]},
+        queries=["", "zanzibar"],
+    )
+    assert got["rows"] == python_rows(platform, ["", "zanzibar"])
+    assert "nothing here" not in [r["name"] for r in got["rows"][1]]
+
+
+def test_a_rename_is_searched_at_once_and_a_digest_that_is_not_text_reads_as_none(tmp_path):
+    platform, index, digests = seeded()
+    target = next(e for e in index if e["name"] == "nothing here")
+    asyncio.run(sessions.handle_rename(platform, {"id": target["id"], "name": "Quokka notes"}))
+    renamed = stored_entries(platform.local.snapshot())
+    found = {sid: text for sid, text in digests.items() if sid != target["id"]}
+    got = run_engine(
+        tmp_path,
+        index=index,
+        renamed=renamed,
+        copy={"epoch": "E1", "found": found},
+        panel={target["id"]: 12345},  # a value that is not a string: no digest
+        queries=["", "quokka", "nothing"],
+    )
+    asyncio.run(platform.local.set({session_digest_key(target["id"]): 12345}))
+    assert got["rows"] == python_rows(platform, ["", "quokka", "nothing"])
+    assert [r["name"] for r in got["rows"][1]] == ["Quokka notes"]
