@@ -1,24 +1,18 @@
-"""Attach page, Explain and Seek as the user lives them, with the tab and the page script faked
-(the page script itself runs in Chromium in tests/e2e/test_page_context_e2e.py)."""
+"""Attach page as the user lives it, with the tab and the page script faked (attach_tabs.py; the
+page script itself runs in Chromium in tests/e2e/test_page_context_e2e.py). Explain and Seek:
+test_explain_and_seek.py."""
 
-import asyncio
 import json
 
 import pytest
-from test_chat import SETTINGS, answer
+from attach_tabs import ARTICLE_URL, VTT, Page, attach_now, history, run, setup, turn, video_page
+from chat_turns import SETTINGS, answer
 
-from margin import attach, chat, clock, explain, page_context, site_caches, video
+from margin import attach, clock, page_context, site_caches
 from margin.errors import MarginError
 from margin.history import Record
-from margin.platform_memory import MemoryTabs, ScriptedResponse, ScriptedTransport, memory_platform
-from margin.ports import ScriptError, WebTab
-
-ARTICLE_URL = "https://news.example.com/2026/rivers"
-ARTICLE_HTML = (
-    "<h1>How rivers carve canyons</h1><p>Water finds the weakest rock.</p>"
-    "<h2>Time</h2><ul><li>Millions of years</li><li>Floods</li></ul>"
-)
-VTT = "WEBVTT\n\n00:00:01.000 --> 00:00:04.000\nWelcome to the canyon.\n\n01:02:03.000 --> 01:02:06.000\nThe end.\n"
+from margin.platform_memory import ScriptedResponse
+from margin.ports import ScriptError
 
 
 @pytest.fixture(autouse=True)
@@ -26,81 +20,6 @@ def fresh_worker():
     site_caches.forget_instance()
     yield
     site_caches.forget_instance()
-
-
-class Page:
-    """What the page script answers in one tab."""
-
-    def __init__(
-        self,
-        url=ARTICLE_URL,
-        title="How rivers carve canyons",
-        html=ARTICLE_HTML,
-        videos=(),
-        youtube=None,
-        content_type="text/html",
-        method="readability",
-    ):
-        self.url, self.title, self.html = url, title, html
-        self.videos, self.youtube, self.content_type, self.method = (
-            list(videos),
-            youtube,
-            content_type,
-            method,
-        )
-        self.seeks = []
-
-    def __call__(self, tab, function, args):
-        if function == "__marginProbe":
-            return {
-                "url": self.url,
-                "title": self.title,
-                "textLength": len(self.html),
-                "videoCount": len(self.videos),
-                "contentType": self.content_type,
-            }
-        if function == "__marginExtract":
-            if not self.html and not self.videos:
-                return {"ok": False, "reason": "no_text"}
-            return {
-                "ok": True,
-                "url": self.url,
-                "title": self.title,
-                "lang": "en",
-                "method": self.method,
-                "html": self.html,
-                "videos": self.videos,
-                "youtube": self.youtube,
-            }
-        if function == "__marginSeek":
-            self.seeks.append(args)
-            return {"ok": True, "currentTime": args[2]}
-        raise AssertionError(function)
-
-
-def setup(page=None, responses=(), url=ARTICLE_URL):
-    tabs = MemoryTabs(WebTab(7, 3, url, "page"), script=page or Page(url=url))
-    transport = ScriptedTransport(list(responses))
-    platform = memory_platform(dict(SETTINGS), transport, tabs=tabs)
-    return platform
-
-
-def run(coro):
-    return asyncio.run(coro)
-
-
-def history(platform):
-    return platform.local.snapshot().get("history", [])
-
-
-def attach_now(platform):
-    return run(attach.handle_attach(platform, {}))
-
-
-def turn(platform, start):
-    events = []
-    run(asyncio.wait_for(chat.run_turn(platform, start, events.append, asyncio.Event()), 5))
-    return events
 
 
 def test_attach_page_stores_a_card_record_with_the_article_as_markdown():
@@ -226,31 +145,6 @@ def test_a_runaway_page_is_cut_at_the_hard_cap_and_says_so(monkeypatch):
     record = history(platform)[0]
     assert "Note: this page is very long" in record["content"]
     assert record["attachment"]["originalChars"] > record["attachment"]["chars"]
-
-
-def video_page():
-    return Page(
-        url="https://videos.example.com/watch/canyon",
-        title="Canyon documentary",
-        html="<p>A film about rivers.</p>",
-        videos=[
-            {
-                "index": 0,
-                "src": "https://videos.example.com/media/canyon.webm",
-                "duration": 3730.0,
-                "tracks": [
-                    {
-                        "kind": "captions",
-                        "label": "English",
-                        "srclang": "en",
-                        "src": "https://videos.example.com/media/canyon.en.vtt",
-                        "isDefault": True,
-                        "cues": None,
-                    }
-                ],
-            }
-        ],
-    )
 
 
 def test_a_video_with_captions_attaches_its_transcript_and_is_stamped_for_seeking():
@@ -462,120 +356,6 @@ def test_a_stored_page_over_the_setting_is_to_be_summarized():
     assert attach_now(long_page())["summarize"] is False  # the default is 50,000
     assert attach_now(long_page(0))["summarize"] is False  # off
     assert attach_now(long_page(20_000, providers=[]))["summarize"] is False  # no model to ask
-
-
-# -- Explain -----------------------------------------------------------------------------------
-
-
-def test_explain_sends_the_selection_and_its_page_once():
-    platform = setup(responses=[answer("It means ...")])
-    request = run(
-        explain.queue(
-            platform,
-            {
-                "selectionText": "  isostatic   rebound ",
-                "pageUrl": ARTICLE_URL,
-                "title": "How rivers carve canyons",
-            },
-        )
-    )
-    events = turn(platform, {"action": "explain", "requestId": request["id"]})
-    assert events[-1]["event"] == "done"
-    stored = history(platform)
-    assert [r["role"] for r in stored] == ["user", "user", "assistant"]
-    assert stored[0]["attachment"]["kind"] == "selection"
-    assert stored[0]["content"].startswith(
-        "[Page context] Selection from: How rivers carve canyons\nURL: " + ARTICLE_URL
-    )
-    assert stored[0]["content"].endswith("\n\nisostatic rebound")
-    assert stored[1]["content"] == "Explain this."
-    # The click is answered once: a second panel asking for it gets a quiet "gone".
-    again = turn(platform, {"action": "explain", "requestId": request["id"]})
-    assert again[-1]["event"] == "error" and again[-1]["error"]["code"] == "explain_gone"
-    assert len(history(platform)) == 3
-
-
-def test_explain_without_a_selection_is_refused():
-    with pytest.raises(MarginError) as info:
-        run(explain.queue(setup(), {"selectionText": "   "}))
-    assert info.value.code == "nothing_selected"
-
-
-# -- Seek to -----------------------------------------------------------------------------------
-
-
-def attached_video(platform):
-    page = platform.tabs.script
-    attach_now(platform)
-    return page
-
-
-def test_seek_moves_the_video_in_its_tab_and_brings_the_tab_forward():
-    page = video_page()
-    platform = setup(page, responses=[ScriptedResponse(chunks=[VTT])], url=page.url)
-    attached_video(platform)
-    platform.tabs.add(WebTab(9, 3, "https://elsewhere.example/", "other"), active=True)
-    result = run(video.handle_seek(platform, {"index": 0, "seconds": 754}))
-    assert result["how"] == "seeked"
-    assert page.seeks == [("https://videos.example.com/media/canyon.webm", 0, 754)]
-    assert platform.tabs.focused == [7]
-
-
-def test_seek_with_the_tab_gone_reopens_a_video_file_at_that_time():
-    page = video_page()
-    platform = setup(page, responses=[ScriptedResponse(chunks=[VTT])], url=page.url)
-    attached_video(platform)
-    platform.tabs.close(7)
-    result = run(video.handle_seek(platform, {"index": 0, "seconds": 754.6}))
-    assert result == {
-        "how": "reopened",
-        "tabId": result["tabId"],
-        "url": "https://videos.example.com/media/canyon.webm#t=754",
-    }
-
-
-def test_seek_reopens_youtube_with_t_and_refuses_a_page_without_a_time_address():
-    assert (
-        video.reopen_url({"pageUrl": "https://www.youtube.com/watch?v=abc&list=x", "src": "blob:x"}, 65)
-        == "https://www.youtube.com/watch?v=abc&t=65s"
-    )
-    assert (
-        video.reopen_url({"pageUrl": "https://youtu.be/abc", "src": ""}, 3)
-        == "https://www.youtube.com/watch?v=abc&t=3s"
-    )
-    assert (
-        video.reopen_url(
-            {"pageUrl": "https://example.com/lesson", "src": "https://cdn.example.com/stream"}, 3
-        )
-        is None
-    )
-    assert video.same_video_page(
-        "https://www.youtube.com/watch?v=abc&t=30s", "https://www.youtube.com/watch?v=abc"
-    )
-    assert not video.same_video_page(
-        "https://www.youtube.com/watch?v=def", "https://www.youtube.com/watch?v=abc"
-    )
-
-    page = video_page()
-    page.videos[0]["src"] = "https://cdn.example.com/stream"
-    platform = setup(page, responses=[ScriptedResponse(chunks=[VTT])], url=page.url)
-    attached_video(platform)
-    platform.tabs.close(7)
-    with pytest.raises(MarginError) as info:
-        run(video.handle_seek(platform, {"index": 0, "seconds": 10}))
-    assert info.value.code == "video_gone" and "Attach page" in info.value.message
-
-
-def test_seek_refuses_a_record_that_is_not_a_video_and_a_bad_time():
-    platform = setup()
-    attach_now(platform)
-    for payload in ({"index": 0, "seconds": 5}, {"index": 4, "seconds": 5}, {"index": "0", "seconds": 5}):
-        with pytest.raises(MarginError) as info:
-            run(video.handle_seek(platform, payload))
-        assert info.value.code == "video_gone"
-    with pytest.raises(MarginError) as info:
-        run(video.handle_seek(platform, {"index": 0, "seconds": float("nan")}))
-    assert info.value.code == "bad_payload"
 
 
 def test_sessions_name_and_search_a_conversation_by_its_question_not_the_page_text():

@@ -10,8 +10,8 @@ import json
 import random
 
 import pytest
+from chat_turns import SETTINGS
 from PIL import Image
-from test_chat import SETTINGS
 from test_image_originals import sent_urls
 
 from margin import chat, data_urls, image_bound, image_codec, image_originals

@@ -6,8 +6,8 @@ import itertools
 import json
 
 import pytest
+from chat_turns import SETTINGS, HangingResponse, answer, delta, sse
 from test_api import Sink
-from test_chat import SETTINGS, HangingResponse, answer, delta, sse
 
 from margin import page_context, summaries
 from margin.history import Record
