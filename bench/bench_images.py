@@ -15,9 +15,7 @@ run.py, or None where no browser is needed, and returns a list of dicts with `Re
    Storage is re-seeded before every call; the seeding is not timed.
 3. `bound_in_cpython`: the same bound on the same data under CPython, in a fresh subprocess so the
    first call includes importing Pillow.
-4. `huge_images_in_cpython` (browserless, in run.py's `BROWSERLESS_METRICS`): peak memory and time
-   to refuse a 10,000 x 10,000 PNG (over the 50 MP cap) and to thumbnail a 7,000 x 7,000 PNG and
-   JPEG, each in a fresh process (issue 11, finding 6).
+4. (huge images under CPython: bench_huge_images.py.)
 5. `send_during_bound` (issue 14): the time from pressing Enter to the request reaching the fake
    provider while the panel's `images.bound` works on the same ~20 MB, against the same send with
    no bound running, in one run. Target: at most 1.5x (the send waits for one image's write at
@@ -98,9 +96,9 @@ _IMAGE_META = [
 
 
 def conversation(turns: int, images: int, *, seen: bool = True) -> list[dict[str, Any]]:
-    """`turns` user/assistant exchanges (harness.realistic_history texts); the first `images` user
+    """`turns` user/assistant exchanges (histories.realistic_history texts); the first `images` user
     turns, spread over the conversation, each carry one image (stamped seen when `seen`)."""
-    from harness import realistic_history
+    from histories import realistic_history
 
     records = realistic_history(turns * 2)
     step = max(1, turns // max(1, images))
@@ -405,66 +403,6 @@ def bound_in_cpython(bench: Any = None, runs: int | None = None) -> list[dict[st
     ]
 
 
-# One huge image per fresh process: the file is made by a first child (its allocations would hide
-# the figure), then each operation runs in a child of its own that reports its peak RSS (ru_maxrss)
-# over its baseline (Pillow imported, the file's bytes read) and its time.
-_MAKE_CHILD = r"""
-import sys
-from PIL import Image
-side, fmt, path = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-image = Image.linear_gradient("L").resize((side, side)).convert("RGB")
-image.save(path, fmt, **({"quality": 90} if fmt == "JPEG" else {"compress_level": 1}))
-"""
-_HUGE_CHILD = r"""
-import json, resource, sys, time
-sys.path.insert(0, sys.argv[1])
-from margin import image_codec
-data = open(sys.argv[2], "rb").read()
-base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-started = time.perf_counter()
-try:
-    outcome = "thumbnail of %dx%d" % (lambda t: (t.width, t.height))(image_codec.downscale(data, 512))
-except image_codec.CodecError as error:
-    outcome = "refused: " + error.kind
-ms = (time.perf_counter() - started) * 1000
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print(json.dumps({"ms": ms, "mb": (peak - base) / 1024, "outcome": outcome}))
-"""
-HUGE_CASES = (
-    (10_000, "PNG", "refused: too_large"),
-    (7_000, "PNG", "thumbnail"),
-    (7_000, "JPEG", "thumbnail"),
-)
-
-
-def huge_images_in_cpython(bench: Any = None) -> list[dict[str, Any]]:
-    """Peak memory and time to bound or refuse one huge image (issue 11, finding 6: before the cap
-    a 10,000 x 10,000 PNG took 962 MB and 7 s). Each operation must end as HUGE_CASES says."""
-    rows = []
-    with tempfile.TemporaryDirectory(prefix="margin-bench-") as tmp:
-        for side, fmt, expected in HUGE_CASES:
-            path = Path(tmp) / f"{side}.{fmt.lower()}"
-            subprocess.run(
-                [sys.executable, "-c", _MAKE_CHILD, str(side), fmt, str(path)], check=True, timeout=600
-            )
-            done = subprocess.run(
-                [sys.executable, "-c", _HUGE_CHILD, str(REPO / "py"), str(path)],
-                capture_output=True,
-                text=True,
-                timeout=600,
-            )
-            if done.returncode != 0:
-                raise RuntimeError(f"the huge-image child failed:\n{done.stderr[-2000:]}")
-            out = json.loads(done.stdout.strip().splitlines()[-1])
-            if not out["outcome"].startswith(expected):
-                raise RuntimeError(f"{side} px {fmt}: expected {expected}, got {out['outcome']}")
-            label = f"{side:,} x {side:,} {fmt} ({side * side / 1e6:g} MP): {out['outcome']}"
-            note = f"{path.stat().st_size / 1e6:.1f} MB file; CPython {sys.version.split()[0]}"
-            rows.append(result(f"{label}, peak memory", round(out["mb"], 1), "MB", note=note))
-            rows.append(result(f"{label}, time", round(out["ms"], 1), "ms", note=note))
-    return rows
-
-
 # --- 5. a send while the bound works; 6. the worker's memory ----------------------------------------------
 
 BENCH_KEY = "sk-bench"
@@ -547,11 +485,9 @@ METRICS = [
     request_bytes_ratio,
     bound_in_browser,
     bound_in_cpython,
-    huge_images_in_cpython,
     send_during_bound,
     worker_memory,
 ]
-BROWSERLESS_METRICS = [huge_images_in_cpython]
 
 
 # --- alone --------------------------------------------------------------------------------------------------

@@ -30,7 +30,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "e2e"))
 sys.path.insert(0, str(REPO / "bench"))
 
-from harness import Launched, Margin, launch, realistic_history
+from harness import Launched, Margin, launch
+from histories import realistic_history
 from playwright.sync_api import sync_playwright
 
 
@@ -263,6 +264,7 @@ METRICS: list[Callable[[Bench], Result | list[Result]]] = [
 
 METRIC_MODULES = (
     "bench_images",
+    "bench_huge_images",
     "bench_session_actions",  # before bench_sessions: its 100 MB search index keeps the worker busy
     "bench_sessions",
     "bench_session_search",

@@ -25,17 +25,8 @@ import json
 import socket
 from typing import Any
 
-from fake_provider import (
-    DEFAULT_SUMMARY,
-    Cut,
-    Garbage,
-    Hang,
-    HttpError,
-    RecordedRequest,
-    Reply,
-    last_user_text,
-    split_text,
-)
+from fake_behaviours import DEFAULT_SUMMARY, Cut, Garbage, Hang, HttpError, Reply
+from fake_requests import RecordedRequest, last_user_text, split_text
 
 
 def error_body(kind: str, message: str) -> dict[str, Any]:

@@ -35,284 +35,39 @@ Rules:
    recorded the same way and answered by `fake_anthropic` with the same behaviours.
 9. Responses API requests (`/v1/responses`) are answered by `fake_responses`, likewise.
 10. A `fake_tool_calls.ToolCall` behaviour streams a function call (run_python) instead of text.
+
+The behaviours and error bodies are in fake_behaviours.py, what is recorded of a request in
+fake_requests.py.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import math
 import re
 import socket
 import threading
 import time
-from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import fake_gemini
 import fake_tool_calls
-
-# --- Provider error bodies, as OpenAI sends them --------------------------------------------
-
-BAD_KEY_BODY = {
-    "error": {
-        "message": "Incorrect API key provided: sk-wr***ong. You can find your API key at "
-        "https://platform.openai.com/account/api-keys.",
-        "type": "invalid_request_error",
-        "param": None,
-        "code": "invalid_api_key",
-    }
-}
-
-
-def model_not_found_body(model: str) -> dict[str, Any]:
-    return {
-        "error": {
-            "message": f"The model `{model}` does not exist or you do not have access to it.",
-            "type": "invalid_request_error",
-            "param": None,
-            "code": "model_not_found",
-        }
-    }
-
-
-RATE_LIMIT_BODY = {
-    "error": {
-        "message": "Rate limit reached for fake-model in organization org-fake on requests per min "
-        "(RPM): Limit 3, Used 3, Requested 1. Please try again in 20s.",
-        "type": "requests",
-        "param": None,
-        "code": "rate_limit_exceeded",
-    }
-}
-
-SERVER_ERROR_BODY = {
-    "error": {
-        "message": "The server had an error while processing your request. Sorry about that!",
-        "type": "server_error",
-        "param": None,
-        "code": None,
-    }
-}
-
-
-# Tokens are counted the way providers estimate them for English: about four characters each.
-CHARS_PER_TOKEN = 4
-
-
-def context_overflow_body(limit_tokens: int, requested_tokens: int) -> dict[str, Any]:
-    """OpenAI's answer to a request longer than the model's context window."""
-    return {
-        "error": {
-            "message": f"This model's maximum context length is {limit_tokens} tokens. However, your "
-            f"messages resulted in {requested_tokens} tokens. Please reduce the length of the messages.",
-            "type": "invalid_request_error",
-            "param": "messages",
-            "code": "context_length_exceeded",
-        }
-    }
-
-
-# A summarization request says what it asks for; a turn never does (rule 7). margin.summaries'
-# instruction says "You compress a web page ... Write a summary of about N characters"; adapt
-# here if it is worded differently.
-SUMMARY_MARKER = re.compile(
-    r"\bcompress (?:a|the|this) (?:web )?page\b|\bwrite a summary\b|\bsummari[sz](?:e|ing)\b",
-    re.IGNORECASE,
+from fake_behaviours import (
+    BAD_KEY_BODY,
+    DEFAULT_SUMMARY,
+    SUMMARY_MARKER,
+    Behaviour,
+    ContextLimit,
+    Cut,
+    Garbage,
+    Hang,
+    HttpError,
+    Reply,
+    context_overflow_body,
+    model_not_found_body,
 )
-
-# What an unscripted summarization request gets (it must not match SUMMARY_MARKER itself: it is
-# sent to the model in later turns).
-DEFAULT_SUMMARY = (
-    "In short: the page explains its topic in three steps, with one example for each, and ends "
-    "with a list of open questions."
-)
-
-
-# --- Behaviours ---------------------------------------------------------------------------
-
-
-@dataclass
-class Reply:
-    """A normal answer: streamed in `chunks` pieces `delay` seconds apart, or one JSON body."""
-
-    text: str
-    chunks: int = 4
-    delay: float = 0.0
-    # The delay before the first chunk (after the role chunk and the headers).
-    first_delay: float = 0.0
-    applies_to_models: bool = False
-
-
-@dataclass
-class HttpError:
-    status: int
-    body: Any
-    headers: dict[str, str] = field(default_factory=dict)
-    applies_to_models: bool = True
-
-
-@dataclass
-class Garbage:
-    """A 200 stream whose events are not JSON."""
-
-    applies_to_models: bool = False
-
-
-@dataclass
-class Cut:
-    """A stream that starts with `text` and is then cut: the connection closes without [DONE]
-    and without the end of the chunked body."""
-
-    text: str = "This answer is cut"
-    chunks: int = 3
-    applies_to_models: bool = False
-    # Seconds between the text and the cut: Chromium drops body bytes it has not handed to the
-    # reader when the connection breaks at once, so a client that should see the text needs this.
-    pause: float = 0.0
-
-
-@dataclass
-class Hang:
-    """Never send headers; close the connection after at most `seconds`."""
-
-    seconds: float = 10.0
-    applies_to_models: bool = True
-
-
-def slow_stream(chunks: int = 60, delay: float = 0.1, word: str = "word") -> Reply:
-    """A long answer, `chunks` pieces `delay` apart (for Stop tests): "word1 word2 ..."."""
-    pieces = [f"{word}{i} " for i in range(1, chunks + 1)]
-    return Reply("".join(pieces), chunks=chunks, delay=delay)
-
-
-def slow_summary(chunks: int = 40, delay: float = 0.15) -> Reply:
-    """A summary streamed in many small pieces `delay` apart (for progress and Cancel tests):
-    "Point 1 of the page. Point 2 of the page. ..."."""
-    pieces = [f"Point {i} of the page. " for i in range(1, chunks + 1)]
-    return Reply("".join(pieces).strip(), chunks=chunks, delay=delay)
-
-
-def context_overflow(limit_tokens: int = 8192, requested_tokens: int = 12000) -> HttpError:
-    """One scripted overflow with fixed numbers (`limit_context` derives them from the body)."""
-    return HttpError(400, context_overflow_body(limit_tokens, requested_tokens))
-
-
-def bad_key() -> HttpError:
-    return HttpError(401, BAD_KEY_BODY)
-
-
-def model_not_found(model: str = "fake-model") -> HttpError:
-    return HttpError(404, model_not_found_body(model))
-
-
-def rate_limited(retry_after: int = 20) -> HttpError:
-    return HttpError(429, RATE_LIMIT_BODY, {"Retry-After": str(retry_after)})
-
-
-def server_error() -> HttpError:
-    return HttpError(500, SERVER_ERROR_BODY)
-
-
-Behaviour = Reply | HttpError | Garbage | Cut | Hang | fake_tool_calls.ToolCall
-
-
-@dataclass(frozen=True)
-class ContextLimit:
-    """Rule 6: the model's context window, in bytes of request body."""
-
-    max_chars: int
-    always: bool = False
-
-    @property
-    def limit_tokens(self) -> int:
-        return self.max_chars // CHARS_PER_TOKEN
-
-    def overflows(self, size: int) -> bool:
-        return self.always or size > self.max_chars
-
-    def requested_tokens(self, size: int) -> int:
-        return max(math.ceil(size / CHARS_PER_TOKEN), self.limit_tokens + 1)
-
-
-# --- Recording ------------------------------------------------------------------------------
-
-
-@dataclass
-class RecordedRequest:
-    method: str
-    path: str
-    # Header names lower-cased.
-    headers: dict[str, str]
-    # The parsed JSON body, or None when there was no body or it was not JSON (see raw_body).
-    body: Any
-    raw_body: bytes
-    at: float
-    # Set when the client closed the connection before the response was complete (a Stop).
-    client_gone: threading.Event = field(default_factory=threading.Event, repr=False)
-    # Set when the response finished (completely, or the client went away).
-    finished: threading.Event = field(default_factory=threading.Event, repr=False)
-    # A chat completion that asks for a summary (rule 7); False for every other request.
-    is_summary: bool = False
-    # Answered with the context-overflow error of `limit_context` (rule 6).
-    overflowed: bool = False
-
-    @property
-    def is_chat(self) -> bool:
-        path = self.path.split("?", 1)[0].rstrip("/")
-        return self.method == "POST" and path.endswith(("/chat/completions", "/messages", "/responses"))
-
-
-def split_text(text: str, chunks: int) -> list[str]:
-    """`text` in `chunks` contiguous pieces (fewer when the text is shorter), none empty."""
-    chunks = max(1, min(chunks, len(text))) if text else 1
-    size, extra = divmod(len(text), chunks)
-    pieces, start = [], 0
-    for i in range(chunks):
-        end = start + size + (1 if i < extra else 0)
-        pieces.append(text[start:end])
-        start = end
-    return [p for p in pieces if p] or [""]
-
-
-def last_user_text(body: Any) -> str:
-    try:
-        messages = body["messages"]
-    except (TypeError, KeyError):
-        return ""
-    for message in reversed(messages):
-        if isinstance(message, dict) and message.get("role") == "user":
-            content = message.get("content")
-            if isinstance(content, str):
-                return content
-            if isinstance(content, list):
-                return "\n".join(
-                    p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text"
-                )
-    return ""
-
-
-def message_texts(body: Any) -> list[str]:
-    """The text of every message of a chat request body (parts joined), in order."""
-    try:
-        messages = body["messages"]
-    except (TypeError, KeyError):
-        return []
-    texts = []
-    for message in messages if isinstance(messages, list) else []:
-        content = message.get("content") if isinstance(message, dict) else None
-        if isinstance(content, list):
-            content = "\n".join(
-                p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text"
-            )
-        if isinstance(content, str):
-            texts.append(content)
-    return texts
-
-
-def is_summary_request(body: Any, marker: re.Pattern[str] = SUMMARY_MARKER) -> bool:
-    return any(marker.search(text) for text in message_texts(body))
+from fake_requests import RecordedRequest, is_summary_request, last_user_text, split_text
 
 
 class _ClientGone(Exception):

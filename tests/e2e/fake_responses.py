@@ -23,7 +23,8 @@ import json
 import socket
 from typing import Any
 
-from fake_provider import BAD_KEY_BODY, Cut, Hang, HttpError, RecordedRequest, Reply, split_text
+from fake_behaviours import BAD_KEY_BODY, Cut, Hang, HttpError, Reply
+from fake_requests import RecordedRequest, split_text
 
 _stored: dict[int, set[str]] = {}
 _ids = itertools.count(1)

@@ -18,7 +18,6 @@ Rules:
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import re
@@ -28,9 +27,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from playwright.sync_api import BrowserContext, ConsoleMessage, Page, Playwright, Worker
+
+if TYPE_CHECKING:
+    from worker_starts import WorkerStarts
 
 log = logging.getLogger("browser")
 
@@ -338,6 +340,8 @@ class Margin:
 
     def watch_worker_starts(self) -> WorkerStarts:
         """Count the extension's service-worker starts from now on, without attaching to it."""
+        from worker_starts import WorkerStarts  # it names Margin: imported when used
+
         return WorkerStarts(self)
 
     def worker(self) -> Worker:
@@ -574,65 +578,3 @@ class Margin:
         alert = page.get_by_role("alert").filter(has_text=re.compile(r"\S"))
         alert.first.wait_for(state="visible", timeout=timeout_ms)
         return alert.first.inner_text().strip()
-
-
-class WorkerStarts:
-    """Starts of the extension's service worker from now on, seen in the browser's target list
-    over CDP (`Target.getTargets`): it observes, it never attaches. A started worker lives at
-    least 30 s (Chrome's idle timeout), so sampling the list after each step misses no start."""
-
-    def __init__(self, margin: Margin):
-        self._margin = margin
-        self._running = margin.worker_running()
-        self.starts = 0
-
-    def sample(self) -> None:
-        running = self._margin.worker_running()
-        if running and not self._running:
-            self.starts += 1
-        self._running = running
-
-    def watch_for(self, seconds: float) -> None:
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            self.sample()
-            time.sleep(0.1)
-
-    @property
-    def count(self) -> int:
-        self.sample()
-        return self.starts
-
-    def close(self) -> None:
-        pass
-
-
-def realistic_history(count: int) -> list[dict[str, Any]]:
-    """`count` records alternating user/assistant, with Markdown, lists and code blocks."""
-    records: list[dict[str, Any]] = []
-    for i in range(count):
-        if i % 2 == 0:
-            records.append(
-                {
-                    "role": "user",
-                    "content": f"Question {i // 2 + 1}: how do I read a file line by line in Python and count the words on each line?",
-                }
-            )
-        else:
-            records.append(
-                {
-                    "role": "assistant",
-                    "content": (
-                        f"## Answer {i // 2 + 1}\n\nOpen the file with a **context manager** and iterate over it:\n\n"
-                        "```python\nwith open(path, encoding='utf-8') as handle:\n    for number, line in enumerate(handle, 1):\n"
-                        "        print(number, len(line.split()))\n```\n\n"
-                        "- `open()` returns a lazy iterator, so big files are fine\n- `split()` with no argument splits on any whitespace\n\n"
-                        "| call | meaning |\n| --- | --- |\n| `enumerate` | numbers the lines |\n\nSee [the docs](https://docs.python.org/3/library/functions.html#open)."
-                    ),
-                }
-            )
-    return records
-
-
-def dump_json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, indent=1)

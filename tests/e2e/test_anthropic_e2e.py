@@ -8,7 +8,8 @@ import re
 
 import pytest
 from conftest import API_KEY
-from fake_provider import Cut, FakeProvider, HttpError
+from fake_behaviours import Cut, HttpError
+from fake_provider import FakeProvider
 from harness import Margin
 
 ANTHROPIC_LABEL = "Anthropic (Claude)"

@@ -14,7 +14,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from fake_provider import FakeProvider, Hang
+from fake_behaviours import Hang
+from fake_provider import FakeProvider
 from harness import Margin, poll
 from PIL import Image
 

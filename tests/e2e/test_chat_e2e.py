@@ -10,16 +10,8 @@ import re
 import socket
 
 import pytest
-from fake_provider import (
-    Cut,
-    FakeProvider,
-    Garbage,
-    bad_key,
-    model_not_found,
-    rate_limited,
-    server_error,
-    slow_stream,
-)
+from fake_behaviours import Cut, Garbage, bad_key, model_not_found, rate_limited, server_error, slow_stream
+from fake_provider import FakeProvider
 from harness import Margin, poll
 
 

@@ -9,24 +9,23 @@ import socket
 import time
 
 import pytest
-from fake_provider import (
+from fake_behaviours import (
     CHARS_PER_TOKEN,
     DEFAULT_SUMMARY,
     SUMMARY_MARKER,
     Cut,
-    FakeProvider,
     Garbage,
     Hang,
     bad_key,
     context_overflow,
-    is_summary_request,
     model_not_found,
     rate_limited,
     server_error,
     slow_stream,
     slow_summary,
-    split_text,
 )
+from fake_provider import FakeProvider
+from fake_requests import is_summary_request, split_text
 
 
 @pytest.fixture

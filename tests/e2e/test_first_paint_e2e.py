@@ -8,7 +8,8 @@ import base64
 import json
 from typing import Any
 
-from harness import Margin, realistic_history
+from harness import Margin
+from histories import realistic_history
 
 # A 1x1 PNG: an attached image and a Markdown image (data: URLs are the only images allowed).
 DOT = (

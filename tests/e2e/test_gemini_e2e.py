@@ -10,8 +10,9 @@ from itertools import pairwise
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from fake_behaviours import Cut, HttpError
 from fake_gemini import BAD_KEY_BODY, DEFAULT_MODEL
-from fake_provider import Cut, FakeProvider, HttpError
+from fake_provider import FakeProvider
 from harness import Margin
 
 API_KEY = "AIza-test-margin-0123456789"

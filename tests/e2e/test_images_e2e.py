@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_provider import FakeProvider, server_error
+from fake_behaviours import server_error
+from fake_provider import FakeProvider
 from harness import Margin, poll
 from PIL import Image
 

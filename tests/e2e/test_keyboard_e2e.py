@@ -5,7 +5,7 @@ every animation, and the streaming answer is announced politely once (by the sto
 
 from __future__ import annotations
 
-from fake_provider import slow_stream
+from fake_behaviours import slow_stream
 from harness import COLD_TIMEOUT_MS, Margin, poll
 
 # The focused element, how it is named (aria-label, else its text) and whether a ring is drawn.

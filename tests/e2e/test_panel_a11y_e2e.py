@@ -10,7 +10,7 @@ import base64
 
 import pytest
 from a11y import violations
-from fake_provider import slow_stream
+from fake_behaviours import slow_stream
 from harness import COLD_TIMEOUT_MS, Margin
 
 DOT = "data:image/png;base64," + base64.b64encode(

@@ -14,7 +14,8 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from fake_provider import FakeProvider, message_texts
+from fake_provider import FakeProvider
+from fake_requests import message_texts
 from harness import COLD_TIMEOUT_MS, Launched, Margin, launch
 from PIL import Image
 from web_pages import WebPages

@@ -25,7 +25,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_provider import FakeProvider, RecordedRequest, slow_summary
+from fake_behaviours import slow_summary
+from fake_provider import FakeProvider
+from fake_requests import RecordedRequest
 from harness import Margin, poll
 from web_pages import WebPages
 

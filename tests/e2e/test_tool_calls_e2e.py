@@ -20,7 +20,8 @@ from collections.abc import Iterator
 
 import pytest
 from a11y import violations
-from fake_provider import FakeProvider, Reply
+from fake_behaviours import Reply
+from fake_provider import FakeProvider
 from fake_tool_calls import ToolCall, tool_results
 from harness import Launched, Margin, launch, poll
 from playwright.sync_api import expect

@@ -16,7 +16,8 @@ from __future__ import annotations
 import random
 
 import pytest
-from fake_provider import FakeProvider, slow_stream
+from fake_behaviours import slow_stream
+from fake_provider import FakeProvider
 from harness import Margin, poll
 from test_attach_and_storage_errors_e2e import BREAK_SET_JS, RESTORE_SET_JS, extension_worker
 
