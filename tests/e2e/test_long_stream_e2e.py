@@ -11,23 +11,15 @@ from harness import Margin
 from long_answers import (
     ANSWER_PAINTED_JS,
     LAST_ANSWER_JS,
+    PAGE_GAP_PROBE_JS,
     WHOLE_RENDER_JS,
     long_answer,
     open_panel_on_long_answer,
 )
 from playwright.sync_api import Page
 
-# Records the gaps between ticks of a 20 ms timer from the send until the stored answer is painted
-# to its end: a long task (a paint that re-renders the whole answer) shows as a long gap.
-GAP_PROBE_JS = """() => {
-    window.__gaps = [];
-    let last = performance.now();
-    window.__probe = setInterval(() => {
-        const now = performance.now();
-        window.__gaps.push(now - last);
-        last = now;
-    }, 20);
-}"""
+# The gap probe (long_answers.py), started from the send.
+GAP_PROBE_JS = f"() => {{{PAGE_GAP_PROBE_JS}}}"
 
 # Streams `text` through streamingMarkdown in the given chunking, then compares its DOM with
 # renderMarkdown's of the whole text (both without highlighting, as while streaming).

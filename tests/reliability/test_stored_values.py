@@ -15,12 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from margin import sessions
 from margin.platform_memory import memory_platform
-from margin.session_index import stored_entries
 from margin.worker import Worker
 
 from .ledger import snapshot
+from .profiles import save_as_s1
 
 CORPUS = json.loads(
     (Path(__file__).parent / "corpus" / "stored_values" / "corruptions.json").read_text("utf-8")
@@ -62,31 +61,8 @@ def corruption(name: str):
 def users_profile():
     platform = memory_platform({"providers": [PROVIDER], "activeProviderId": "p1"})
     run = asyncio.run
-    run(
-        platform.local.set(
-            {
-                "history": [
-                    {"role": "user", "content": "the saved chat"},
-                    {"role": "assistant", "content": "kept"},
-                ]
-            }
-        )
-    )
-    run(sessions.handle_new(platform, {}))
-    [entry] = stored_entries(platform.local.snapshot())
-    # Give the saved session the id the corpus names: entry, body and digest together.
-    keys = [f"session_{entry['id']}", f"sessionDigest_{entry['id']}"]
-    body, digest = (run(platform.local.get(keys))[k] for k in keys)
-    run(platform.local.remove([*keys, f"sessionEntry_{entry['id']}"]))
-    run(
-        platform.local.set(
-            {
-                "savedSessions": {"layout": 2, "ids": ["s1"]},
-                "sessionEntry_s1": {**entry, "id": "s1"},
-                "session_s1": body,
-                "sessionDigest_s1": digest,
-            }
-        )
+    save_as_s1(
+        platform, [{"role": "user", "content": "the saved chat"}, {"role": "assistant", "content": "kept"}]
     )
     run(platform.local.set({"history": [{"role": "user", "content": "the open chat"}]}))
     return platform

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from margin import sessions, tool_loop
+from margin import tool_loop
 from margin.platform_memory import ScriptedResponse, ScriptedTransport, memory_platform
-from margin.session_index import stored_entries
 from margin.worker import Worker
 
 from .ledger import serialized, snapshot
+from .profiles import save_as_s1
 
 CORPUS = json.loads(
     (Path(__file__).parent / "corpus" / "stored_values" / "corruptions.json").read_text("utf-8")
@@ -97,22 +97,7 @@ def users_profile(rounds):
     )
     run = asyncio.run
     saved = [{"role": "user", "content": "the saved chat", "createdAt": 1}, answer(rounds)]
-    run(platform.local.set({"history": saved}))
-    run(sessions.handle_new(platform, {}))
-    [entry] = stored_entries(platform.local.snapshot())
-    keys = [f"session_{entry['id']}", f"sessionDigest_{entry['id']}"]
-    body, digest = (run(platform.local.get(keys))[k] for k in keys)
-    run(platform.local.remove([*keys, f"sessionEntry_{entry['id']}"]))
-    run(
-        platform.local.set(
-            {
-                "savedSessions": {"layout": 2, "ids": ["s1"]},
-                "sessionEntry_s1": {**entry, "id": "s1"},
-                "session_s1": body,
-                "sessionDigest_s1": digest,
-            }
-        )
-    )
+    save_as_s1(platform, saved)
     run(
         platform.local.set(
             {"history": [{"role": "user", "content": "the open chat", "createdAt": 3}, answer(rounds)]}

@@ -5,18 +5,11 @@ import asyncio
 import contextlib
 import json
 
+from chat_turns import PROVIDER
+
 from margin import chat, tool_loop
 from margin.page_context import attachment_record
 from margin.platform_memory import ScriptedResponse, ScriptedTransport, memory_platform
-
-PROVIDER = {
-    "id": "p",
-    "type": "openai",
-    "name": "Local",
-    "baseUrl": "http://localhost:11434/v1",
-    "apiKey": "",
-    "model": "llama3.2",
-}
 
 
 def sse(*items):
