@@ -1,6 +1,7 @@
 """Stored conversations the first-paint tests and the bench paint: `realistic_history(n)` is n
 records alternating user/assistant, the answers with a heading, bold, a code block, a list, a
-table and a link (what a real answer's Markdown holds)."""
+table and a link (what a real answer's Markdown holds); `AGED` is a long page attached three
+questions before (its card says the model now gets a short note, with "Attach again")."""
 
 from __future__ import annotations
 
@@ -32,3 +33,30 @@ def realistic_history(count: int) -> list[dict[str, Any]]:
                 }
             )
     return records
+
+
+# The card's rule is panel/slimming.js's, the same as py/margin/slimming.py's.
+AGED = [
+    {
+        "role": "user",
+        "content": "[Page context] Page: Old notes\nURL: https://example.com/old\n\n" + "river " * 1600,
+        "attachment": {
+            "kind": "page",
+            "title": "Old notes",
+            "url": "https://example.com/old",
+            "site": "example.com",
+            "chars": 9600,
+            "truncated": False,
+            "originalChars": 9600,
+            "capturedAt": 1764684000000,
+        },
+    },
+    *[
+        record
+        for n in range(3)
+        for record in (
+            {"role": "user", "content": f"Question {n}", "createdAt": 1764684100000 + n},
+            {"role": "assistant", "content": f"Answer {n}", "createdAt": 1764684200000 + n},
+        )
+    ],
+]

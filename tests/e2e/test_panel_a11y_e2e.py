@@ -12,6 +12,7 @@ import pytest
 from a11y import violations
 from fake_behaviours import slow_stream
 from harness import COLD_TIMEOUT_MS, Margin
+from histories import AGED
 
 DOT = "data:image/png;base64," + base64.b64encode(
     bytes.fromhex(
@@ -53,34 +54,6 @@ CONVERSATION = [
         "content": "## Canyons\n\n| river | depth |\n| --- | ---: |\n| Colorado | 1.8 km |\n\n"
         "```python\nprint(1.8 * 1000)\n```\n\nSee [the USGS page](https://www.usgs.gov/).",
     },
-]
-
-
-# A long page attached three questions before: its card says the model now gets a short note, with
-# "Attach again" (panel/slimming.js, the same rule as py/margin/slimming.py).
-AGED = [
-    {
-        "role": "user",
-        "content": "[Page context] Page: Old notes\nURL: https://example.com/old\n\n" + "river " * 1600,
-        "attachment": {
-            "kind": "page",
-            "title": "Old notes",
-            "url": "https://example.com/old",
-            "site": "example.com",
-            "chars": 9600,
-            "truncated": False,
-            "originalChars": 9600,
-            "capturedAt": 1764684000000,
-        },
-    },
-    *[
-        record
-        for n in range(3)
-        for record in (
-            {"role": "user", "content": f"Question {n}", "createdAt": 1764684100000 + n},
-            {"role": "assistant", "content": f"Answer {n}", "createdAt": 1764684200000 + n},
-        )
-    ],
 ]
 
 

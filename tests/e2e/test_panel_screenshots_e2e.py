@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from harness import COLD_TIMEOUT_MS, Margin
+from histories import AGED
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "tests" / "artifacts"
 LOCALES = {"en": "en", "zh_CN": "zh-CN", "ja": "ja", "ko": "ko", "es": "es", "pt_BR": "pt-BR", "ru": "ru"}
@@ -28,30 +29,6 @@ CARD = {
         "capturedAt": 1764684300000,
     },
 }
-AGED = [
-    {
-        "role": "user",
-        "content": "[Page context] Page: Old notes\nURL: https://example.com/old\n\n" + "river " * 1600,
-        "attachment": {
-            "kind": "page",
-            "title": "Old notes",
-            "url": "https://example.com/old",
-            "site": "example.com",
-            "chars": 9600,
-            "truncated": False,
-            "originalChars": 9600,
-            "capturedAt": 1764684000000,
-        },
-    },
-    *[
-        record
-        for n in range(3)
-        for record in (
-            {"role": "user", "content": f"Question {n}", "createdAt": 1764684100000 + n},
-            {"role": "assistant", "content": f"Answer {n}", "createdAt": 1764684200000 + n},
-        )
-    ],
-]
 CONVERSATION = [
     {"role": "user", "content": "How do rivers cut rock?", "createdAt": 1764684310000},
     {
