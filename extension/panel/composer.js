@@ -18,6 +18,7 @@ import { call, el, svg } from "../ui_common.js";
 import { t, formatNumber } from "../i18n.js";
 import { $, ui, state, events, recordText, recordImages, recordSignature, showAlert } from "./state.js";
 import { startTurn, stopTurn } from "./turn.js";
+import { isDataFile, attachDataFiles } from "./data_files.js";
 
 const MAX_IMAGE_BYTES = CONTRACT.limits.attachmentMaxBytes;
 const MAX_IMAGE_MB = Math.floor(MAX_IMAGE_BYTES / (1024 * 1024));
@@ -121,8 +122,11 @@ function readAsDataUrl(file) {
   });
 }
 
+// Data files (CSV, JSON, text: data_files.js) dropped or pasted here become cards, not chips.
 async function addFiles(files, source) {
-  for (const file of files) {
+  const dataFiles = files.filter((file) => !file.type.startsWith("image/") && isDataFile(file));
+  if (dataFiles.length) await attachDataFiles(dataFiles);
+  for (const file of files.filter((f) => !dataFiles.includes(f))) {
     const name = file.name || t("panel_image_word");
     if (!file.type.startsWith("image/")) {
       showAlert(t("panel_not_an_image", name));

@@ -149,6 +149,7 @@ def same_attachment(a: Record, b: Record) -> bool:
     return (
         meta_a.get("kind") == meta_b.get("kind")
         and meta_a.get("url") == meta_b.get("url")
+        and meta_a.get("name") == meta_b.get("name")
         and _body_of(a) == _body_of(b)
     )
 
