@@ -4,7 +4,8 @@
 // Rules:
 // 1. What will be sent is `ui.message` + `state.attachments`; `submit` hands both to a turn and
 //    clears the box (the turn gives them back if nothing was stored).
-// 2. An attachment keeps the exact bytes the user gave (a data URL, never re-encoded here); files
+// 2. An attachment keeps the exact bytes the user gave (a data URL, never re-encoded here); data
+//    files (CSV, JSON, text) dropped or pasted go to data_files.js and become cards; other files
 //    that are not images or are over `CONTRACT.limits.attachmentMaxBytes` (the limit Python
 //    enforces) are refused with a sentence saying what to do.
 // 3. Edit mode keeps the draft that was in the box and restores it on Cancel / Esc. It remembers the
@@ -168,7 +169,7 @@ async function takeScreenshot(event) {
 }
 
 function onPaste(event) {
-  const files = [...(event.clipboardData?.files || [])].filter((f) => f.type.startsWith("image/"));
+  const files = [...(event.clipboardData?.files || [])].filter((f) => f.type.startsWith("image/") || isDataFile(f));
   if (!files.length) return;
   if (!event.clipboardData.types.includes("text/plain")) event.preventDefault();
   addFiles(files, "paste");

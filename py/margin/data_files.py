@@ -24,7 +24,8 @@ Rules:
    line end when one is near. Nothing is parsed beyond the csv module's reading of lines, so a
    hostile JSON (deep nesting, huge numbers) is just text.
 4. `safe_name` makes a name fit for `/data/`: its last path segment, letters, digits, `.`, `-`,
-   `_` (anything else `_`), no leading dot, at most NAME_MAX_CHARS with the extension kept.
+   `_` (anything else `_`), beginning with a letter or digit, no `..`, at most NAME_MAX_CHARS,
+   the extension (letters and digits) kept.
 """
 
 from __future__ import annotations
@@ -62,14 +63,14 @@ def extension_of(name: str) -> str:
 def safe_name(name: str) -> str:
     """Rule 4."""
     base = name.replace("\\", "/").rsplit("/", 1)[-1]
-    clean = _UNSAFE.sub("_", base).lstrip(".")
-    clean = re.sub(r"\.{2,}", ".", clean).strip("_") or "file"
-    stem, dot, ext = clean.rpartition(".")
-    if not dot:
-        stem, ext = clean, ""
-    ext = ext[:10]
+    stem, dot, ext = base.rpartition(".")
+    if not dot or not stem.strip("."):
+        stem, ext = base, ""
+    ext = re.sub(r"[^A-Za-z0-9]+", "", ext)[:10]
+    # The sandbox takes only /data/ names that begin with a letter or digit (extension/sandbox/sandbox.js).
+    stem = re.sub(r"\.{2,}", ".", _UNSAFE.sub("_", stem)).strip("._-")
     room = NAME_MAX_CHARS - (len(ext) + 1 if ext else 0)
-    stem = stem[:room] or "file"
+    stem = stem[:room].rstrip("._-") or "file"
     return f"{stem}.{ext}" if ext else stem
 
 

@@ -2,6 +2,7 @@
 for it, and the whole file under /data/ in the sandbox (margin.data_files, margin.sandbox_files)."""
 
 import json
+import re
 
 import pytest
 from attach_tabs import history, run, setup, turn
@@ -129,15 +130,19 @@ def test_a_short_text_file_is_shown_whole_and_a_bom_is_dropped():
         ("../../etc/passwd.txt", "passwd.txt"),
         ("..\\..\\win.ini.txt", "win.ini.txt"),
         (".hidden.csv", "hidden.csv"),
-        ("my report (final).tsv", "my_report_final_.tsv"),
+        ("my report (final).tsv", "my_report_final.tsv"),
         ("日本語.json", "file.json"),
         ("a" * 300 + ".csv", "a" * 76 + ".csv"),
         ("..", "file"),
+        ("-rf.csv", "rf.csv"),
+        ("__init__.txt", "init.txt"),
+        ("a..b.csv", "a.b.csv"),
     ],
 )
 def test_names_become_safe_names_under_data(name, safe):
     assert data_files.safe_name(name) == safe
-    assert "/" not in safe and not safe.startswith(".")
+    # The sandbox refuses a whole run whose file paths are not of this shape (sandbox.js DATA_PATH).
+    assert re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,120}", safe) and ".." not in safe
 
 
 def test_duplicate_names_are_numbered_and_never_take_a_page_s_path():
