@@ -167,8 +167,11 @@ export function buildAttachmentCard(record, index, { waiting }) {
     body,
   );
   const actions = el("div", { class: "att-actions" });
-  const view = el("button", { type: "button", class: "btn ghost icon", "aria-label": t("panel_view_text"), title: t("panel_view_text_hint") }, svg("eye"));
-  view.addEventListener("click", () => openViewer(title, recordText(record)));
+  // A data file's card shows the whole file (its `file` field), not the head the model reads.
+  const wholeFile = kind === "file" && typeof record.file?.text === "string" ? record.file.text : null;
+  const hint = wholeFile === null ? t("panel_view_text_hint") : t("panel_view_file_hint");
+  const view = el("button", { type: "button", class: "btn ghost icon", "aria-label": t("panel_view_text"), title: hint }, svg("eye"));
+  view.addEventListener("click", () => openViewer(title, wholeFile ?? recordText(record)));
   actions.append(view);
   if (waiting) {
     const remove = el("button", { type: "button", class: "btn ghost icon", "aria-label": t("panel_remove_attachment"), title: t("panel_remove_attachment_hint") }, svg("close"));

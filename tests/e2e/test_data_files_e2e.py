@@ -71,6 +71,11 @@ def test_a_csv_attached_in_the_panel_is_summed_by_the_models_code_from_data(
     expect(card).to_contain_text(re.compile(r"CSV · [\d.]+ kB · 500 rows"))
     [record] = margin.history()
     assert record["file"]["text"] == SALES and record["attachment"]["kind"] == "file"
+    card.get_by_role("button", name="View text").click()
+    viewer = panel.get_by_role("dialog")
+    expect(viewer).to_contain_text("r500,500")  # the whole file, not the head the model reads
+    panel.keyboard.press("Escape")
+    expect(viewer).to_be_hidden()
 
     provider.script(
         ToolCall(COLUMN_SUM, text="Adding the column."), Reply(f"The amounts add up to {TOTAL:,}.")
