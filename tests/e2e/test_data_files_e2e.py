@@ -10,6 +10,7 @@ next request carries the right sum as the tool's result.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -114,3 +115,19 @@ def test_a_waiting_file_can_be_removed_and_a_file_that_is_not_text_is_refused(ma
     card.get_by_role("button", name=re.compile("Remove")).click()
     expect(card).to_have_count(0)
     poll(lambda: margin.history() == [], timeout=10, message="the file was not removed")
+
+
+def test_a_file_near_the_5_mb_cap_attaches_and_one_over_it_is_refused(margin: Margin):
+    panel = margin.open_panel()
+    line = "r1,12345,some words about the row\n"
+    big = ("region,amount,note\n" + line * ((5 * 1024 * 1024 - 100) // len(line))).encode()
+    started = time.perf_counter()
+    pick_file(panel, "big.csv", big)
+    card = panel.get_by_role("group", name="Attached file: big.csv")
+    expect(card).to_be_visible(timeout=60_000)
+    print(f"\n[measure] a {len(big):,}-byte CSV attached in {time.perf_counter() - started:.2f} s")
+    [record] = margin.history()
+    assert record["file"]["size"] == len(big) and len(record["content"]) < 10_000
+    pick_file(panel, "bigger.csv", big + b"x" * 200)
+    expect(panel.get_by_role("alert")).to_contain_text("bigger.csv is larger than 5 MB")
+    assert len(margin.history()) == 1
