@@ -151,6 +151,7 @@ def same_attachment(a: Record, b: Record) -> bool:
         and meta_a.get("url") == meta_b.get("url")
         and meta_a.get("name") == meta_b.get("name")
         and _body_of(a) == _body_of(b)
+        and a.fields.get("file") == b.fields.get("file")  # a data file's head alone is not the file
     )
 
 

@@ -69,6 +69,14 @@ def test_the_same_file_waiting_twice_is_not_added_and_remove_takes_it_back():
     assert [r["file"]["name"] for r in history(platform)] == ["notes.txt"]
 
 
+def test_a_changed_file_with_the_same_head_is_attached_again():
+    platform = setup()
+    attach_file(platform, "log.csv", SALES)
+    changed = attach_file(platform, "log.csv", SALES + "r101,101\n")
+    assert changed["duplicate"] is False
+    assert [r["file"]["text"] for r in history(platform)] == [SALES, SALES + "r101,101\n"]
+
+
 @pytest.mark.parametrize(
     ("payload", "code", "words"),
     [
