@@ -191,3 +191,13 @@ def test_an_old_file_ages_to_a_stub_like_a_page():
     assert slimming.aged_indices(records) == [0]
     assert sent[0].text.startswith("[Page context]") and "big.txt" in sent[0].text
     assert "left out" in sent[0].text and len(sent[0].text) < 300
+
+
+def test_attach_again_of_an_answered_file_brings_the_whole_file_back():
+    platform = setup(responses=[answer("ok")])
+    first = attach_file(platform, "sales.csv", SALES)["attachment"]
+    turn(platform, {"action": "send", "text": "q", "images": []})
+    again = run(attach.handle_reattach(platform, {"capturedAt": first["capturedAt"], "url": ""}))
+    assert again["duplicate"] is False and again["summarize"] is False
+    copy = history(platform)[-1]
+    assert copy["file"]["text"] == SALES and copy["content"].startswith("[Page context] File: sales.csv")
