@@ -49,6 +49,7 @@ import * as explain from "./panel/explain.js";
 import * as codeRuns from "./panel/code_runs.js";
 import * as words from "./panel/words.js";
 import * as toolCalls from "./panel/tool_calls.js";
+import * as dataFiles from "./panel/data_files.js";
 
 const PING_GRACE_MS = 250;
 
@@ -58,6 +59,7 @@ function wirePanel() {
   turn.init({ refreshFromStorage: conversation.refreshFromStorage });
   composer.init();
   attachments.init();
+  dataFiles.init();
   conversation.init();
   unsaved.init();
   header.init();

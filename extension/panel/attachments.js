@@ -18,14 +18,15 @@
 
 import { CONTRACT } from "../generated/contract.js";
 import { call, el, svg } from "../ui_common.js";
-import { t, tPlural, formatNumber } from "../i18n.js";
+import { t, tPlural, formatNumber, formatSize } from "../i18n.js";
 import { $, ui, state, events, recordText, showAlert, clearAlert, announce } from "./state.js";
 import { agedIndices, summaryOf } from "./slimming.js";
 import { summaryKey, summaryProgress, startSummary, cancelSummary } from "./summaries.js";
 
 const PREFIX = CONTRACT.pageContextPrefix;
 // The card's kind, as its accessible name begins ("Attached page: <title>").
-const KIND_KEYS = { page: "panel_kind_page", video: "panel_kind_video", selection: "panel_kind_selection" };
+const KIND_KEYS = { page: "panel_kind_page", video: "panel_kind_video", selection: "panel_kind_selection", file: "panel_kind_file" };
+const ICONS = { video: "video", selection: "quote", file: "dataFile" };
 const kindName = (kind) => t(KIND_KEYS[kind] || KIND_KEYS.page);
 
 const attachButton = $("attach-page");
@@ -103,7 +104,16 @@ export function attachmentSignature(record, waiting) {
   return `att|${waiting ? 1 : 0}|${meta.kind}|${meta.title}|${meta.url}|${record.content.length}|${slimming}`;
 }
 
+// A data file (py/margin/data_files.py): its type, its size and, for a table, its rows.
+function fileMetaLine(meta) {
+  const type = /\.([^.]+)$/.exec(meta.name || "")?.[1]?.toUpperCase() || meta.mediaType || "";
+  const parts = [type, formatSize(meta.size)];
+  if (Number.isInteger(meta.rows)) parts.push(tPlural("panel_meta_rows", meta.rows));
+  return parts.filter(Boolean).join(" · ");
+}
+
 function metaLine(meta, record) {
+  if (meta.kind === "file") return fileMetaLine(meta);
   const parts = [];
   if (meta.site) parts.push(meta.site);
   if (meta.kind === "video" && record.video?.transcript?.cues) parts.push(t("panel_meta_transcript"));
@@ -153,12 +163,15 @@ export function buildAttachmentCard(record, index, { waiting }) {
       "aria-label": t("panel_card_name", kindName(kind), title),
       dataset: { index: String(index), kind, slimming, summaryKey: summaryKey(meta) },
     },
-    el("span", { class: "att-icon", "aria-hidden": "true" }, svg(kind === "video" ? "video" : kind === "selection" ? "quote" : "page")),
+    el("span", { class: "att-icon", "aria-hidden": "true" }, svg(ICONS[kind] || "page")),
     body,
   );
   const actions = el("div", { class: "att-actions" });
-  const view = el("button", { type: "button", class: "btn ghost icon", "aria-label": t("panel_view_text"), title: t("panel_view_text_hint") }, svg("eye"));
-  view.addEventListener("click", () => openViewer(title, recordText(record)));
+  // A data file's card shows the whole file (its `file` field), not the head the model reads.
+  const wholeFile = kind === "file" && typeof record.file?.text === "string" ? record.file.text : null;
+  const hint = wholeFile === null ? t("panel_view_text_hint") : t("panel_view_file_hint");
+  const view = el("button", { type: "button", class: "btn ghost icon", "aria-label": t("panel_view_text"), title: hint }, svg("eye"));
+  view.addEventListener("click", () => openViewer(title, wholeFile ?? recordText(record)));
   actions.append(view);
   if (waiting) {
     const remove = el("button", { type: "button", class: "btn ghost icon", "aria-label": t("panel_remove_attachment"), title: t("panel_remove_attachment_hint") }, svg("close"));

@@ -4,7 +4,8 @@
 // Rules:
 // 1. What will be sent is `ui.message` + `state.attachments`; `submit` hands both to a turn and
 //    clears the box (the turn gives them back if nothing was stored).
-// 2. An attachment keeps the exact bytes the user gave (a data URL, never re-encoded here); files
+// 2. An attachment keeps the exact bytes the user gave (a data URL, never re-encoded here); data
+//    files (CSV, JSON, text) dropped or pasted go to data_files.js and become cards; other files
 //    that are not images or are over `CONTRACT.limits.attachmentMaxBytes` (the limit Python
 //    enforces) are refused with a sentence saying what to do.
 // 3. Edit mode keeps the draft that was in the box and restores it on Cancel / Esc. It remembers the
@@ -18,6 +19,7 @@ import { call, el, svg } from "../ui_common.js";
 import { t, formatNumber } from "../i18n.js";
 import { $, ui, state, events, recordText, recordImages, recordSignature, showAlert } from "./state.js";
 import { startTurn, stopTurn } from "./turn.js";
+import { isDataFile, attachDataFiles } from "./data_files.js";
 
 const MAX_IMAGE_BYTES = CONTRACT.limits.attachmentMaxBytes;
 const MAX_IMAGE_MB = Math.floor(MAX_IMAGE_BYTES / (1024 * 1024));
@@ -121,8 +123,11 @@ function readAsDataUrl(file) {
   });
 }
 
+// Data files (CSV, JSON, text: data_files.js) dropped or pasted here become cards, not chips.
 async function addFiles(files, source) {
-  for (const file of files) {
+  const dataFiles = files.filter((file) => !file.type.startsWith("image/") && isDataFile(file));
+  if (dataFiles.length) await attachDataFiles(dataFiles);
+  for (const file of files.filter((f) => !dataFiles.includes(f))) {
     const name = file.name || t("panel_image_word");
     if (!file.type.startsWith("image/")) {
       showAlert(t("panel_not_an_image", name));
@@ -164,7 +169,7 @@ async function takeScreenshot(event) {
 }
 
 function onPaste(event) {
-  const files = [...(event.clipboardData?.files || [])].filter((f) => f.type.startsWith("image/"));
+  const files = [...(event.clipboardData?.files || [])].filter((f) => f.type.startsWith("image/") || isDataFile(f));
   if (!files.length) return;
   if (!event.clipboardData.types.includes("text/plain")) event.preventDefault();
   addFiles(files, "paste");

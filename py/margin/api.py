@@ -47,6 +47,7 @@ ROUTES: dict[str, str] = {
     "images.original": "margin.image_originals:handle_original",
     "tab.screenshot": "margin.screenshot:handle_screenshot",
     "tab.attach": "margin.attach:handle_attach",
+    "file.attach": "margin.attach:handle_attach_file",
     "attachment.remove": "margin.attach:handle_remove",
     "attachment.reattach": "margin.attach:handle_reattach",
     "video.seek": "margin.video:handle_seek",

@@ -18,6 +18,9 @@ Rules:
 6. A reply that stored a record says whether the panel should summarize it (`summarize`:
    `options.should_summarize` for its `chars`, and a provider is set up); the panel then opens
    the summary port (margin.summaries).
+7. "Attach file" (`file.attach`) appends a data file's record (margin.data_files) the same way,
+   under the lock, unless the same file already waits; a file is never summarized (its view is
+   already short, and the whole file is in the sandbox).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
-from . import captions, catalogue, clock, page_context, page_text, transcripts
+from . import captions, catalogue, clock, data_files, page_context, page_text, transcripts
 from .errors import MarginError
 from .history import HistoryRead, Record, read_history, write_history
 from .page_context import trailing_attachments
@@ -257,6 +260,8 @@ def _summarize(settings: dict[str, Any], record: Record, stored: bool) -> bool:
     """Rule 6."""
     from .options import should_summarize
 
+    if record.fields["attachment"].get("kind") == "file":
+        return False  # rule 7
     chars = record.fields["attachment"]["chars"]
     return stored and bool(settings[PROVIDERS]) and should_summarize(settings, chars)
 
@@ -299,6 +304,24 @@ async def handle_attach(platform: Platform, payload: dict) -> dict[str, Any]:
         "duplicate": waiting is not None,
         "readMs": read_ms,
         "summarize": _summarize(settings, record, waiting is None),
+    }
+
+
+async def handle_attach_file(platform: Platform, payload: dict) -> dict[str, Any]:
+    """`file.attach {name, text}`: a data file the user chose becomes an attachment record (rule 7)."""
+    from .options import model_language, read_options
+
+    name, media_type, text = data_files.check_request(payload)
+    settings = await read_options(platform)
+    language = model_language(settings, platform.browser_language)
+    await catalogue.ensure(platform, language)
+    record = data_files.file_record(name, media_type, text, captured_at=clock.now_ms(), language=language)
+    async with lock_for(platform.local):
+        waiting = await _append_unless_waiting(platform, await read_history(platform.local), record)
+    return {
+        "attachment": data_files.card(waiting or record),
+        "duplicate": waiting is not None,
+        "summarize": False,
     }
 
 

@@ -23,6 +23,7 @@ def for_js(wheel_filename: str) -> dict[str, Any]:
         TURN_PORT_NAME,
     )
     from .code_runs import limits_for_js as code_run_limits
+    from .data_files import MAX_FILE_BYTES as DATA_FILE_MAX_BYTES
     from .history import PAGE_CONTEXT_PREFIX
     from .image_attachments import ATTACHMENT_MAX_BYTES
     from .providers import SYSTEM_PROMPT_MAX_CHARS, provider_types_for_js
@@ -42,6 +43,7 @@ def for_js(wheel_filename: str) -> dict[str, Any]:
         "providerTypes": provider_types_for_js(),
         "limits": {
             "attachmentMaxBytes": ATTACHMENT_MAX_BYTES,
+            "dataFileMaxBytes": DATA_FILE_MAX_BYTES,
             "previewLength": PREVIEW_LENGTH,
             "undoWindowMs": UNDO_MS,
             "agingMinChars": AGING_MIN_CHARS,

@@ -149,7 +149,9 @@ def same_attachment(a: Record, b: Record) -> bool:
     return (
         meta_a.get("kind") == meta_b.get("kind")
         and meta_a.get("url") == meta_b.get("url")
+        and meta_a.get("name") == meta_b.get("name")
         and _body_of(a) == _body_of(b)
+        and a.fields.get("file") == b.fields.get("file")  # a data file's head alone is not the file
     )
 
 

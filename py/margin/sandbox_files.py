@@ -17,6 +17,9 @@ Rules:
    {path, about, base64}; `about` says in a few words what it is, for the description.
 4. The same conversation gives the same files, in the same order (a stable tool description,
    so a provider's prompt cache keeps hitting).
+5. A data file the user attached (margin.data_files) becomes `/data/<safe name>`, its whole text
+   as attached (not the view the model reads). A name already taken (by an earlier file, or by a
+   name of rules 1-2) gets `-2`, `-3`, ... before its extension.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import io
 import re
 from typing import Any
 
+from .data_files import safe_name, stored_file
 from .history import Record
 
 MAX_FILES = 40
@@ -114,6 +118,16 @@ def conversation_files(records: list[Record]) -> list[dict[str, Any]]:
         if record.is_attachment:
             meta = record.fields.get("attachment")
             kind = meta.get("kind") if isinstance(meta, dict) else None
+            data_file = stored_file(record) if kind == "file" else None
+            if data_file is not None:
+                wanted = safe_name(data_file["name"])
+                kind_name = data_file.get("mediaType") or "text"
+                chars = len(data_file["text"])
+                about = f"attached file {data_file['name'][:80]}, {kind_name}, {chars} characters"
+                add({"path": "", "wanted": wanted, "about": about, "text": data_file["text"]})
+                continue
+            if kind == "file":
+                continue
             name = _KIND_NAMES.get(str(kind), "page")
             counts[name] = number = counts.get(name, 0) + 1
             body = _body(record)
@@ -155,7 +169,29 @@ def conversation_files(records: list[Record]) -> list[dict[str, Any]]:
                     "base64": payload,
                 }
             )
-    return files
+    return _name_data_files(files)
+
+
+def _numbered(name: str, n: int) -> str:
+    stem, dot, ext = name.rpartition(".")
+    return f"{stem}-{n}.{ext}" if dot and stem else f"{name}-{n}"
+
+
+def _name_data_files(files: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rule 5: each data file's path, clear of every other path."""
+    taken = {f["path"] for f in files if "wanted" not in f}
+    named = []
+    for entry in files:
+        wanted = entry.pop("wanted", None)
+        if wanted is not None:
+            path, n = f"/data/{wanted}", 1
+            while path in taken:
+                n += 1
+                path = f"/data/{_numbered(wanted, n)}"
+            taken.add(path)
+            entry = {**entry, "path": path}
+        named.append(entry)
+    return named
 
 
 def listing(files: list[dict[str, Any]]) -> list[dict[str, str]]:

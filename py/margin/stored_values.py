@@ -131,6 +131,17 @@ def _summary(value: Any) -> bool:
     )
 
 
+def is_file_value(value: Any) -> bool:
+    """An attached data file's `file` field (margin.data_files rule 2)."""
+    return (
+        is_object(value)
+        and is_text(value.get("name"))
+        and is_text(value.get("text"))
+        and is_text(value.get("mediaType"))
+        and is_count(value.get("size"))
+    )
+
+
 # Known optional fields of a record and of its `attachment` / `video` objects: a value that fails
 # its check is dropped from the record read (unknown fields are kept as they are).
 RECORD_FIELDS: dict[str, Callable[[Any], bool]] = {
@@ -148,6 +159,7 @@ RECORD_FIELDS: dict[str, Callable[[Any], bool]] = {
     "video": is_object,
     "runs": is_runs,  # margin.code_runs rule 4
     "toolRounds": is_tool_rounds,  # margin.tool_loop rule 5
+    "file": is_file_value,  # margin.data_files rule 2
 }
 # Only `summary` is checked inside `attachment`: its other fields are read defensively where
 # they are used (the panel's slimming.js reads them too, and must see the same record).
