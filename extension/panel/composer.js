@@ -123,9 +123,10 @@ function readAsDataUrl(file) {
   });
 }
 
-// Data files (CSV, JSON, text: data_files.js) dropped or pasted here become cards, not chips.
+// Data files (CSV, JSON, text: data_files.js) dropped or pasted here become cards, not chips;
+// the image picker takes images only ("Attach file" has its own picker).
 async function addFiles(files, source) {
-  const dataFiles = files.filter((file) => !file.type.startsWith("image/") && isDataFile(file));
+  const dataFiles = source === "file" ? [] : files.filter((file) => !file.type.startsWith("image/") && isDataFile(file));
   if (dataFiles.length) await attachDataFiles(dataFiles);
   for (const file of files.filter((f) => !dataFiles.includes(f))) {
     const name = file.name || t("panel_image_word");
