@@ -1,0 +1,135 @@
+"""Sentences: what Python tells the user (errors, notices) in the user's language, from the
+catalogue (docs/i18n.md, "Python's sentences").
+
+Rules:
+1. A `Sentence` is a catalogue key (`py_error_*`, `py_notice_*`) and its arguments; an argument
+   may itself be a Sentence (a tail such as "The provider said: …"), said in the same language.
+2. `ENGLISH` holds each key's English template (`$1`..`$9` the arguments): the fallback when no
+   catalogue is loaded, so a sentence never fails to be said. The English catalogue says exactly
+   the same bytes (tests/unit/test_i18n_sentences.py holds them equal).
+3. `say(sentence)` renders in the user's language: the language the worker last loaded through
+   `catalogue.ensure` (the user's setting, `options.model_language`), when its catalogue is loaded;
+   else English. It never loads a file and never raises: a missing or unreadable catalogue, or a
+   key an older catalogue lacks, says the English.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+Argument = Any  # str | int | Sentence
+
+
+@dataclass(frozen=True)
+class Sentence:
+    key: str
+    args: tuple[Argument, ...] = ()
+
+    def english(self) -> str:
+        return _render(self, {}, {})
+
+    def said_in(self, messages: dict[str, Any], fallback: dict[str, Any]) -> str:
+        return _render(self, messages, fallback)
+
+
+def sentence(key: str, *args: Argument) -> Sentence:
+    return Sentence(key, args)
+
+
+def _render(s: Sentence, messages: dict[str, Any], fallback: dict[str, Any]) -> str:
+    from .catalogue import (
+        render,
+        substitute,
+    )  # here: margin.catalogue imports margin.errors, which imports this
+
+    subs = tuple(a.said_in(messages, fallback) if isinstance(a, Sentence) else str(a) for a in s.args)
+    for table in (messages, fallback):
+        entry = table.get(s.key)
+        if isinstance(entry, dict) and isinstance(entry.get("message"), str):
+            return render(entry, subs)
+    return substitute(ENGLISH[s.key], subs)
+
+
+def say(s: Sentence) -> str:
+    """Rule 3."""
+    from . import catalogue
+
+    return s.said_in(*catalogue.spoken_messages())
+
+
+ENGLISH: dict[str, str] = {
+    # margin.errors: images
+    "py_error_image_formats": "Attach a PNG, JPEG, WebP or GIF picture.",
+    "py_error_not_an_image": "That file is not an image. $1",
+    "py_error_not_a_readable_image": "That file is not an image Margin can read. $1",
+    "py_error_image_damaged": "This image is damaged and cannot be read. Attach the file again.",
+    "py_error_image_too_large": "This image is larger than $1 MB. Use a smaller picture.",
+    "py_error_megapixels": "Margin accepts up to $1 megapixels.",
+    "py_error_too_many_pixels": "This image has too many pixels. $1",
+    "py_error_image_too_large_size": "This image is too large: $1×$2 pixels; $3",
+    "py_error_image_format": (
+        "Margin cannot read $1 images. Save the picture as PNG or JPEG and attach it again."
+    ),
+    "py_error_screenshot_refused": (
+        "Chrome did not allow a screenshot of this page. Click the page once, then try again."
+    ),
+    # margin.api
+    "py_error_internal": (
+        "Something went wrong inside Margin ($1: $2). Your conversation is saved; try again, and if it "
+        "keeps happening, reload the extension."
+    ),
+    # margin.chat
+    "py_notice_images_unsupported": (
+        "This model does not take images, so Margin sent a short description in their place."
+    ),
+    "py_error_turn_in_progress": "An answer is still being written. Stop it or wait for it to finish.",
+    "py_error_images_unreadable": "The attached images could not be read. Attach them again.",
+    "py_error_empty_message": "Type a message or attach an image first.",
+    "py_error_edit_target_gone": "Margin could not tell which message to edit. Try again.",
+    "py_error_bad_turn": "Margin did not understand what to do with this message. Reload the panel.",
+    "py_error_conversation_changed": (
+        "The conversation changed while the answer was being written (cleared or switched), so the "
+        "answer was not saved. Ask again if you still need it."
+    ),
+    # margin.options
+    "py_error_no_provider": (
+        "Set up a model provider in Margin's options first (right-click the toolbar icon → Options)."
+    ),
+    "py_error_choose_imported_provider": (
+        "Choose a provider first: the ones restored from a backup are used only once you pick one (the "
+        "model chip above, or Margin's options)."
+    ),
+    "py_error_provider_gone": (
+        "That provider is no longer saved. Choose another one, or add it again in Margin's options."
+    ),
+    # margin.providers
+    "py_error_provider_said": " The provider said: $1.",
+    "py_error_bad_key": "The provider rejected the API key ($1). Check the key in Margin's options.$2",
+    "py_error_not_found": (
+        "The provider at $1 does not know the model “$2” or that address (404). Check the model name and "
+        "the Base URL in Margin's options.$3"
+    ),
+    "py_error_wait_seconds": "Wait $1 seconds and try again.",
+    "py_error_wait_a_little": "Wait a little and try again.",
+    "py_error_rate_limited": "The provider is limiting requests (429). $1$2",
+    "py_error_bad_request": (
+        "The provider refused the request ($1)$2. Check the model and settings in Margin's options, or "
+        "start a new session if the conversation is very long."
+    ),
+    "py_error_http_timeout": "$1 took too long to answer (408). Try again.$2",
+    "py_error_provider_down": "The provider's server at $1 failed ($2). Try again in a moment.$3",
+    "py_error_provider_error": (
+        "The provider answered with an error ($1). Check the provider in Margin's options.$2"
+    ),
+    "py_error_stream_cut": "The connection to the provider broke before the answer was finished. Try again.",
+    "py_error_stopped": "The answer was stopped.",
+    "py_error_timeout": (
+        "$1 did not answer in time. Try again; if it keeps happening, check the server or choose a "
+        "faster model."
+    ),
+    "py_error_unreachable": (
+        "Margin could not reach $1. Check that the server is running (for Ollama: `ollama serve`), that "
+        "the Base URL is right, and that you are online."
+    ),
+}
