@@ -132,4 +132,88 @@ ENGLISH: dict[str, str] = {
         "Margin could not reach $1. Check that the server is running (for Ollama: `ollama serve`), that "
         "the Base URL is right, and that you are online."
     ),
+    # margin.overflow, margin.image_refusal
+    "py_error_this_model": "this model",
+    "py_error_too_long": (
+        "This conversation is too long for $1. Start a new session, or choose a model with a larger context."
+    ),
+    "py_error_too_long_shortened": (
+        "This conversation is too long for $1 even with the attached pages shortened. Start a new "
+        "session, or choose a model with a larger context."
+    ),
+    "py_error_images_refused": (
+        "The model “$1” does not take images. Remove the images, or choose a model that reads images in "
+        "Margin's options."
+    ),
+    # margin.ports
+    "py_error_storage_full": (
+        "Chrome's storage for Margin is full, so this change was not saved. Delete old sessions or "
+        "export a backup and remove some images, then try again."
+    ),
+    "py_error_storage_failed": "Chrome could not save Margin's data ($1).",
+    # margin.providers.*
+    "py_error_answer_too_long": (
+        "The answer was cut at $1 MB, the most Margin keeps of one answer. What arrived is kept; ask for "
+        "the rest in a new message, or for a shorter answer."
+    ),
+    "py_error_stream_garbage": (
+        "$1 sent a stream line longer than $2 MB, which no chat answer needs, so Margin stopped reading. "
+        "What arrived is kept. Try again; if it keeps happening, check the Base URL in Margin's options."
+    ),
+    "py_error_conversation_forgotten": (
+        "The provider no longer knows this conversation (its stored responses expired). Start a new "
+        "session or ask again."
+    ),
+    "py_error_anthropic_overloaded": "Anthropic is overloaded right now ($1). Try again in a moment.$2",
+    "py_error_key_not_allowed": (
+        "The API key may not use this model or feature (403). Check the key and the model in Margin's "
+        "options.$1"
+    ),
+    "py_error_content_refused": (
+        "Google withheld the answer (reason: $1). Rephrase the question, or attach a different page."
+    ),
+    # margin.attach, margin.screenshot
+    "py_error_no_web_tab": (
+        "Margin can only read web pages (http, https or file). Switch to the tab you want to ask about, "
+        "then press Attach page."
+    ),
+    "py_error_screenshot_no_web_tab": "Switch to a web page (http, https or file) and try again.",
+    "py_error_tab_gone": (
+        "That tab was closed before Margin could read it. Open the page again, then press Attach page."
+    ),
+    "py_error_file_access_off": (
+        "Margin may not read files on this computer yet. Open chrome://extensions, click Details under "
+        "Margin, turn on “Allow access to file URLs”, then press Attach page again."
+    ),
+    "py_error_error_page": (
+        "This tab shows an error page, so there is nothing to read. Reload the page, then press Attach page."
+    ),
+    "py_error_tab_refused": (
+        "Chrome did not let Margin read this tab ($1). Use Screenshot instead, or copy the text into the "
+        "message."
+    ),
+    "py_error_web_store": (
+        "Chrome does not let extensions read the Chrome Web Store. Copy the text you want to ask about "
+        "into the message, or use Screenshot."
+    ),
+    "py_error_pdf": (
+        "This tab shows a PDF, which Margin cannot read as a page. Select the text you need and choose "
+        "“Explain with Margin” from the right-click menu, or use Screenshot."
+    ),
+    "py_error_no_text": (
+        "This page has no text Margin can read (it may be a picture, a canvas, or still loading). Wait "
+        "until it has loaded and try again, or use Screenshot to send what you see."
+    ),
+    "py_error_page_unreadable": (
+        "Margin could not read this page. Reload it and try again, or use Screenshot."
+    ),
+    "py_error_page_unreadable_detail": (
+        "Margin could not read this page ($1). Reload it and try again, or use Screenshot."
+    ),
+    "py_error_attachment_gone": (
+        "That page is no longer in the conversation. Open it in a tab and press Attach page."
+    ),
+    "py_error_attachment_answered": (
+        "Only a page that no question has used yet can be removed. Start a New session to leave it behind."
+    ),
 }

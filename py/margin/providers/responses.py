@@ -178,11 +178,7 @@ def is_forgotten(status: int, error: dict[str, Any]) -> bool:
 def map_error(status: int, body: str, headers: dict[str, str], provider: dict[str, Any]) -> ProviderError:
     error = _error_object(decode_or_none(body))
     if is_forgotten(status, error):
-        return ProviderError(
-            FORGOTTEN,
-            "The provider no longer knows this conversation (its stored responses expired). "
-            "Start a new session or ask again.",
-        )
+        return ProviderError.said(FORGOTTEN, "py_error_conversation_forgotten")
     return http_error(status, body, headers, provider)
 
 
