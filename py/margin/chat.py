@@ -231,7 +231,11 @@ class _Turn:
                 await options.mark_images_unsupported(self.platform, provider["id"])
             outcome, failure, stream = await self._attempt(provider, question, language, text_only=True)
         # Rule 8: an overflow before any delta is retried once, with the attached pages shortened.
-        plan = rescue.plan(question, failure) if outcome is Outcome.FAILED and not self.delta_sent else None
+        plan = (
+            rescue.plan(question, failure, language)
+            if outcome is Outcome.FAILED and not self.delta_sent
+            else None
+        )
         if plan is not None:
             outcome, failure, stream = await self._attempt(
                 provider, plan.records, language, text_only=text_only

@@ -153,3 +153,17 @@ def transport_error_sentence() -> str:
     from margin.ports import TransportError
 
     return transport_error(TransportError("connect"), PROVIDER).to_json()["message"]
+
+
+def test_the_trim_note_is_in_the_model_language_and_replaces_an_english_one():
+    from margin import slimming
+    from margin.history import PAGE_CONTEXT_PREFIX, Record
+
+    header = f"{PAGE_CONTEXT_PREFIX} Page: t\nNote: shortened to fit the model's context: the first 9 of 20,000 characters."
+    record = Record(
+        "user", f"{header}\n\n" + "word " * 4000, {"attachment": {"url": "u", "trimmedFrom": 20000}}
+    )
+    shortened = slimming.trimmed_attachment(record, 3000, "ru").text.split("\n\n", 1)[0]
+    assert shortened.splitlines()[1:] == [
+        "Примечание: сокращено под контекст модели: первые 2\u00a0999 из 20\u00a0000 симв."
+    ]
