@@ -122,12 +122,11 @@ async def page_payload(
     method = "readability" if extraction.get("method") == "readability" else "fallback"
     text = page_text.page_text(str(extraction.get("html") or ""), method=method, title=title)
     found = await captions.find_transcript(platform, extraction, preferred_languages)
+    words = catalogue.words(language)
     notes: list[str] = []
     if found is None:
         if extraction.get("videos") or extraction.get("youtube"):
-            notes.append(
-                "the video on this page has no captions Margin can read, so only the page's text is attached."
-            )
+            notes.append(words.text("py_note_no_captions"))
         if not text.text.strip():
             raise no_text_refusal()
         if text.truncated:
@@ -147,10 +146,10 @@ async def page_payload(
     video = found["video"]
     duration = _duration(video, cues)
     lines = transcripts.format_transcript(cues)
-    length = f", {transcripts.format_timestamp(duration)} long" if duration else ""
-    body = f"## Transcript ({found['label']}{length})\n\n{lines}"
+    length = words.text("py_transcript_length", transcripts.format_timestamp(duration)) if duration else ""
+    body = f"## {words.text('py_transcript_heading', found['label'], length)}\n\n{lines}"
     if text.text.strip():
-        body += "\n\n## Page text\n\n" + text.text
+        body += f"\n\n## {words.text('py_page_text_heading')}\n\n" + text.text
     capped = page_text.cap_text(body)
     if capped.truncated:
         notes.append(page_context.truncation_note(len(capped.text), capped.original_chars, language=language))
