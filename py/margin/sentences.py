@@ -216,4 +216,39 @@ ENGLISH: dict[str, str] = {
     "py_error_attachment_answered": (
         "Only a page that no question has used yet can be removed. Start a New session to leave it behind."
     ),
+    # margin.summaries
+    "py_error_summary_empty": "The model sent back an empty summary.",
+    "py_error_summary_cut": "The model's summary was cut off before its end.",
+    "py_error_summary_not_shorter": "The model's summary was not shorter than the page.",
+    "py_error_summary_in_progress": "This page is already being summarized.",
+    "py_error_summary_page_gone": (
+        "The page is no longer in the conversation, so there is nothing to summarize."
+    ),
+    "py_error_already_summarized": "This page has a summary already.",
+    # margin.sessions, margin.session_index
+    "py_error_no_session_named": "Margin did not say which session to use. Try again.",
+    "py_error_empty_session_name": "A session name cannot be empty. Type a name, then press Enter.",
+    "py_error_undo_expired": "It is too late to undo: the session was deleted.",
+    "py_error_session_not_found": (
+        "That session no longer exists. Close the sessions panel and open it again."
+    ),
+    "py_error_session_missing": (
+        "The saved text of “$1” is missing (Chrome may have lost it while "
+        "repairing its storage). It cannot be opened; you can delete it."
+    ),
+    "py_error_session_unreadable": (
+        "The saved text of “$1” cannot be read. It is kept as it is; export a backup before deleting it."
+    ),
+    # margin.code_runs, margin.unsaved_answers
+    "py_error_run_answer_gone": (
+        "The answer this code came from is no longer in the conversation, so its output was not saved."
+    ),
+    "py_error_answer_question_gone": (
+        "The question this answer belongs to is no longer in the conversation, so it cannot be "
+        "saved after it. Copy the answer if you need it."
+    ),
+    "py_error_answer_question_moved": (
+        "The conversation went on after this answer's question, so Margin cannot tell where to save "
+        "it. Copy the answer if you need it."
+    ),
 }

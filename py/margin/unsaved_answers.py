@@ -184,19 +184,11 @@ def _question_ident(value: Any) -> tuple[Any, str]:
 
 
 def question_gone() -> MarginError:
-    return MarginError(
-        "answer_question_gone",
-        "The question this answer belongs to is no longer in the conversation, so it cannot be "
-        "saved after it. Copy the answer if you need it.",
-    )
+    return MarginError.said("answer_question_gone", "py_error_answer_question_gone")
 
 
 def question_moved() -> MarginError:
-    return MarginError(
-        "answer_question_moved",
-        "The conversation went on after this answer's question, so Margin cannot tell where to save "
-        "it. Copy the answer if you need it.",
-    )
+    return MarginError.said("answer_question_moved", "py_error_answer_question_moved")
 
 
 def _same_answer(record: Record, answer: Record) -> bool:
