@@ -251,4 +251,28 @@ ENGLISH: dict[str, str] = {
         "The conversation went on after this answer's question, so Margin cannot tell where to save "
         "it. Copy the answer if you need it."
     ),
+    # margin.providers: setup problems
+    "py_error_ollama_origin": (
+        "Ollama at $1 refused Margin's requests (403). Start it with "
+        "OLLAMA_ORIGINS=chrome-extension://* (for example: OLLAMA_ORIGINS=chrome-extension://* "
+        "ollama serve), then try again."
+    ),
+    "py_error_server_origin": (
+        "The server at $1 refused Margin's requests (403). Allow the chrome-extension:// "
+        "origin (CORS) in the server's settings, then try again."
+    ),
+    "py_error_not_a_chat_stream": (
+        "The provider sent something that is not a chat stream: $1. "
+        "Check that the Base URL points at an OpenAI-compatible API (it usually ends in /v1)."
+    ),
+    "py_error_stopped_with_error": (
+        "The provider stopped with an error: $1. Try again, or check the provider in Margin's options."
+    ),
+    "py_error_answered_with_error": (
+        "The provider answered with an error: $1. Check the provider in Margin's options."
+    ),
+    "py_error_not_a_stream_openai": (
+        "The provider answered, but not with a stream (content type “$1”). Check that "
+        "the Base URL points at an OpenAI-compatible API (it usually ends in /v1)."
+    ),
 }

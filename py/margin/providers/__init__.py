@@ -312,17 +312,8 @@ def _origin_refused_error(provider: dict[str, Any]) -> ProviderError:
     except ValueError:
         port = None
     if port == OLLAMA_PORT:
-        return ProviderError(
-            "origin_refused",
-            f"Ollama at {host} refused Margin's requests (403). Start it with "
-            "OLLAMA_ORIGINS=chrome-extension://* (for example: OLLAMA_ORIGINS=chrome-extension://* "
-            "ollama serve), then try again.",
-        )
-    return ProviderError(
-        "origin_refused",
-        f"The server at {host} refused Margin's requests (403). Allow the chrome-extension:// "
-        "origin (CORS) in the server's settings, then try again.",
-    )
+        return ProviderError.said("origin_refused", "py_error_ollama_origin", host)
+    return ProviderError.said("origin_refused", "py_error_server_origin", host)
 
 
 def http_error(status: int, body: str, headers: dict[str, str], provider: dict[str, Any]) -> ProviderError:
