@@ -39,7 +39,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from . import plain_http
+from . import catalogue, plain_http
 from .errors import MarginError, ProviderError
 from .ports import Platform
 from .providers import normalize_provider, provider_module
@@ -322,10 +322,11 @@ def _keep_learned_usage(providers: list[dict[str, Any]], stored: list[dict[str, 
 
 async def handle_test(platform: Platform, payload: dict) -> dict[str, Any]:
     """`provider.test`: `{ok, message}`; an incomplete form is a sentence too, not an error."""
+    await catalogue.ensure_spoken(platform)  # its sentences are in the user's language
     try:
         provider = normalize_provider(payload.get("provider"))
     except MarginError as error:
-        return {"ok": False, "message": error.message}
+        return {"ok": False, "message": error.in_language()}
     return await provider_module(provider["type"]).test_connection(platform, provider)
 
 

@@ -275,4 +275,5 @@ ENGLISH: dict[str, str] = {
         "The provider answered, but not with a stream (content type “$1”). Check that "
         "the Base URL points at an OpenAI-compatible API (it usually ends in /v1)."
     ),
+    "py_error_answer_kept": "$1 The answer stays on screen: copy it, or press Retry save.",
 }

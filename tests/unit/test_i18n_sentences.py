@@ -167,3 +167,14 @@ def test_the_trim_note_is_in_the_model_language_and_replaces_an_english_one():
     assert shortened.splitlines()[1:] == [
         "Примечание: сокращено под контекст модели: первые 2\u00a0999 из 20\u00a0000 симв."
     ]
+
+
+def test_an_unsaved_answer_s_sentence_is_one_language_cause_and_all():
+    from margin import unsaved_answers
+    from margin.ports import storage_refused
+
+    speak("ja")
+    event = unsaved_answers.error_event(storage_refused("QUOTA_BYTES quota exceeded"), {})
+    assert event["error"]["code"] == "storage_full"
+    assert event["error"]["message"].startswith("Chrome の Margin 用ストレージがいっぱいのため")
+    assert event["error"]["message"].endswith("コピーするか、「保存を再試行」を押してください。")

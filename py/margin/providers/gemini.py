@@ -353,7 +353,7 @@ async def test_connection(platform: Platform, provider: dict[str, Any]) -> dict[
     try:
         body = await fetch_text(platform.transport, request, provider, gemini_error)
     except ProviderError as error:
-        return {"ok": False, "message": error.message}
+        return {"ok": False, "message": error.in_language()}
     return connection_verdict(
         provider,
         body,

@@ -296,7 +296,7 @@ async def test_connection(platform: Platform, provider: dict[str, Any]) -> dict[
         if not 200 <= response.status < 300:
             raise http_error(response.status, body, response.headers, provider)
     except ProviderError as error:
-        return {"ok": False, "message": error.message}
+        return {"ok": False, "message": error.in_language()}
     return connection_verdict(
         provider,
         body,

@@ -307,7 +307,7 @@ async def test_connection(platform: Platform, provider: dict[str, Any]) -> dict[
     try:
         text = await fetch_text(platform.transport, _post(provider, body, stream=False), provider, map_error)
     except ProviderError as error:
-        return {"ok": False, "message": error.message}
+        return {"ok": False, "message": error.in_language()}
     return connection_verdict(
         provider,
         text,
