@@ -276,4 +276,14 @@ ENGLISH: dict[str, str] = {
         "the Base URL points at an OpenAI-compatible API (it usually ends in /v1)."
     ),
     "py_error_answer_kept": "$1 The answer stays on screen: copy it, or press Retry save.",
+    "py_error_redirect_to": (
+        "$1 answered with a redirect to $2; Margin does not follow redirects with your "
+        "conversation. Put the address it should reach in the Base URL (often https:// "
+        "instead of http://, or a missing /v1)."
+    ),
+    "py_error_redirect": (
+        "$1 answered with a redirect; Margin does not follow redirects with your "
+        "conversation. Put the address it should reach in the Base URL (often https:// "
+        "instead of http://, or a missing /v1)."
+    ),
 }

@@ -370,13 +370,11 @@ def transport_error(error: TransportError, provider: dict[str, Any]) -> Provider
     if error.kind == "broken":
         return stream_cut()
     if error.kind == "redirect":
-        where = f"a redirect to {_cut(error.detail, 120)}" if error.detail else "a redirect"
-        return ProviderError(
-            "redirect_refused",
-            f"{host} answered with {where}; Margin does not follow redirects with your "
-            "conversation. Put the address it should reach in the Base URL (often https:// "
-            "instead of http://, or a missing /v1).",
-        )
+        if error.detail:
+            return ProviderError.said(
+                "redirect_refused", "py_error_redirect_to", host, _cut(error.detail, 120)
+            )
+        return ProviderError.said("redirect_refused", "py_error_redirect", host)
     if error.kind == "timeout":
         return ProviderError.said("timeout", "py_error_timeout", host)
     return ProviderError.said("unreachable", "py_error_unreachable", host)
