@@ -85,7 +85,7 @@ let agedCache = { records: null, aged: new Set() };
 
 function agedRecords() {
   if (agedCache.records !== state.history) {
-    const aged = new Set(agedIndices(state.history).map((i) => state.history[i]));
+    const aged = new Set(agedIndices(state.history, t).map((i) => state.history[i]));
     agedCache = { records: state.history, aged };
   }
   return agedCache.aged;

@@ -10,6 +10,8 @@
 //    an `attachment` object; a question is any other user record.
 // 3. `sentText` is the stored text, or, with a usable summary, the header, a Note line and the
 //    summary (Python's `sent_text`, byte for byte). Lengths count code points, as Python's len().
+//    The note's words are the catalogue's (`py_summary_*`), through `say(key, ...subs)`: the
+//    panel passes i18n.js `t`, so they are in Margin's language, as Python's are.
 // 4. `agedIndices`: the attachments that are not the newest, have at least
 //    `CONTRACT.limits.agingMinUserTurns` questions after them, and whose sent text is at least
 //    `CONTRACT.limits.agingMinChars` long.
@@ -44,8 +46,8 @@ export function pyLength(text) {
   return length;
 }
 
-// Python's f"{n:,}" for an int.
-const grouped = (n) => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+// Python's catalogue.Words.number: f"{n:,}" for an int, with the locale's `py_number_group`.
+const grouped = (n, say) => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, say("py_number_group"));
 
 function isReadable(record) {
   if (!isObject(record) || !ROLES.has(record.role)) return false;
@@ -80,21 +82,17 @@ function pyInt(value) {
   return typeof value === "number" && Number.isInteger(value) ? value : null;
 }
 
-export function sentText(record) {
+export function sentText(record, say) {
   const text = textOf(record);
   const summary = summaryOf(record);
   if (summary === null) return text;
   const original = pyInt(record.attachment.chars);
-  const size = original === null ? "" : ` of its ${grouped(original)} characters`;
-  const model = typeof summary.model === "string" && summary.model ? summary.model : "the model";
-  return (
-    `${text.split("\n\n", 1)[0]}\n` +
-    `Note: this is a summary${size}, made by ${model}; the user can see the full text.\n\n` +
-    pyStrip(summary.text)
-  );
+  const size = original === null ? "" : say("py_summary_size", grouped(original, say));
+  const model = typeof summary.model === "string" && summary.model ? summary.model : say("py_summary_the_model");
+  return `${text.split("\n\n", 1)[0]}\n${say("py_summary_note", size, model)}\n\n${pyStrip(summary.text)}`;
 }
 
-export function agedIndices(records) {
+export function agedIndices(records, say) {
   const list = Array.isArray(records) ? records : [];
   const attachments = [];
   list.forEach((record, index) => {
@@ -112,6 +110,6 @@ export function agedIndices(records) {
     (i) =>
       i !== newest &&
       questionsAfter[i] >= CONTRACT.limits.agingMinUserTurns &&
-      pyLength(sentText(list[i])) >= CONTRACT.limits.agingMinChars,
+      pyLength(sentText(list[i], say)) >= CONTRACT.limits.agingMinChars,
   );
 }

@@ -21,6 +21,7 @@ import traceback
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from . import catalogue
 from .errors import MarginError
 from .ports import Platform
 
@@ -87,11 +88,7 @@ def failure(error: MarginError) -> dict[str, Any]:
 
 def internal_error(exc: BaseException) -> MarginError:
     traceback.print_exception(exc, file=sys.stderr)
-    return MarginError(
-        "internal",
-        f"Something went wrong inside Margin ({type(exc).__name__}: {exc}). "
-        "Your conversation is saved; try again, and if it keeps happening, reload the extension.",
-    )
+    return MarginError.said("internal", "py_error_internal", type(exc).__name__, exc)
 
 
 async def dispatch(
@@ -107,8 +104,10 @@ async def dispatch(
             raise MarginError("bad_payload", f"The request {name!r} needs an object as its payload.")
         return ok(await (handler or resolve(name))(platform, payload))
     except MarginError as error:
+        await catalogue.ensure_spoken(platform)
         return failure(error)
     except Exception as exc:
+        await catalogue.ensure_spoken(platform)
         return failure(internal_error(exc))
 
 

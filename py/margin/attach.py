@@ -38,11 +38,6 @@ from .ports import Platform, ScriptError, WebTab
 from .site_caches import site_cache_ctx
 from .storage import PROVIDERS, lock_for
 
-NO_WEB_TAB = (
-    "Margin can only read web pages (http, https or file). Switch to the tab you want to "
-    "ask about, then press Attach page."
-)
-
 
 def refuse_by_url(url: str) -> None:
     parts = urlsplit(url)
@@ -58,55 +53,28 @@ def script_refusal(error: ScriptError, tab: WebTab) -> MarginError:
     message = error.message
     lowered = message.lower()
     if "no tab with id" in lowered or "tab was closed" in lowered:
-        return MarginError(
-            "tab_gone",
-            "That tab was closed before Margin could read it. Open the page again, then press Attach page.",
-        )
+        return MarginError.said("tab_gone", "py_error_tab_gone")
     if "extensions gallery" in lowered or "webstore" in lowered:
         return web_store_refusal()
     if tab.url.lower().startswith("file:"):
-        return MarginError(
-            "file_access_off",
-            "Margin may not read files on this computer yet. Open chrome://extensions, "
-            "click Details under Margin, turn on “Allow access to file URLs”, then press Attach page again.",
-        )
+        return MarginError.said("file_access_off", "py_error_file_access_off")
     if urlsplit(tab.url).path.lower().endswith(".pdf"):
         return pdf_refusal()
     if "error page" in lowered:
-        return MarginError(
-            "page_not_readable",
-            "This tab shows an error page, so there is nothing to read. "
-            "Reload the page, then press Attach page.",
-        )
-    return MarginError(
-        "page_not_readable",
-        f"Chrome did not let Margin read this tab ({message.strip().rstrip('.')}). "
-        "Use Screenshot instead, or copy the text into the message.",
-    )
+        return MarginError.said("page_not_readable", "py_error_error_page")
+    return MarginError.said("page_not_readable", "py_error_tab_refused", message.strip().rstrip("."))
 
 
 def web_store_refusal() -> MarginError:
-    return MarginError(
-        "page_not_readable",
-        "Chrome does not let extensions read the Chrome Web Store. "
-        "Copy the text you want to ask about into the message, or use Screenshot.",
-    )
+    return MarginError.said("page_not_readable", "py_error_web_store")
 
 
 def pdf_refusal() -> MarginError:
-    return MarginError(
-        "page_is_pdf",
-        "This tab shows a PDF, which Margin cannot read as a page. Select the text "
-        "you need and choose “Explain with Margin” from the right-click menu, or use Screenshot.",
-    )
+    return MarginError.said("page_is_pdf", "py_error_pdf")
 
 
 def no_text_refusal() -> MarginError:
-    return MarginError(
-        "page_has_no_text",
-        "This page has no text Margin can read (it may be a picture, a canvas, or still "
-        "loading). Wait until it has loaded and try again, or use Screenshot to send what you see.",
-    )
+    return MarginError.said("page_has_no_text", "py_error_no_text")
 
 
 async def run_page_script(platform: Platform, tab: WebTab, function: str, *args: Any) -> Any:
@@ -157,12 +125,11 @@ async def page_payload(
     method = "readability" if extraction.get("method") == "readability" else "fallback"
     text = page_text.page_text(str(extraction.get("html") or ""), method=method, title=title)
     found = await captions.find_transcript(platform, extraction, preferred_languages)
+    words = catalogue.words(language)
     notes: list[str] = []
     if found is None:
         if extraction.get("videos") or extraction.get("youtube"):
-            notes.append(
-                "the video on this page has no captions Margin can read, so only the page's text is attached."
-            )
+            notes.append(words.text("py_note_no_captions"))
         if not text.text.strip():
             raise no_text_refusal()
         if text.truncated:
@@ -182,10 +149,10 @@ async def page_payload(
     video = found["video"]
     duration = _duration(video, cues)
     lines = transcripts.format_transcript(cues)
-    length = f", {transcripts.format_timestamp(duration)} long" if duration else ""
-    body = f"## Transcript ({found['label']}{length})\n\n{lines}"
+    length = words.text("py_transcript_length", transcripts.format_timestamp(duration)) if duration else ""
+    body = f"## {words.text('py_transcript_heading', found['label'], length)}\n\n{lines}"
     if text.text.strip():
-        body += "\n\n## Page text\n\n" + text.text
+        body += f"\n\n## {words.text('py_page_text_heading')}\n\n" + text.text
     capped = page_text.cap_text(body)
     if capped.truncated:
         notes.append(page_context.truncation_note(len(capped.text), capped.original_chars, language=language))
@@ -240,12 +207,9 @@ async def read_tab(platform: Platform, tab: WebTab, language: str) -> tuple[dict
             if reason == "no_text":
                 raise no_text_refusal()
             detail = extraction.get("detail") if isinstance(extraction, dict) else None
-            raise MarginError(
-                "page_not_readable",
-                "Margin could not read this page"
-                + (f" ({detail})" if detail else "")
-                + ". Reload it and try again, or use Screenshot.",
-            )
+            if detail:
+                raise MarginError.said("page_not_readable", "py_error_page_unreadable_detail", detail)
+            raise MarginError.said("page_not_readable", "py_error_page_unreadable")
         payload = await page_payload(
             platform,
             extraction,
@@ -283,7 +247,7 @@ async def handle_attach(platform: Platform, payload: dict) -> dict[str, Any]:
     started = time.perf_counter()
     tab = await platform.tabs.active_web_tab()
     if tab is None:
-        raise MarginError("no_web_tab", NO_WEB_TAB)
+        raise MarginError.said("no_web_tab", "py_error_no_web_tab")
     refuse_by_url(tab.url)
     settings = await read_options(platform)
     language = model_language(settings, platform.browser_language)
@@ -335,10 +299,7 @@ async def handle_reattach(platform: Platform, payload: dict) -> dict[str, Any]:
         read = await read_history(platform.local)
         index = page_context.find_attachment(read.records, captured_at, url)
         if index is None:
-            raise MarginError(
-                "attachment_gone",
-                "That page is no longer in the conversation. Open it in a tab and press Attach page.",
-            )
+            raise MarginError.said("attachment_gone", "py_error_attachment_gone")
         copy = page_context.fresh_copy(read.records[index], clock.now_ms())
         waiting = await _append_unless_waiting(platform, read, copy)
     return {
@@ -361,10 +322,6 @@ async def handle_remove(platform: Platform, payload: dict) -> dict[str, Any]:
             or not waiting_from <= index < len(records)
             or records[index].fields["attachment"].get("url") != url
         ):
-            raise MarginError(
-                "attachment_answered",
-                "Only a page that no question has used yet can be removed. "
-                "Start a New session to leave it behind.",
-            )
+            raise MarginError.said("attachment_answered", "py_error_attachment_answered")
         await write_history(platform.local, records[:index] + records[index + 1 :], read)
     return {}

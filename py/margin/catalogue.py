@@ -14,10 +14,15 @@ Rules:
    placeholder's content, then `$1`..`$9` the arguments, `$$` a dollar sign. A key missing
    everywhere is `catalogue_missing_key`, never a silent empty string.
 4. Numbers in notes are grouped with the locale's `py_number_group` ("20,000", "20 000").
+5. The user's language is the one `ensure` last loaded (every caller passes the setting,
+   `options.model_language`); `spoken_messages` gives its messages, loaded ones only, for the
+   sentences of margin.sentences. `ensure_spoken` reads the setting and loads it; it never raises
+   (the sentences then stay English).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from dataclasses import dataclass
@@ -50,6 +55,11 @@ def render(entry: dict[str, Any], subs: tuple[str, ...]) -> str:
         if isinstance(value, dict)
     }
     expanded = _PLACEHOLDER.sub(lambda m: contents.get(m.group(1).lower(), ""), str(entry["message"]))
+    return substitute(expanded, subs)
+
+
+def substitute(text: str, subs: tuple[str, ...]) -> str:
+    """`$1`..`$9` the arguments, `$$` a dollar sign (the second half of rule 3)."""
 
     def argument(match: re.Match[str]) -> str:
         digit = match.group(1)
@@ -58,7 +68,7 @@ def render(entry: dict[str, Any], subs: tuple[str, ...]) -> str:
         index = int(digit) - 1
         return subs[index] if 0 <= index < len(subs) else ""
 
-    return _ARGUMENT.sub(argument, expanded)
+    return _ARGUMENT.sub(argument, text)
 
 
 @dataclass(frozen=True)
@@ -84,6 +94,7 @@ class Words:
 
 
 _loaded: dict[str, dict[str, Any]] = {}
+_spoken = "en"
 
 
 def parse(locale: str, text: str) -> dict[str, Any]:
@@ -130,7 +141,22 @@ def words(language: str = "en") -> Words:
 
 async def ensure(platform: Platform, language: str) -> Words:
     """Rule 2: load `language`'s catalogue (and English) through the platform, once each."""
+    global _spoken
     for locale in dict.fromkeys(("en", locale_of(language))):
         if locale not in _loaded:
             install(locale, await platform.read_catalogue(locale))
+    _spoken = locale_of(language)
     return words(language)
+
+
+def spoken_messages() -> tuple[dict[str, Any], dict[str, Any]]:
+    """Rule 5: (the user's messages, English's), each empty when it is not loaded."""
+    return _loaded.get(_spoken, {}), _loaded.get("en", {})
+
+
+async def ensure_spoken(platform: Platform) -> None:
+    """Rule 5: load the user's language for the sentences, or keep what is loaded."""
+    from .options import model_language, read_options  # here: margin.options imports margin.errors
+
+    with contextlib.suppress(Exception):  # a sentence in English is better than none
+        await ensure(platform, model_language(await read_options(platform), platform.browser_language))

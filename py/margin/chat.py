@@ -88,6 +88,7 @@ from .image_attachments import attachment_to_part, check_attachment
 from .image_refusal import ImagesRefusedError
 from .ports import Platform
 from .providers import provider_module
+from .sentences import ENGLISH, say, sentence
 from .stoppable import Stopped, guarded_emit, race
 from .storage import RUN_PYTHON_MODE, lock_for
 from .tool_turn import Receive, ToolRunner
@@ -98,7 +99,7 @@ BODY_IDLE_TIMEOUT = 60.0
 
 _turn_running = False
 
-IMAGES_NOTICE = "This model does not take images, so Margin sent a short description in their place."
+IMAGES_NOTICE = ENGLISH["py_notice_images_unsupported"]
 
 
 class Outcome(Enum):
@@ -119,11 +120,7 @@ async def run_turn(
     global _turn_running
     if _turn_running:
         guarded_emit(emit, stop)(
-            _error_event(
-                MarginError(
-                    "turn_in_progress", "An answer is still being written. Stop it or wait for it to finish."
-                )
-            ),
+            _error_event(MarginError.said("turn_in_progress", "py_error_turn_in_progress")),
         )
         return
     _turn_running = True
@@ -152,10 +149,10 @@ async def new_user_record(platform: Platform, text: Any, attachments: Any) -> Re
     if attachments is None:
         attachments = []
     if not isinstance(attachments, list):
-        raise MarginError("not_an_image", "The attached images could not be read. Attach them again.")
+        raise MarginError.said("not_an_image", "py_error_images_unreadable")
     parts = [attachment_to_part(await check_attachment(platform, a)) for a in attachments]
     if not text.strip() and not parts:
-        raise MarginError("empty_message", "Type a message or attach an image first.")
+        raise MarginError.said("empty_message", "py_error_empty_message")
     return user_record(text, parts, createdAt=clock.now_ms())
 
 
@@ -171,7 +168,7 @@ async def conversation_for(platform: Platform, start: Any, records: list[Record]
     if action == "edit":
         index = start.get("index")
         if not isinstance(index, int) or isinstance(index, bool):
-            raise MarginError("edit_target_gone", "Margin could not tell which message to edit. Try again.")
+            raise MarginError.said("edit_target_gone", "py_error_edit_target_gone")
         kept = for_edit(records, index)
         conversation = [*kept, await new_user_record(platform, start.get("text"), start.get("images"))]
         return conversation, len(conversation)
@@ -180,7 +177,7 @@ async def conversation_for(platform: Platform, start: Any, records: list[Record]
 
         conversation = records + await explain.take_request(platform, start.get("requestId"))
         return conversation, len(conversation)
-    raise MarginError("bad_turn", "Margin did not understand what to do with this message. Reload the panel.")
+    raise MarginError.said("bad_turn", "py_error_bad_turn")
 
 
 def _same_question(a: Record, b: Record) -> bool:
@@ -217,6 +214,7 @@ class _Turn:
             settings, provider, question = await self._store_question(start)
         except MarginError as error:
             # Nothing new is stored: the panel keeps the draft.
+            await catalogue.ensure_spoken(self.platform)
             self.emit(_error_event(error))
             return
         self.emit({"event": "started"})
@@ -228,12 +226,16 @@ class _Turn:
         outcome, failure, stream = await self._attempt(provider, question, language, text_only=text_only)
         if isinstance(failure, ImagesRefusedError) and not self.delta_sent and not text_only:
             text_only = True
-            self.emit({"event": "notice", "text": IMAGES_NOTICE})
+            self.emit({"event": "notice", "text": say(sentence("py_notice_images_unsupported"))})
             with contextlib.suppress(StorageError):  # only an optimisation is lost; the answer matters
                 await options.mark_images_unsupported(self.platform, provider["id"])
             outcome, failure, stream = await self._attempt(provider, question, language, text_only=True)
         # Rule 8: an overflow before any delta is retried once, with the attached pages shortened.
-        plan = rescue.plan(question, failure) if outcome is Outcome.FAILED and not self.delta_sent else None
+        plan = (
+            rescue.plan(question, failure, language)
+            if outcome is Outcome.FAILED and not self.delta_sent
+            else None
+        )
         if plan is not None:
             outcome, failure, stream = await self._attempt(
                 provider, plan.records, language, text_only=text_only
@@ -475,8 +477,4 @@ def _arrived_text(failure: MarginError, stream: Any) -> str:
 
 
 def _conversation_changed() -> MarginError:
-    return MarginError(
-        "conversation_changed",
-        "The conversation changed while the answer was being written (cleared or switched), "
-        "so the answer was not saved. Ask again if you still need it.",
-    )
+    return MarginError.said("conversation_changed", "py_error_conversation_changed")

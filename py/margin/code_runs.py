@@ -249,10 +249,7 @@ def model_text(runs: list[dict[str, Any]]) -> str:
 
 
 def run_answer_gone() -> MarginError:
-    return MarginError(
-        "run_answer_gone",
-        "The answer this code came from is no longer in the conversation, so its output was not saved.",
-    )
+    return MarginError.said("run_answer_gone", "py_error_run_answer_gone")
 
 
 async def save_run(platform: Any, index: Any, created_at: Any, run: Any) -> dict[str, Any]:

@@ -5,23 +5,43 @@ Rule 1: every failure that crosses the message boundary is a `MarginError`; the 
   `internal`.
 Rule 2: a sentence said in more than one place is built here, by a small constructor named for
   the failure (`not_an_image()`, `image_too_large(max_bytes)`, ...), so its wording has one source.
+Rule 3: a sentence from the catalogue is made with `Error.said(code, key, *args)`
+  (margin.sentences): `message` is its English; `to_json` says it in the user's language.
 """
 
 from __future__ import annotations
 
-_IMAGE_FORMATS = "Attach a PNG, JPEG, WebP or GIF picture."
+from typing import Any, Self
+
+from .sentences import Sentence, say, sentence
+
+_IMAGE_FORMATS = sentence("py_error_image_formats")
 
 
 class MarginError(Exception):
     """A failure with a stable `code` (for code and tests) and a `message` (for people)."""
+
+    sentence: Sentence | None = None
 
     def __init__(self, code: str, message: str):
         super().__init__(message)
         self.code = code
         self.message = message
 
+    @classmethod
+    def said(cls, code: str, key: str, *args: Any) -> Self:
+        """Rule 3: the error whose sentence is the catalogue's `key` with `args`."""
+        spoken = sentence(key, *args)
+        error = cls(code, spoken.english())
+        error.sentence = spoken
+        return error
+
+    def in_language(self) -> str:
+        """The sentence in the user's language (margin.sentences, rule 3); else `message`."""
+        return self.message if self.sentence is None else say(self.sentence)
+
     def to_json(self) -> dict:
-        return {"code": self.code, "message": self.message}
+        return {"code": self.code, "message": self.in_language()}
 
 
 class StorageError(MarginError):
@@ -42,42 +62,36 @@ class ProviderError(MarginError):
 
 def not_an_image() -> MarginError:
     """The attachment does not even claim to be an image (not `data:image/...;base64,`)."""
-    return MarginError("not_an_image", f"That file is not an image. {_IMAGE_FORMATS}")
+    return MarginError.said("not_an_image", "py_error_not_an_image", _IMAGE_FORMATS)
 
 
 def not_a_readable_image() -> MarginError:
     """It claims to be an image, but its bytes are of no type Margin can read."""
-    return MarginError("not_an_image", f"That file is not an image Margin can read. {_IMAGE_FORMATS}")
+    return MarginError.said("not_an_image", "py_error_not_a_readable_image", _IMAGE_FORMATS)
 
 
 def image_damaged() -> MarginError:
-    return MarginError("image_corrupt", "This image is damaged and cannot be read. Attach the file again.")
+    return MarginError.said("image_corrupt", "py_error_image_damaged")
 
 
 def image_too_large(max_bytes: int) -> MarginError:
-    return MarginError(
-        "image_too_large",
-        f"This image is larger than {max_bytes // (1024 * 1024)} MB. Use a smaller picture.",
-    )
+    return MarginError.said("image_too_large", "py_error_image_too_large", max_bytes // (1024 * 1024))
 
 
 def image_too_many_pixels(size: tuple[int, int] | None = None) -> MarginError:
     """Over the pixel cap (`margin.images.MAX_PIXELS`); `size` = (width, height) when known."""
     from .images import MAX_PIXELS  # here: margin.images imports this module
 
-    limit = f"Margin accepts up to {MAX_PIXELS // 1_000_000} megapixels."
+    limit = sentence("py_error_megapixels", MAX_PIXELS // 1_000_000)
     if size is None:
-        return MarginError("image_too_large", f"This image has too many pixels. {limit}")
+        return MarginError.said("image_too_large", "py_error_too_many_pixels", limit)
     width, height = size
-    return MarginError("image_too_large", f"This image is too large: {width}×{height} pixels; {limit}")
+    return MarginError.said("image_too_large", "py_error_image_too_large_size", width, height, limit)
 
 
 def image_format_unsupported(mime: str | None) -> MarginError:
     label = (mime or "image").split("/")[-1].upper()
-    return MarginError(
-        "image_format_unsupported",
-        f"Margin cannot read {label} images. Save the picture as PNG or JPEG and attach it again.",
-    )
+    return MarginError.said("image_format_unsupported", "py_error_image_format", label)
 
 
 def image_codec_failure(kind: str, mime: str | None, size: tuple[int, int] | None = None) -> MarginError:
@@ -91,7 +105,4 @@ def image_codec_failure(kind: str, mime: str | None, size: tuple[int, int] | Non
 
 
 def screenshot_refused() -> MarginError:
-    return MarginError(
-        "screenshot_failed",
-        "Chrome did not allow a screenshot of this page. Click the page once, then try again.",
-    )
+    return MarginError.said("screenshot_failed", "py_error_screenshot_refused")

@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 
 from .errors import ProviderError
+from .sentences import Sentence, sentence
 
 _REFUSAL_STATUSES = (400, 415, 422)
 
@@ -37,8 +38,9 @@ _REFUSAL_WORDINGS = re.compile(
 class ImagesRefusedError(ProviderError):
     """ProviderError code "images_refused": the model does not take image parts."""
 
-    def __init__(self, message: str):
-        super().__init__("images_refused", message)
+    def __init__(self, spoken: Sentence):
+        super().__init__("images_refused", spoken.english())
+        self.sentence = spoken
 
 
 def refuses_images(status: int, body: str) -> bool:
@@ -48,8 +50,5 @@ def refuses_images(status: int, body: str) -> bool:
     return _REFUSAL_WORDINGS.search(body) is not None
 
 
-def images_refused_sentence(model: str) -> str:
-    return (
-        f"The model “{model}” does not take images. Remove the images, or choose a model that "
-        "reads images in Margin's options."
-    )
+def images_refused_sentence(model: str) -> Sentence:
+    return sentence("py_error_images_refused", model)

@@ -39,10 +39,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from . import plain_http
+from . import catalogue, plain_http
 from .errors import MarginError, ProviderError
 from .ports import Platform
 from .providers import normalize_provider, provider_module
+from .sentences import ENGLISH
 from .storage import (
     ACTIVE_PROVIDER_ID,
     CODE_TIME_LIMIT,
@@ -64,11 +65,7 @@ RUN_PYTHON_MODES = ("off", "ask", "auto")  # margin.tool_loop.MODES
 TIME_LIMIT_MIN_SECONDS = 5
 TIME_LIMIT_MAX_SECONDS = 600
 
-NO_PROVIDER = "Set up a model provider in Margin's options first (right-click the toolbar icon → Options)."
-CHOOSE_IMPORTED_PROVIDER = (
-    "Choose a provider first: the ones restored from a backup are used only once you pick one "
-    "(the model chip above, or Margin's options)."
-)
+NO_PROVIDER = ENGLISH["py_error_no_provider"]
 
 
 def mask_key(key: Any) -> str:
@@ -176,12 +173,12 @@ def model_language(settings: dict[str, Any], browser_language: str = "en") -> st
 def active_provider_of(settings: dict[str, Any]) -> dict[str, Any]:
     providers = settings[PROVIDERS]
     if not providers:
-        raise MarginError("no_provider", NO_PROVIDER)
+        raise MarginError.said("no_provider", "py_error_no_provider")
     chosen = next((p for p in providers if p.get("id") == settings[ACTIVE_PROVIDER_ID]), None)
     if chosen is None:
         chosen = next((p for p in providers if p.get("fromBackup") is not True), None)
     if chosen is None:
-        raise MarginError("no_provider", CHOOSE_IMPORTED_PROVIDER)
+        raise MarginError.said("no_provider", "py_error_choose_imported_provider")
     return normalize_provider(chosen)
 
 
@@ -325,10 +322,11 @@ def _keep_learned_usage(providers: list[dict[str, Any]], stored: list[dict[str, 
 
 async def handle_test(platform: Platform, payload: dict) -> dict[str, Any]:
     """`provider.test`: `{ok, message}`; an incomplete form is a sentence too, not an error."""
+    await catalogue.ensure_spoken(platform)  # its sentences are in the user's language
     try:
         provider = normalize_provider(payload.get("provider"))
     except MarginError as error:
-        return {"ok": False, "message": error.message}
+        return {"ok": False, "message": error.in_language()}
     return await provider_module(provider["type"]).test_connection(platform, provider)
 
 
@@ -340,10 +338,7 @@ async def handle_activate(platform: Platform, payload: dict) -> dict[str, Any]:
         settings = _values(reads)
         chosen = next((p for p in settings[PROVIDERS] if p.get("id") == provider_id), None)
         if not isinstance(provider_id, str) or chosen is None:
-            raise MarginError(
-                "invalid_options",
-                "That provider is no longer saved. Choose another one, or add it again in Margin's options.",
-            )
+            raise MarginError.said("invalid_options", "py_error_provider_gone")
         await platform.local.set(
             {ACTIVE_PROVIDER_ID: provider_id, **park(ACTIVE_PROVIDER_ID, reads[ACTIVE_PROVIDER_ID])}
         )

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import ProviderError
+from .sentences import Sentence, sentence
 from .wire_json import decode_or_none
 
 _NEVER_OVERFLOW = (401, 403, 404, 429)
@@ -56,25 +57,20 @@ class Overflow:
 class ContextOverflowError(ProviderError):
     """ProviderError code "context_overflow"; `overflow` holds the numbers the provider gave."""
 
-    def __init__(self, message: str, overflow: Overflow):
-        super().__init__("context_overflow", message)
+    def __init__(self, spoken: Sentence, overflow: Overflow):
+        super().__init__("context_overflow", spoken.english())
+        self.sentence = spoken
         self.overflow = overflow
 
 
-def too_long_for(model: str) -> str:
+def too_long_for(model: str) -> Sentence:
     """The sentence when nothing can be shortened (no attached pages to cut)."""
-    return (
-        f"This conversation is too long for {model or 'this model'}. Start a new session, or "
-        "choose a model with a larger context."
-    )
+    return sentence("py_error_too_long", model or sentence("py_error_this_model"))
 
 
-def too_long_even_shortened(model: str) -> str:
+def too_long_even_shortened(model: str) -> Sentence:
     """The sentence when the retry with the attached pages shortened overflowed too."""
-    return (
-        f"This conversation is too long for {model or 'this model'} even with the attached pages "
-        "shortened. Start a new session, or choose a model with a larger context."
-    )
+    return sentence("py_error_too_long_shortened", model or sentence("py_error_this_model"))
 
 
 _NUMBER = r"(\d[\d,]*)"

@@ -45,12 +45,8 @@ def storage_refused(detail: str) -> StorageError:
     """The error a storage area raises when chrome.storage refuses (rule 2): `storage_full` when
     Chrome says the quota is exceeded, `storage_failed` with Chrome's words otherwise."""
     if "quota" in detail.lower():
-        return StorageError(
-            "storage_full",
-            "Chrome's storage for Margin is full, so this change was not saved. "
-            "Delete old sessions or export a backup and remove some images, then try again.",
-        )
-    return StorageError("storage_failed", f"Chrome could not save Margin's data ({detail}).")
+        return StorageError.said("storage_full", "py_error_storage_full")
+    return StorageError.said("storage_failed", "py_error_storage_failed", detail)
 
 
 @dataclass(frozen=True)

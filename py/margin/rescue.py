@@ -36,11 +36,12 @@ class Rescue:
     shortened: list[Record]
 
 
-def plan(question: list[Record], failure: MarginError | None) -> Rescue | None:
-    """Rule 1: the rescue for this failure, or None when there is none to try."""
+def plan(question: list[Record], failure: MarginError | None, language: str = "en") -> Rescue | None:
+    """Rule 1: the rescue for this failure, or None when there is none to try (its notes in the
+    model language)."""
     if not isinstance(failure, ContextOverflowError):
         return None
-    records, indices = slimming.trim_for_overflow(question, failure.overflow)
+    records, indices = slimming.trim_for_overflow(question, failure.overflow, language)
     if not indices:
         return None
     return Rescue(records, [question[i] for i in indices], [records[i] for i in indices])

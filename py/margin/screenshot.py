@@ -19,7 +19,7 @@ async def handle_screenshot(platform: Platform, payload: dict) -> dict[str, Any]
     """`tab.screenshot`: the visible part of the active web tab, as an Attachment plus title/url."""
     tab = await platform.tabs.active_web_tab()
     if tab is None:
-        raise MarginError("no_web_tab", "Switch to a web page (http, https or file) and try again.")
+        raise MarginError.said("no_web_tab", "py_error_screenshot_no_web_tab")
     try:
         data_url = await platform.tabs.capture_visible(tab.window_id)
     except Exception as error:

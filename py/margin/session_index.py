@@ -156,10 +156,7 @@ class SessionIndex:
     async def entry(self, sid: Any) -> IndexEntry:
         entry = await self.find(sid)
         if entry is None:
-            raise MarginError(
-                "session_not_found",
-                "That session no longer exists. Close the sessions panel and open it again.",
-            )
+            raise MarginError.said("session_not_found", "py_error_session_not_found")
         return entry
 
     async def entries(self) -> list[IndexEntry]:
@@ -230,16 +227,8 @@ async def read_body_checked(area: StorageArea, entry: IndexEntry) -> list[Any]:
     if entry.damaged != reason:
         await write_entry(area, replace(entry, damaged=reason))
     if reason == "missing":
-        raise MarginError(
-            "session_damaged",
-            f"The saved text of “{entry.name}” is missing (Chrome may have lost it while "
-            "repairing its storage). It cannot be opened; you can delete it.",
-        )
-    raise MarginError(
-        "session_damaged",
-        f"The saved text of “{entry.name}” cannot be read. It is kept as it is; "
-        "export a backup before deleting it.",
-    )
+        raise MarginError.said("session_damaged", "py_error_session_missing", entry.name)
+    raise MarginError.said("session_damaged", "py_error_session_unreadable", entry.name)
 
 
 def stored_entries(data: dict[str, Any]) -> list[Any]:

@@ -172,7 +172,7 @@ async def purge_expired_trash(area: StorageArea) -> None:
 def _id_of(payload: dict) -> str:
     sid = payload.get("id") if isinstance(payload, dict) else None
     if not isinstance(sid, str) or not sid:
-        raise MarginError("bad_request", "Margin did not say which session to use. Try again.")
+        raise MarginError.said("bad_request", "py_error_no_session_named")
     return sid
 
 
@@ -228,7 +228,7 @@ async def handle_rename(platform: Platform, payload: dict) -> dict:
     sid = _id_of(payload)
     name = payload.get("name")
     if not isinstance(name, str) or not " ".join(name.split()):
-        raise MarginError("bad_name", "A session name cannot be empty. Type a name, then press Enter.")
+        raise MarginError.said("bad_name", "py_error_empty_session_name")
     async with lock_for(platform.local):
         entry = await (await read_session_index(platform.local)).entry(sid)
         await write_entry(platform.local, replace(entry, name=" ".join(name.split())[:NAME_MAX], named=True))
@@ -278,7 +278,7 @@ async def handle_delete(platform: Platform, payload: dict) -> dict:
 
 async def handle_undelete(platform: Platform, payload: dict) -> dict:
     token = payload.get("undo") if isinstance(payload, dict) else None
-    too_late = MarginError("undo_expired", "It is too late to undo: the session was deleted.")
+    too_late = MarginError.said("undo_expired", "py_error_undo_expired")
     if not isinstance(token, str) or not token:
         raise too_late
     key = SESSION_UNDO_PREFIX + token

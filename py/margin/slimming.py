@@ -7,7 +7,8 @@ records in, records out, never mutated.
 Rules:
 1. The text sent for an attachment (`sent_text`) is its stored text, or, once it has a summary
    (`attachment.summary = {text, model, chars, createdAt}`, written by `margin.summaries`), its
-   header followed by the summary. Parts that are not text (`image_url`) are kept, in order.
+   header followed by a note (`py_summary_note`, in the model language) and the summary. Parts
+   that are not text (`image_url`) are kept, in order.
 2. Aging (`age_stale_attachments`): an attachment is COLD when it is not the newest attachment of
    the conversation, at least `AGING_MIN_USER_TURNS` questions were asked after it, and what
    would be sent for it is at least `AGING_MIN_CHARS` characters. A cold attachment goes to the
@@ -28,7 +29,9 @@ Rules:
    characters a token, taken from the largest bodies first (all cut down to one common length);
    without numbers, each large body is cut to `TRIM_FRACTION_WITHOUT_NUMBERS` of itself. A body
    keeps at least `TRIM_KEEP_MIN_CHARS`, is cut at a paragraph or line end, and the header gains
-   the line `Note: shortened to fit the model's context: the first N of M characters.`;
+   the line `Note: shortened to fit the model's context: the first N of M characters.` (in the
+   model language: `py_trim_note_start` and `py_trim_note`; a note in that language or English
+   is replaced, not repeated);
    `attachment.chars` becomes N and `attachment.trimmedFrom` keeps M (the length before the first
    trim). Nothing to trim = nothing changed.
 """
@@ -52,7 +55,6 @@ TRIM_HEADROOM = 0.15
 TRIM_MIN_BODY_CHARS = 2_000  # a smaller body is not worth cutting
 TRIM_KEEP_MIN_CHARS = 1_000
 TRIM_FRACTION_WITHOUT_NUMBERS = 0.5
-_TRIM_NOTE_START = "Note: shortened to fit the model's context:"
 
 
 def _meta(record: Record) -> dict[str, Any]:
@@ -80,24 +82,22 @@ def _with_text(record: Record, text: str) -> Record:
     return Record(record.role, [{"type": "text", "text": text}, *others], dict(record.fields))
 
 
-def sent_text(record: Record) -> str:
+def sent_text(record: Record, language: str = "en") -> str:
     """Rule 1: the text the model gets for an attachment that is not cold."""
     summary = summary_of(record)
     if summary is None:
         return record.text
+    words = catalogue.words(language)
     original = _meta(record).get("chars")
-    size = f" of its {original:,} characters" if isinstance(original, int) else ""
-    return (
-        f"{_header_of(record.text)}\n"
-        f"Note: this is a summary{size}, made by {summary.get('model') or 'the model'}; "
-        "the user can see the full text.\n\n"
-        f"{summary['text'].strip()}"
-    )
+    size = words.text("py_summary_size", words.number(original)) if isinstance(original, int) else ""
+    model = summary.get("model") or words.text("py_summary_the_model")
+    note = words.text("py_summary_note", size, model)
+    return f"{_header_of(record.text)}\n{note}\n\n{summary['text'].strip()}"
 
 
-def with_sent_text(record: Record) -> Record:
+def with_sent_text(record: Record, language: str = "en") -> Record:
     """The attachment as the model gets it when it is not cold (its summary, when it has one)."""
-    return _with_text(record, sent_text(record)) if summary_of(record) is not None else record
+    return _with_text(record, sent_text(record, language)) if summary_of(record) is not None else record
 
 
 def stub_text(record: Record, language: str = "en") -> str:
@@ -117,7 +117,7 @@ def stub_text(record: Record, language: str = "en") -> str:
     return f"{PAGE_CONTEXT_PREFIX} {words.text('py_stub', title, where)}"
 
 
-def aged_indices(records: list[Record]) -> list[int]:
+def aged_indices(records: list[Record], language: str = "en") -> list[int]:
     """Rule 2: the indices of the cold attachments."""
     attachments = [i for i, r in enumerate(records) if r.is_attachment]
     if not attachments:
@@ -134,20 +134,20 @@ def aged_indices(records: list[Record]) -> list[int]:
         for i in attachments
         if i != newest
         and questions_after[i] >= AGING_MIN_USER_TURNS
-        and len(sent_text(records[i])) >= AGING_MIN_CHARS
+        and len(sent_text(records[i], language)) >= AGING_MIN_CHARS
     ]
 
 
 def age_stale_attachments(records: list[Record], language: str = "en") -> list[Record]:
     """Records as the model gets them: cold attachments as stubs (in the words of `language`),
     the others as `sent_text`."""
-    cold = set(aged_indices(records))
+    cold = set(aged_indices(records, language))
     out: list[Record] = []
     for i, record in enumerate(records):
         if i in cold:
             out.append(_with_text(record, stub_text(record, language)))
         elif record.is_attachment:
-            out.append(with_sent_text(record))
+            out.append(with_sent_text(record, language))
         else:
             out.append(record)
     return out
@@ -160,8 +160,8 @@ def _body_of(text: str) -> str:
     return text.split("\n\n", 1)[1] if "\n\n" in text else ""
 
 
-def _trimmable(records: list[Record]) -> list[int]:
-    cold = set(aged_indices(records))
+def _trimmable(records: list[Record], language: str) -> list[int]:
+    cold = set(aged_indices(records, language))
     return [
         i
         for i, record in enumerate(records)
@@ -172,7 +172,7 @@ def _trimmable(records: list[Record]) -> list[int]:
     ]
 
 
-def _chars_to_cut(records: list[Record], overflow: Overflow) -> int | None:
+def _chars_to_cut(records: list[Record], overflow: Overflow, language: str) -> int | None:
     """How many characters the request must lose, from the provider's numbers (None: no numbers)."""
     excess = overflow.excess_tokens
     if excess is None:
@@ -180,7 +180,7 @@ def _chars_to_cut(records: list[Record], overflow: Overflow) -> int | None:
     requested = overflow.requested_tokens
     if requested is None or overflow.limit_tokens is None:
         # Ollama names only the excess: the request's own size stands in for what was asked.
-        sent = sum(len(r.text) for r in age_stale_attachments(records))
+        sent = sum(len(r.text) for r in age_stale_attachments(records, language))
         requested = max(sent // CHARS_PER_TOKEN, excess)
     limit = requested - excess
     tokens = requested - limit * (1 - TRIM_HEADROOM)
@@ -219,7 +219,7 @@ def _cut_at_boundary(body: str, keep: int) -> str:
     return window.rstrip()
 
 
-def trimmed_attachment(record: Record, keep: int) -> Record:
+def trimmed_attachment(record: Record, keep: int, language: str = "en") -> Record:
     """The attachment with its body cut to at most `keep` characters and the header noting it."""
     text = record.text
     header, body = _header_of(text), _body_of(text)
@@ -228,19 +228,24 @@ def trimmed_attachment(record: Record, keep: int) -> Record:
     original = meta.get("trimmedFrom")
     if not isinstance(original, int) or isinstance(original, bool):
         original = len(body)
-    lines = [line for line in header.split("\n") if not line.startswith(_TRIM_NOTE_START)]
-    lines.append(f"{_TRIM_NOTE_START} the first {len(kept):,} of {original:,} characters.")
+    words = catalogue.words(language)
+    starts = tuple({words.text("py_trim_note_start"), catalogue.words("en").text("py_trim_note_start")})
+    lines = [line for line in header.split("\n") if not line.startswith(starts)]
+    start = words.text("py_trim_note_start")
+    lines.append(words.text("py_trim_note", start, words.number(len(kept)), words.number(original)))
     shortened = _with_text(record, "\n".join(lines) + "\n\n" + kept)
     return shortened.with_fields(attachment={**meta, "chars": len(kept), "trimmedFrom": original})
 
 
-def trim_for_overflow(records: list[Record], overflow: Overflow) -> tuple[list[Record], list[int]]:
+def trim_for_overflow(
+    records: list[Record], overflow: Overflow, language: str = "en"
+) -> tuple[list[Record], list[int]]:
     """Rule 5: the records with their large attachments cut to fit, and the indices cut."""
-    candidates = _trimmable(records)
+    candidates = _trimmable(records, language)
     if not candidates:
         return list(records), []
     bodies = {i: len(_body_of(records[i].text)) for i in candidates}
-    cut = _chars_to_cut(records, overflow)
+    cut = _chars_to_cut(records, overflow, language)
     if cut is None:
         keeps = {
             i: max(TRIM_KEEP_MIN_CHARS, int(size * TRIM_FRACTION_WITHOUT_NUMBERS))
@@ -254,6 +259,6 @@ def trim_for_overflow(records: list[Record], overflow: Overflow) -> tuple[list[R
     trimmed: list[int] = []
     for i in candidates:
         if keeps[i] < bodies[i]:
-            out[i] = trimmed_attachment(records[i], keeps[i])
+            out[i] = trimmed_attachment(records[i], keeps[i], language)
             trimmed.append(i)
     return out, trimmed

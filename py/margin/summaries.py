@@ -84,12 +84,12 @@ def usable_summary(text: str, record: Record, finish_reason: str | None) -> str:
     """The summary to store, or the MarginError that says why it is not usable (rule 5)."""
     summary = text.strip()
     if not summary:
-        raise MarginError("summary_empty", "The model sent back an empty summary.")
+        raise MarginError.said("summary_empty", "py_error_summary_empty")
     if finish_reason == "length":
-        raise MarginError("summary_cut", "The model's summary was cut off before its end.")
+        raise MarginError.said("summary_cut", "py_error_summary_cut")
     body = record.text.split("\n\n", 1)[-1]
     if len(summary) >= len(body):
-        raise MarginError("summary_not_shorter", "The model's summary was not shorter than the page.")
+        raise MarginError.said("summary_not_shorter", "py_error_summary_not_shorter")
     return summary
 
 
@@ -115,7 +115,7 @@ async def summarize(platform: Platform, ident: Any, emit: Emit, stop: asyncio.Ev
         send(_error_event(error))
         return
     if key in _running:
-        send(_error_event(MarginError("summary_in_progress", "This page is already being summarized.")))
+        send(_error_event(MarginError.said("summary_in_progress", "py_error_summary_in_progress")))
         return
     _running.add(key)
     try:
@@ -195,13 +195,11 @@ def _find(read: HistoryRead, key: tuple[int, str]) -> Record:
 
 
 def _gone() -> MarginError:
-    return MarginError(
-        "attachment_gone", "The page is no longer in the conversation, so there is nothing to summarize."
-    )
+    return MarginError.said("attachment_gone", "py_error_summary_page_gone")
 
 
 def _already_summarized() -> MarginError:
-    return MarginError("already_summarized", "This page has a summary already.")
+    return MarginError.said("already_summarized", "py_error_already_summarized")
 
 
 def _error_event(error: MarginError) -> dict[str, Any]:

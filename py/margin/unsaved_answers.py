@@ -49,6 +49,7 @@ from . import usage as token_usage
 from .errors import MarginError, StorageError
 from .history import Record, read_history, write_history
 from .ports import Platform
+from .sentences import say, sentence
 from .storage import UNSAVED_ANSWERS, lock_for
 from .stored_values import Read, Unreadable, park, read_list
 from .tool_loop import is_tool_rounds
@@ -77,7 +78,7 @@ def entry(question: Record, index: int, answer: Record) -> dict[str, Any]:
 
 def error_event(cause: MarginError, unsaved: dict[str, Any]) -> dict[str, Any]:
     """The turn's terminal event when its answer could not be stored (rule 1)."""
-    message = f"{cause.message} The answer stays on screen: copy it, or press Retry save."
+    message = say(sentence("py_error_answer_kept", cause.sentence or cause.message))
     return {"event": "error", "error": {"code": cause.code, "message": message}, "unsaved": unsaved}
 
 
@@ -184,19 +185,11 @@ def _question_ident(value: Any) -> tuple[Any, str]:
 
 
 def question_gone() -> MarginError:
-    return MarginError(
-        "answer_question_gone",
-        "The question this answer belongs to is no longer in the conversation, so it cannot be "
-        "saved after it. Copy the answer if you need it.",
-    )
+    return MarginError.said("answer_question_gone", "py_error_answer_question_gone")
 
 
 def question_moved() -> MarginError:
-    return MarginError(
-        "answer_question_moved",
-        "The conversation went on after this answer's question, so Margin cannot tell where to save "
-        "it. Copy the answer if you need it.",
-    )
+    return MarginError.said("answer_question_moved", "py_error_answer_question_moved")
 
 
 def _same_answer(record: Record, answer: Record) -> bool:

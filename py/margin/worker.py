@@ -39,7 +39,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from . import api, wire
+from . import api, catalogue, wire
 from .errors import MarginError
 from .ports import Platform
 
@@ -210,8 +210,10 @@ class Worker:
                 raise _not_json() from None
             await run(self.platform, start, emit, stop)
         except MarginError as error:
+            await catalogue.ensure_spoken(self.platform)
             emit({"event": "error", "error": error.to_json()})
         except Exception as exc:
+            await catalogue.ensure_spoken(self.platform)
             emit({"event": "error", "error": api.internal_error(exc).to_json()})
         finally:
             self._turn_stops.pop(port_id, None)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from fake_behaviours import bad_key, rate_limited
 from harness import COLD_TIMEOUT_MS, Margin, launch, poll
 
 
@@ -157,6 +158,39 @@ def test_the_panel_speaks_spanish(browser_in, tmp_path, fake_provider, provider_
     assert not_an_image_alert(margin, page, tmp_path).startswith("«notes.txt» no es una imagen.")
     open_drawer(page, "Sesiones", "Buscar sesiones")
     poll(lambda: dates(page) == {"Reciente": "hace 3 minutos"}, timeout=30, message=lambda: str(dates(page)))
+
+
+def test_the_worker_s_sentences_follow_the_browser_then_the_setting(
+    browser_in, fake_provider, provider_config
+):
+    """A provider's refusal, said by Python: in the browser's Spanish, then in the chosen Russian,
+    the provider's own words quoted in both."""
+    margin = browser_in("es")
+    margin.save_provider(base_url=provider_config["baseUrl"], api_key=provider_config["apiKey"], model="m1")
+    page = margin.context.new_page()
+    page.goto(margin.url("sidepanel.html"))
+    box = page.get_by_role("textbox", name="Mensaje")
+    box.wait_for(timeout=COLD_TIMEOUT_MS)
+    fake_provider.script(rate_limited(20))
+    box.fill("¿Ríos?")
+    page.get_by_role("button", name="Enviar", exact=True).click()
+    spanish = margin.wait_alert(page)
+    assert spanish.startswith(
+        "El proveedor está limitando las solicitudes (429). Espera 20 s y vuelve a intentarlo."
+    )
+    assert "El proveedor dijo: “Rate limit reached" in spanish
+
+    margin.storage_set({"uiLanguage": "ru"})
+    box = page.get_by_role("textbox", name="Сообщение")
+    box.wait_for(timeout=COLD_TIMEOUT_MS)
+    fake_provider.script(bad_key())
+    box.fill("Реки?")
+    page.get_by_role("button", name="Отправить", exact=True).click()
+    poll(
+        lambda: margin.wait_alert(page).startswith("Провайдер отклонил API-ключ (401)."),
+        timeout=COLD_TIMEOUT_MS / 1000,
+        message=lambda: margin.wait_alert(page),
+    )
 
 
 COMPOSING_ENTER_JS = """(composing) => {

@@ -164,6 +164,18 @@ def test_a_video_with_captions_attaches_its_transcript_and_is_stamped_for_seekin
     assert "## Page text" in body and "A film about rivers." in body
 
 
+def test_a_transcript_s_headings_are_in_the_model_language():
+    page = video_page()
+    platform = setup(
+        page, responses=[ScriptedResponse(chunks=[VTT], headers={"content-type": "text/vtt"})], url=page.url
+    )
+    run(platform.local.set({"uiLanguage": "es"}))
+    attach_now(platform)
+    body = history(platform)[0]["content"].split("\n\n", 1)[1]
+    assert body.startswith("## Transcripción (English, 1:02:10 de duración)")
+    assert "## Texto de la página" in body
+
+
 def test_cues_the_page_already_loaded_are_used_without_a_fetch():
     page = video_page()
     page.videos[0]["tracks"][0].update(

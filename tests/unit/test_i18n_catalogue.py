@@ -36,9 +36,7 @@ CONVERTED = [
     "extension/sidepanel.html",
     "extension/sidepanel.js",
     "extension/markdown_policy.js",
-    # panel/slimming.js is left out: its note is words for the model, Python's byte for byte (the
-    # next round moves both to the catalogue, docs/i18n.md).
-    *sorted(str(p.relative_to(REPO)) for p in (EXTENSION / "panel").glob("*.js") if p.name != "slimming.js"),
+    *sorted(str(p.relative_to(REPO)) for p in (EXTENSION / "panel").glob("*.js")),
     "extension/sessions_panel.js",
     *sorted(str(p.relative_to(REPO)) for p in (EXTENSION / "sessions").glob("*.js")),
 ]

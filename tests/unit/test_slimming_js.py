@@ -4,13 +4,15 @@ the same, byte for byte. Node is part of the test environment: without it this f
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 from typing import Any
 
+import pytest
 from helpers import run_js_module
 
-from margin import contract, slimming
+from margin import catalogue, contract, slimming
 from margin.history import PAGE_CONTEXT_PREFIX, parse_history
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -18,9 +20,11 @@ MODULE = ROOT / "extension" / "panel" / "slimming.js"
 LIMIT = slimming.AGING_MIN_CHARS
 
 SCRIPT = """
-const out = input.map((records) => ({
-  aged: slimming.agedIndices(records),
-  sent: records.map((r) => (slimming.isSlimmable(r) ? slimming.sentText(r) : null)),
+const { render } = await import("../i18n.js");
+const say = (key, ...subs) => render(input.messages[key], subs);
+const out = input.conversations.map((records) => ({
+  aged: slimming.agedIndices(records, say),
+  sent: records.map((r) => (slimming.isSlimmable(r) ? slimming.sentText(r, say) : null)),
   summarized: records.map((r) => slimming.summaryOf(r) !== null),
 }));
 console.log(JSON.stringify(out));
@@ -93,7 +97,7 @@ def conversations(count: int = 160, seed: int = 9) -> list[list[Any]]:
     return [[_record(rng, i) for i in range(rng.randint(0, 24))] for _ in range(count)]
 
 
-def python_view(raw: list[Any]) -> dict[str, Any]:
+def python_view(raw: list[Any], language: str = "en") -> dict[str, Any]:
     """What Python says, with indices mapped back to the raw list the panel paints."""
     raw_index = [i for i, item in enumerate(raw) if parse_history([item]).records]
     records = parse_history(raw).records
@@ -102,22 +106,29 @@ def python_view(raw: list[Any]) -> dict[str, Any]:
     summarized = [False] * len(raw)
     for position, record in zip(raw_index, records, strict=True):
         if record.is_attachment:
-            sent[position] = slimming.sent_text(record)
+            sent[position] = slimming.sent_text(record, language)
         summarized[position] = record.is_attachment and slimming.summary_of(record) is not None
     return {
-        "aged": [raw_index[i] for i in slimming.aged_indices(records)],
+        "aged": [raw_index[i] for i in slimming.aged_indices(records, language)],
         "sent": sent,
         "summarized": summarized,
     }
 
 
-def run_panel_rule(tmp_path: Path, data: list[list[Any]]) -> list[dict[str, Any]]:
+def run_panel_rule(tmp_path: Path, data: list[list[Any]], locale: str = "en") -> list[dict[str, Any]]:
+    """The panel's view of `data`, its notes' words from `locale`'s catalogue (through i18n.js's
+    substitution, as the panel's `t` does)."""
     (tmp_path / "panel").mkdir()
     extra = {
         "../generated/contract.js": contract.render_js("margin-0-py3-none-any.whl"),
+        "../i18n.js": (ROOT / "extension" / "i18n.js").read_text(encoding="utf-8"),
         "../package.json": '{"type": "module"}',
     }
-    return run_js_module(tmp_path / "panel", MODULE, "slimming", SCRIPT, data, extra_files=extra)
+    messages = json.loads(
+        (ROOT / "extension" / "_locales" / locale / "messages.json").read_text(encoding="utf-8")
+    )
+    data_in = {"messages": messages, "conversations": data}
+    return run_js_module(tmp_path / "panel", MODULE, "slimming", SCRIPT, data_in, extra_files=extra)
 
 
 def test_the_panel_ages_and_sends_exactly_what_python_does(tmp_path):
@@ -155,3 +166,13 @@ def test_the_edges_agree(tmp_path):
     got = run_panel_rule(tmp_path, cases)
     assert [view["aged"] for view in got] == [[], [0], [], []]
     assert got == [python_view(raw) for raw in cases]
+
+
+@pytest.mark.parametrize("locale", ["ja", "ru"])
+def test_the_summary_note_is_in_the_model_language_and_the_same_in_both(tmp_path, locale):
+    data = conversations(count=60, seed=4)
+    expected = [python_view(raw, locale) for raw in data]
+    start = catalogue.words(locale).text("py_summary_note", "", "")[:8]
+    notes = [s for view in expected for s in view["sent"] if s and f"\n{start}" in s]
+    assert len(notes) >= 5, "summaries are sent, with their note in the model language"
+    assert run_panel_rule(tmp_path, data, locale) == expected

@@ -50,6 +50,7 @@ from ..errors import MarginError, ProviderError
 from ..image_refusal import ImagesRefusedError, images_refused_sentence, refuses_images
 from ..overflow import ContextOverflowError, context_overflow, too_long_for
 from ..ports import TransportError
+from ..sentences import ENGLISH, sentence
 from ..usage import clean_prices
 from ..wire_json import decode_or_none, too_deep
 
@@ -311,23 +312,14 @@ def _origin_refused_error(provider: dict[str, Any]) -> ProviderError:
     except ValueError:
         port = None
     if port == OLLAMA_PORT:
-        return ProviderError(
-            "origin_refused",
-            f"Ollama at {host} refused Margin's requests (403). Start it with "
-            "OLLAMA_ORIGINS=chrome-extension://* (for example: OLLAMA_ORIGINS=chrome-extension://* "
-            "ollama serve), then try again.",
-        )
-    return ProviderError(
-        "origin_refused",
-        f"The server at {host} refused Margin's requests (403). Allow the chrome-extension:// "
-        "origin (CORS) in the server's settings, then try again.",
-    )
+        return ProviderError.said("origin_refused", "py_error_ollama_origin", host)
+    return ProviderError.said("origin_refused", "py_error_server_origin", host)
 
 
 def http_error(status: int, body: str, headers: dict[str, str], provider: dict[str, Any]) -> ProviderError:
     """The ProviderError for an HTTP status that is not success."""
     said = extract_error_message(body)
-    tail = f" The provider said: {quote(said)}." if said else ""
+    tail = sentence("py_error_provider_said", quote(said)) if said else ""
     host = host_of(provider.get("baseUrl", ""))
     model = provider.get("model", "")
     overflow = context_overflow(status, body)
@@ -338,51 +330,33 @@ def http_error(status: int, body: str, headers: dict[str, str], provider: dict[s
     if refuses_images(status, body):  # margin.image_refusal
         return ImagesRefusedError(images_refused_sentence(model))
     if status in (401, 403):
-        return ProviderError(
-            "bad_key",
-            f"The provider rejected the API key ({status}). Check the key in Margin's options.{tail}",
-        )
+        return ProviderError.said("bad_key", "py_error_bad_key", status, tail)
     if status == 404:
-        return ProviderError(
-            "not_found",
-            f"The provider at {provider.get('baseUrl', '')} does not know the model “{model}” "
-            f"or that address (404). Check the model name and the Base URL in Margin's options.{tail}",
-        )
+        return ProviderError.said("not_found", "py_error_not_found", provider.get("baseUrl", ""), model, tail)
     if status == 429:
         retry_after = (header(headers, "retry-after") or "").strip()
         wait = (
-            f"Wait {retry_after} seconds and try again."
+            sentence("py_error_wait_seconds", retry_after)
             if retry_after.isdigit()
-            else "Wait a little and try again."
+            else sentence("py_error_wait_a_little")
         )
-        return ProviderError("rate_limited", f"The provider is limiting requests (429). {wait}{tail}")
+        return ProviderError.said("rate_limited", "py_error_rate_limited", wait, tail)
     if status == 400 or status == 422:
         detail = f": {quote(said)}" if said else ""
-        return ProviderError(
-            "bad_request",
-            f"The provider refused the request ({status}){detail}. "
-            "Check the model and settings in Margin's options, or start a new session if the "
-            "conversation is very long.",
-        )
+        return ProviderError.said("bad_request", "py_error_bad_request", status, detail)
     if status == 408:
-        return ProviderError("timeout", f"{host} took too long to answer (408). Try again.{tail}")
+        return ProviderError.said("timeout", "py_error_http_timeout", host, tail)
     if status >= 500:
-        return ProviderError(
-            "provider_down",
-            f"The provider's server at {host} failed ({status}). Try again in a moment.{tail}",
-        )
-    return ProviderError(
-        "provider_error",
-        f"The provider answered with an error ({status}). Check the provider in Margin's options.{tail}",
-    )
+        return ProviderError.said("provider_down", "py_error_provider_down", host, status, tail)
+    return ProviderError.said("provider_error", "py_error_provider_error", status, tail)
 
 
-STREAM_CUT = "The connection to the provider broke before the answer was finished. Try again."
+STREAM_CUT = ENGLISH["py_error_stream_cut"]
 
 
 def stream_cut(partial_text: str | None = None) -> ProviderError:
     """The body ended before the answer did; `partial_text` is what had arrived."""
-    error = ProviderError("stream_cut", STREAM_CUT)
+    error = ProviderError.said("stream_cut", "py_error_stream_cut")
     error.partial_text = partial_text
     return error
 
@@ -392,25 +366,15 @@ def transport_error(error: TransportError, provider: dict[str, Any]) -> Provider
     failure; `broken` (the connection died after the headers) is a cut stream."""
     host = host_of(provider.get("baseUrl", ""))
     if error.kind == "aborted":
-        return ProviderError("aborted", "The answer was stopped.")
+        return ProviderError.said("aborted", "py_error_stopped")
     if error.kind == "broken":
         return stream_cut()
     if error.kind == "redirect":
-        where = f"a redirect to {_cut(error.detail, 120)}" if error.detail else "a redirect"
-        return ProviderError(
-            "redirect_refused",
-            f"{host} answered with {where}; Margin does not follow redirects with your "
-            "conversation. Put the address it should reach in the Base URL (often https:// "
-            "instead of http://, or a missing /v1).",
-        )
+        if error.detail:
+            return ProviderError.said(
+                "redirect_refused", "py_error_redirect_to", host, _cut(error.detail, 120)
+            )
+        return ProviderError.said("redirect_refused", "py_error_redirect", host)
     if error.kind == "timeout":
-        return ProviderError(
-            "timeout",
-            f"{host} did not answer in time. Try again; if it keeps happening, check the server or "
-            "choose a faster model.",
-        )
-    return ProviderError(
-        "unreachable",
-        f"Margin could not reach {host}. Check that the server is running (for Ollama: "
-        "`ollama serve`), that the Base URL is right, and that you are online.",
-    )
+        return ProviderError.said("timeout", "py_error_timeout", host)
+    return ProviderError.said("unreachable", "py_error_unreachable", host)

@@ -42,6 +42,7 @@ from ..data_urls import parse_data_url
 from ..errors import ProviderError
 from ..history import Record
 from ..ports import HttpRequest, Platform, Transport
+from ..sentences import sentence
 from ..sse import SSEEvent
 from ..tool_loop import CallPieces, ToolCall
 from ..tool_wire import (
@@ -215,19 +216,12 @@ def map_error(status: int, body: str, headers: dict[str, str], provider: dict[st
     kind = str(error.get("type") or "") if error else ""
     if status == 529 or kind == "overloaded_error":
         said = extract_error_message(body)
-        tail = f" The provider said: {quote(said)}." if said else ""
-        return ProviderError(
-            "provider_down",
-            f"Anthropic is overloaded right now ({status}). Try again in a moment.{tail}",
-        )
+        tail = sentence("py_error_provider_said", quote(said)) if said else ""
+        return ProviderError.said("provider_down", "py_error_anthropic_overloaded", status, tail)
     if kind == "permission_error" or status == 403:
         said = extract_error_message(body)
-        tail = f" The provider said: {quote(said)}." if said else ""
-        return ProviderError(
-            "bad_key",
-            f"The API key may not use this model or feature (403). Check the key and the model in "
-            f"Margin's options.{tail}",
-        )
+        tail = sentence("py_error_provider_said", quote(said)) if said else ""
+        return ProviderError.said("bad_key", "py_error_key_not_allowed", tail)
     return http_error(status, body, headers, provider)
 
 
@@ -347,7 +341,7 @@ async def test_connection(platform: Platform, provider: dict[str, Any]) -> dict[
     try:
         text = await fetch_text(platform.transport, _post(provider, body, stream=False), provider, map_error)
     except ProviderError as error:
-        return {"ok": False, "message": error.message}
+        return {"ok": False, "message": error.in_language()}
     return connection_verdict(
         provider,
         text,

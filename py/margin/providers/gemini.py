@@ -43,6 +43,7 @@ from urllib.parse import urlencode
 from ..errors import ProviderError
 from ..history import Record
 from ..ports import HttpRequest, Platform, Transport
+from ..sentences import sentence
 from ..sse import SSEEvent
 from ..tool_loop import ToolCall
 from ..tool_wire import ToolOffer, flatten, gemini_contents, gemini_part, gemini_tools, rounds_of
@@ -217,11 +218,8 @@ def gemini_error(status: int, body: str, headers: dict[str, str], provider: dict
     if "API_KEY_INVALID" in reasons or status == 401 or error.get("status") == "PERMISSION_DENIED":
         # Google says 400 for a bad key; the sentence is the shared one all the same.
         said = extract_error_message(body)
-        tail = f" The provider said: {quote(said)}." if said else ""
-        return ProviderError(
-            "bad_key",
-            f"The provider rejected the API key ({status}). Check the key in Margin's options.{tail}",
-        )
+        tail = sentence("py_error_provider_said", quote(said)) if said else ""
+        return ProviderError.said("bad_key", "py_error_bad_key", status, tail)
     if status == 429:
         seconds = retry_seconds(error)
         if seconds is not None and header(headers, "retry-after") is None:
@@ -230,10 +228,7 @@ def gemini_error(status: int, body: str, headers: dict[str, str], provider: dict
 
 
 def refused(reason: str) -> ProviderError:
-    return ProviderError(
-        "content_refused",
-        f"Google withheld the answer (reason: {reason}). Rephrase the question, or attach a different page.",
-    )
+    return ProviderError.said("content_refused", "py_error_content_refused", reason)
 
 
 # -- the stream (sans-IO) -------------------------------------------------------------------
@@ -358,7 +353,7 @@ async def test_connection(platform: Platform, provider: dict[str, Any]) -> dict[
     try:
         body = await fetch_text(platform.transport, request, provider, gemini_error)
     except ProviderError as error:
-        return {"ok": False, "message": error.message}
+        return {"ok": False, "message": error.in_language()}
     return connection_verdict(
         provider,
         body,

@@ -181,11 +181,7 @@ class StreamParser:
         try:
             chunk = decode(data, self.source)
         except NotJSON:
-            raise ProviderError(
-                "bad_stream",
-                f"The provider sent something that is not a chat stream: {quote(data)}. "
-                "Check that the Base URL points at an OpenAI-compatible API (it usually ends in /v1).",
-            ) from None
+            raise ProviderError.said("bad_stream", "py_error_not_a_chat_stream", quote(data)) from None
         said = _error_in(chunk)
         if event.event == "error" and said is None:
             said = data
@@ -193,11 +189,7 @@ class StreamParser:
             overflow = context_overflow(400, data) if not self.pieces else None
             if overflow is not None:  # rule 6
                 raise ContextOverflowError(too_long_for(self.model), overflow)
-            raise ProviderError(
-                "provider_error",
-                f"The provider stopped with an error: {quote(said)}. Try again, or check the provider "
-                "in Margin's options.",
-            )
+            raise ProviderError.said("provider_error", "py_error_stopped_with_error", quote(said))
         if not isinstance(chunk, dict):
             raise bad_reply(self.source, f"a stream item is {kind_name(chunk)}, not an object")
         out: list[str] = []
@@ -260,16 +252,8 @@ async def open_stream(
         body = await read_body(response)
         said = extract_error_message(body)
         if said and "choices" not in body:
-            raise ProviderError(
-                "provider_error",
-                f"The provider answered with an error: {quote(said)}. "
-                "Check the provider in Margin's options.",
-            )
-        raise ProviderError(
-            "bad_stream",
-            f"The provider answered, but not with a stream (content type “{content_type}”). Check that "
-            "the Base URL points at an OpenAI-compatible API (it usually ends in /v1).",
-        )
+            raise ProviderError.said("provider_error", "py_error_answered_with_error", quote(said))
+        raise ProviderError.said("bad_stream", "py_error_not_a_stream_openai", content_type)
     parser = StreamParser(str(provider.get("model") or ""), source_of(provider))
     stream = SSEChatStream(response, provider, parser, usage_unsupported=usage_unsupported)
     stream.tools_unsupported = tools_unsupported
@@ -312,7 +296,7 @@ async def test_connection(platform: Platform, provider: dict[str, Any]) -> dict[
         if not 200 <= response.status < 300:
             raise http_error(response.status, body, response.headers, provider)
     except ProviderError as error:
-        return {"ok": False, "message": error.message}
+        return {"ok": False, "message": error.in_language()}
     return connection_verdict(
         provider,
         body,

@@ -178,11 +178,7 @@ def is_forgotten(status: int, error: dict[str, Any]) -> bool:
 def map_error(status: int, body: str, headers: dict[str, str], provider: dict[str, Any]) -> ProviderError:
     error = _error_object(decode_or_none(body))
     if is_forgotten(status, error):
-        return ProviderError(
-            FORGOTTEN,
-            "The provider no longer knows this conversation (its stored responses expired). "
-            "Start a new session or ask again.",
-        )
+        return ProviderError.said(FORGOTTEN, "py_error_conversation_forgotten")
     return http_error(status, body, headers, provider)
 
 
@@ -311,7 +307,7 @@ async def test_connection(platform: Platform, provider: dict[str, Any]) -> dict[
     try:
         text = await fetch_text(platform.transport, _post(provider, body, stream=False), provider, map_error)
     except ProviderError as error:
-        return {"ok": False, "message": error.message}
+        return {"ok": False, "message": error.in_language()}
     return connection_verdict(
         provider,
         text,

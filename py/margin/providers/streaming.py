@@ -47,20 +47,12 @@ ANSWER_LIMIT = 2 * MIB
 
 
 def answer_too_long(limit: int = ANSWER_LIMIT) -> ProviderError:
-    return ProviderError(
-        "answer_too_long",
-        f"The answer was cut at {max(1, limit // MIB)} MB, the most Margin keeps of one answer. "
-        "What arrived is kept; ask for the rest in a new message, or for a shorter answer.",
-    )
+    return ProviderError.said("answer_too_long", "py_error_answer_too_long", max(1, limit // MIB))
 
 
 def stream_garbage(provider: dict[str, Any], limit: int) -> ProviderError:
-    return ProviderError(
-        "stream_garbage",
-        f"{host_of(provider.get('baseUrl', ''))} sent a stream line longer than {max(1, limit // MIB)} MB, "
-        "which no chat answer needs, so Margin stopped reading. What arrived is kept. Try again; if it "
-        "keeps happening, check the Base URL in Margin's options.",
-    )
+    host = host_of(provider.get("baseUrl", ""))
+    return ProviderError.said("stream_garbage", "py_error_stream_garbage", host, max(1, limit // MIB))
 
 
 def dumps(value: Any) -> str:

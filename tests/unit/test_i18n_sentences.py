@@ -1,0 +1,180 @@
+"""Python's sentences (margin.sentences, docs/i18n.md): in all seven catalogues with the same
+placeholders, said in the user's language, English byte for byte as before, and English when a
+catalogue is missing or unreadable."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from helpers import run
+
+from margin import api, catalogue, errors
+from margin.errors import MarginError
+from margin.platform_memory import memory_platform
+from margin.providers import http_error, transport_error
+from margin.sentences import ENGLISH, Sentence, say, sentence
+from margin.storage import UI_LANGUAGE
+
+LOCALES_DIR = Path(__file__).resolve().parents[2] / "extension" / "_locales"
+CATALOGUES = {
+    locale: json.loads((LOCALES_DIR / locale / "messages.json").read_text(encoding="utf-8"))
+    for locale in catalogue.LOCALES
+}
+PROVIDER = {"baseUrl": "https://api.example.com/v1", "model": "m-1", "apiKey": "sk-x"}
+
+
+@pytest.fixture(autouse=True)
+def fresh_catalogues(monkeypatch):
+    monkeypatch.setattr(catalogue, "_loaded", {})
+    monkeypatch.setattr(catalogue, "_spoken", "en")
+
+
+def speak(language: str) -> None:
+    run(catalogue.ensure(memory_platform(), language))
+
+
+def test_every_sentence_is_in_all_seven_with_its_placeholders():
+    for key, template in ENGLISH.items():
+        arguments = {int(n) for n in re.findall(r"\$(\d)", template)}
+        for locale, messages in CATALOGUES.items():
+            entry = messages.get(key)
+            assert entry is not None, f"{locale} lacks {key}"
+            positions = {int(p["content"][1:]) for p in (entry.get("placeholders") or {}).values()}
+            assert positions == arguments, (locale, key)
+            named = set(re.findall(r"\$([A-Za-z0-9_]+)\$", entry["message"]))
+            assert named == set(entry.get("placeholders") or {}), (locale, key)
+
+
+def test_the_english_catalogue_says_the_fallback_byte_for_byte():
+    english = CATALOGUES["en"]
+    for key, template in ENGLISH.items():
+        subs = tuple(f"<{n}>" for n in range(1, 10))
+        assert catalogue.render(english[key], subs) == catalogue.substitute(template, subs), key
+
+
+OLD_ENGLISH = [
+    (errors.not_an_image(), "That file is not an image. Attach a PNG, JPEG, WebP or GIF picture."),
+    (errors.image_too_large(20 * 1024 * 1024), "This image is larger than 20 MB. Use a smaller picture."),
+    (
+        errors.image_too_many_pixels((9000, 8000)),
+        "This image is too large: 9000×8000 pixels; Margin accepts up to 50 megapixels.",
+    ),
+    (
+        errors.image_format_unsupported("image/heic"),
+        "Margin cannot read HEIC images. Save the picture as PNG or JPEG and attach it again.",
+    ),
+    (
+        http_error(401, '{"error": {"message": "bad key"}}', {}, PROVIDER),
+        "The provider rejected the API key (401). Check the key in Margin's options. "
+        "The provider said: “bad key”.",
+    ),
+    (
+        http_error(429, "", {"retry-after": "30"}, PROVIDER),
+        "The provider is limiting requests (429). Wait 30 seconds and try again.",
+    ),
+    (
+        http_error(404, "", {}, PROVIDER),
+        "The provider at https://api.example.com/v1 does not know the model “m-1” or that address "
+        "(404). Check the model name and the Base URL in Margin's options.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("error", "old"), OLD_ENGLISH)
+def test_english_is_what_margin_always_said(error, old):
+    assert error.message == old
+    speak("en")
+    assert error.to_json()["message"] == old
+
+
+def test_an_error_under_the_japanese_setting_is_said_in_japanese():
+    platform = memory_platform({UI_LANGUAGE: "ja"})
+
+    async def refuse(platform, payload):
+        raise MarginError.said("empty_message", "py_error_empty_message")
+
+    reply = run(api.dispatch(platform, "chat.test", {}, handler=refuse))
+    assert reply["error"] == {
+        "code": "empty_message",
+        "message": "先にメッセージを入力するか、画像を添付してください。",
+    }
+    error = http_error(429, '{"error": {"message": "slow down"}}', {"retry-after": "7"}, PROVIDER)
+    assert error.to_json()["message"] == (
+        "プロバイダーがリクエストを制限しています（429）。7 秒待ってから、もう一度お試しください。"
+        "プロバイダーからの応答：“slow down”。"
+    )
+    assert error.message.startswith("The provider is limiting requests (429).")  # logs stay English
+
+
+def test_russian_nested_sentences_and_a_transport_failure():
+    speak("ru")
+    assert errors.image_too_many_pixels().to_json()["message"] == (
+        "В изображении слишком много пикселей. Margin принимает до 50 Мпикс."
+    )
+    assert say(sentence("py_error_stopped")) == "Ответ остановлен."
+    assert isinstance(errors.not_an_image().sentence, Sentence)
+    assert "interna" not in api.internal_error(ValueError("x")).to_json()["message"]
+
+
+@pytest.mark.parametrize("broken", ["missing", "not json", "[]"])
+def test_a_missing_or_broken_catalogue_leaves_the_sentence_in_english(broken):
+    async def read_catalogue(locale: str) -> str:
+        if locale != "ko":
+            return (LOCALES_DIR / locale / "messages.json").read_text(encoding="utf-8")
+        if broken == "missing":
+            raise OSError("404")
+        return broken
+
+    platform = memory_platform({UI_LANGUAGE: "ko"})
+    platform.read_catalogue = read_catalogue
+
+    async def refuse(platform, payload):
+        raise errors.image_damaged()
+
+    reply = run(api.dispatch(platform, "chat.test", {}, handler=refuse))
+    assert reply["error"]["message"] == "This image is damaged and cannot be read. Attach the file again."
+
+
+def test_a_key_an_older_catalogue_lacks_is_said_in_english():
+    catalogue.install("en", "{}")
+    catalogue.install("es", "{}")
+    catalogue._spoken = "es"
+    assert say(sentence("py_error_wait_seconds", 5)) == "Wait 5 seconds and try again."
+    assert transport_error_sentence() == "Margin could not reach api.example.com. " + (
+        "Check that the server is running (for Ollama: `ollama serve`), that the Base URL is right, "
+        "and that you are online."
+    )
+
+
+def transport_error_sentence() -> str:
+    from margin.ports import TransportError
+
+    return transport_error(TransportError("connect"), PROVIDER).to_json()["message"]
+
+
+def test_the_trim_note_is_in_the_model_language_and_replaces_an_english_one():
+    from margin import slimming
+    from margin.history import PAGE_CONTEXT_PREFIX, Record
+
+    header = f"{PAGE_CONTEXT_PREFIX} Page: t\nNote: shortened to fit the model's context: the first 9 of 20,000 characters."
+    record = Record(
+        "user", f"{header}\n\n" + "word " * 4000, {"attachment": {"url": "u", "trimmedFrom": 20000}}
+    )
+    shortened = slimming.trimmed_attachment(record, 3000, "ru").text.split("\n\n", 1)[0]
+    assert shortened.splitlines()[1:] == [
+        "Примечание: сокращено под контекст модели: первые 2\u00a0999 из 20\u00a0000 симв."
+    ]
+
+
+def test_an_unsaved_answer_s_sentence_is_one_language_cause_and_all():
+    from margin import unsaved_answers
+    from margin.ports import storage_refused
+
+    speak("ja")
+    event = unsaved_answers.error_event(storage_refused("QUOTA_BYTES quota exceeded"), {})
+    assert event["error"]["code"] == "storage_full"
+    assert event["error"]["message"].startswith("Chrome の Margin 用ストレージがいっぱいのため")
+    assert event["error"]["message"].endswith("コピーするか、「保存を再試行」を押してください。")
