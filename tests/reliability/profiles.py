@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 from margin import sessions
 from margin.session_index import stored_entries
+from margin.worker import Worker
 
 
 def save_as_s1(platform: Any, saved: list[dict[str, Any]]) -> None:
@@ -29,3 +31,28 @@ def save_as_s1(platform: Any, saved: list[dict[str, Any]]) -> None:
             }
         )
     )
+
+
+# What a turn then New session rewrites of the saved session "s1": the index (header and entry),
+# the open conversation's session id and the digest; every case passes them to the ledger.
+SAVE_REWRITES = [
+    "local:savedSessions",
+    "local:sessionEntry_s1",
+    "local:historySessionId",
+    "local:sessionDigest_s1",
+]
+
+
+def internal_failures(platform: Any, text: str, actions: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+    """Sends `text` as a turn through the worker, then each of `actions` as the panel sends them;
+    returns what failed as "internal" (the turn's error events, the actions' (name, message))."""
+    events: list[dict[str, Any]] = []
+    worker = Worker(platform, lambda _id, event: events.append(event) or True)
+    start = json.dumps({"action": "send", "text": text, "images": []})
+    asyncio.run(worker.run_turn_json("t1", start))
+    internal: list[Any] = [e for e in events if e.get("event") == "error"]
+    for action, payload in actions:
+        got = json.loads(asyncio.run(worker.dispatch_json(action, json.dumps(payload), "extension")))
+        if not got.get("ok") and got["error"]["code"] == "internal":
+            internal.append((action, got["error"]["message"]))
+    return internal

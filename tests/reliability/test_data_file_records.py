@@ -12,15 +12,13 @@ is lost (a field the reader drops is parked with the raw history before the next
 from __future__ import annotations
 
 import asyncio
-import json
 
 import pytest
 
 from margin import data_files
 from margin.platform_memory import ScriptedTransport, memory_platform
-from margin.worker import Worker
 
-from .profiles import save_as_s1
+from .profiles import SAVE_REWRITES, internal_failures, save_as_s1
 from .test_tool_rounds import ACTIONS, CORPUS, PROVIDER, reply, stored
 
 GOOD = data_files.file_record("sales.csv", "text/csv", "a,b\n1,2\n", captured_at=1_700_000_000_000)
@@ -68,25 +66,7 @@ def users_profile(field: str, value):
 def test_corrupt_data_file_records_reach_no_crash_and_lose_nothing(name, ledger):
     platform, transport = users_profile(*corruption(name))
     before = stored(platform)
-    events = []
-    worker = Worker(platform, lambda _id, event: events.append(event) or True)
-    start = json.dumps({"action": "send", "text": "sum column b", "images": []})
-    asyncio.run(worker.run_turn_json("t1", start))
-    internal = [e for e in events if e.get("event") == "error"]
-    assert not internal, internal
-    assert transport.requests, "the turn sent no request"
-    for action, payload in ACTIONS:
-        got = json.loads(asyncio.run(worker.dispatch_json(action, json.dumps(payload), "extension")))
-        if not got.get("ok") and got["error"]["code"] == "internal":
-            internal.append((action, got["error"]["message"]))
+    internal = internal_failures(platform, "sum column b", ACTIONS)
     assert not internal, f"failed as internal: {internal}"
-    ledger.settle(
-        before,
-        stored(platform),
-        replaced=[
-            "local:savedSessions",
-            "local:sessionEntry_s1",
-            "local:historySessionId",
-            "local:sessionDigest_s1",
-        ],
-    )
+    assert transport.requests, "the turn sent no request"
+    ledger.settle(before, stored(platform), replaced=SAVE_REWRITES)

@@ -18,10 +18,9 @@ import pytest
 
 from margin import tool_loop
 from margin.platform_memory import ScriptedResponse, ScriptedTransport, memory_platform
-from margin.worker import Worker
 
 from .ledger import serialized, snapshot
-from .profiles import save_as_s1
+from .profiles import SAVE_REWRITES, internal_failures, save_as_s1
 
 CORPUS = json.loads(
     (Path(__file__).parent / "corpus" / "stored_values" / "corruptions.json").read_text("utf-8")
@@ -123,26 +122,7 @@ def stored(platform) -> dict[str, str]:
 def test_corrupt_tool_rounds_reach_no_crash_and_lose_nothing(name, ledger):
     platform, transport = users_profile(corruption(name))
     before = stored(platform)
-    events = []
-    worker = Worker(platform, lambda _id, event: events.append(event) or True)
-    start = json.dumps({"action": "send", "text": "and now?", "images": []})
-    asyncio.run(worker.run_turn_json("t1", start))
-    internal = [e for e in events if e.get("event") == "error"]
-    assert not internal, internal
-    assert transport.requests, "the turn sent no request"
-    for action, payload in ACTIONS:
-        got = json.loads(asyncio.run(worker.dispatch_json(action, json.dumps(payload), "extension")))
-        if not got.get("ok") and got["error"]["code"] == "internal":
-            internal.append((action, got["error"]["message"]))
+    internal = internal_failures(platform, "and now?", ACTIONS)
     assert not internal, f"failed as internal: {internal}"
-    ledger.settle(
-        before,
-        stored(platform),
-        # The index (header and entry) is rewritten by the save, as it always was.
-        replaced=[
-            "local:savedSessions",
-            "local:sessionEntry_s1",
-            "local:historySessionId",
-            "local:sessionDigest_s1",
-        ],
-    )
+    assert transport.requests, "the turn sent no request"
+    ledger.settle(before, stored(platform), replaced=SAVE_REWRITES)
