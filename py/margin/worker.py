@@ -103,22 +103,8 @@ class Worker:
         The panel's later messages on the port (a code run's result, margin.tool_turn) are queued
         for the turn by `turn_message`, as a backup's are (rule 3)."""
         from . import chat
-        from .stoppable import race
 
-        inbox = self._inboxes.setdefault(turn_id, asyncio.Queue())
-
-        async def run(
-            platform: Platform, start: Any, emit: Callable[[dict], None], stop: asyncio.Event
-        ) -> None:
-            async def receive() -> Any:
-                return await race(inbox.get(), stop, what="the code run")
-
-            await chat.run_turn(platform, start, emit, stop, receive)
-
-        try:
-            await self._run_port(turn_id, start_json, run)
-        finally:
-            self._inboxes.pop(turn_id, None)
+        await self._run_port_with_inbox(turn_id, start_json, chat.run_turn, what="the code run")
 
     def turn_message(self, turn_id: str, message_json: Any) -> None:
         """A later message on a turn's port: a tool call's result, queued for the turn. It answers
@@ -150,6 +136,15 @@ class Worker:
     async def run_backup_json(self, port_id: str, start_json: Any) -> None:
         """The shell's backup port calls this once, with its first message (margin.backup)."""
         from . import backup
+
+        await self._run_port_with_inbox(port_id, start_json, backup.run, what="the backup")
+
+    async def _run_port_with_inbox(
+        self, port_id: str, start_json: Any, work: Callable[..., Any], *, what: str
+    ) -> None:
+        """`_run_port` for work that also reads the port's later messages: they are queued in the
+        port's inbox, and `work(platform, start, emit, stop, receive)` awaits the next with
+        `receive()`, which a stop ends (margin.stoppable.race; `what` names the wait)."""
         from .stoppable import race
 
         inbox = self._inboxes.setdefault(port_id, asyncio.Queue())
@@ -158,9 +153,9 @@ class Worker:
             platform: Platform, start: Any, emit: Callable[[dict], None], stop: asyncio.Event
         ) -> None:
             async def receive() -> Any:
-                return await race(inbox.get(), stop, what="the backup")
+                return await race(inbox.get(), stop, what=what)
 
-            await backup.run(platform, start, emit, stop, receive)
+            await work(platform, start, emit, stop, receive)
 
         try:
             await self._run_port(port_id, start_json, run)
