@@ -258,14 +258,16 @@ function removeStreamingBubble(turn) {
   if (state.lastTurn === turn) state.lastTurn = null;
 }
 
+// An answer last in history is this turn's once its question was seen last, or the turn has ended.
+const storedAnswerIsThisTurns = (turn) => turn.sawQuestionLast || turn !== state.turn;
+
 // Called after every history render: hand over from the streaming bubble to the stored one.
 export function reconcileStreamingWithHistory() {
   const turn = state.turn || state.lastTurn;
   if (!turn) return;
-  const ended = turn !== state.turn;
   const last = state.history[state.history.length - 1];
   if (last?.role === "user") turn.sawQuestionLast = true;
-  if (last?.role === "assistant" && (turn.sawQuestionLast || ended)) {
+  if (last?.role === "assistant" && storedAnswerIsThisTurns(turn)) {
     // Stored (before or after "done" arrived): the stored bubble takes over, shown once.
     removeStreamingBubble(turn);
   }
@@ -279,7 +281,7 @@ export function reconcileStreamingWithHistory() {
 export function takeStreamedRender(text) {
   const turn = state.turn || state.lastTurn;
   if (!turn?.renderer || turn.handedOver || !text.startsWith(turn.text)) return null;
-  if (!turn.sawQuestionLast && turn === state.turn) return null;
+  if (!storedAnswerIsThisTurns(turn)) return null;
   turn.text = text;
   turn.handedOver = true;
   const painted = turn.renderer.complete(text);
