@@ -1,14 +1,43 @@
-"""The user's stored data the reliability cases start from, built through the real code paths."""
+"""The user's stored data the reliability cases start from, built through the real code paths,
+and the corrupt values they plant: the stored-values corpus (`CORPUS`, decoded by `corrupted`)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
 from margin import sessions
 from margin.session_index import stored_entries
 from margin.worker import Worker
+
+CORPUS = json.loads(
+    (Path(__file__).parent / "corpus" / "stored_values" / "corruptions.json").read_text("utf-8")
+)
+# The provider every profile is set up with (nothing answers it but a scripted transport).
+PROVIDER = {
+    "id": "p1",
+    "type": "openai",
+    "name": "Local",
+    "baseUrl": "http://localhost:11434/v1",
+    "apiKey": "",
+    "model": "m",
+}
+
+
+def corrupted(name: str) -> Any:
+    """The corpus value `name`, with its two markers made real: "$deep" (a list nested 10,000
+    deep) and "$huge" (5 MB of text)."""
+    value = CORPUS["values"][name]
+    if value == "$deep":
+        deep: list = []
+        for _ in range(10_000):
+            deep = [deep]
+        return deep
+    if value == "$huge":
+        return "x" * 5_000_000
+    return value
 
 
 def save_as_s1(platform: Any, saved: list[dict[str, Any]]) -> None:

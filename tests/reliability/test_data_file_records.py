@@ -18,8 +18,8 @@ import pytest
 from margin import data_files
 from margin.platform_memory import ScriptedTransport, memory_platform
 
-from .profiles import SAVE_REWRITES, internal_failures, save_as_s1
-from .test_tool_rounds import ACTIONS, CORPUS, PROVIDER, reply, stored
+from .profiles import CORPUS, PROVIDER, SAVE_REWRITES, corrupted, internal_failures, save_as_s1
+from .test_tool_rounds import ACTIONS, reply, stored
 
 GOOD = data_files.file_record("sales.csv", "text/csv", "a,b\n1,2\n", captured_at=1_700_000_000_000)
 GOOD_FILE = GOOD.fields["file"]
@@ -34,17 +34,7 @@ ALMOST = {
 
 
 def corruption(name: str):
-    if name in ALMOST:
-        return ALMOST[name]
-    value = CORPUS["values"][name]
-    if value == "$deep":
-        deep: list = []
-        for _ in range(10_000):
-            deep = [deep]
-        value = deep
-    elif value == "$huge":
-        value = "x" * 5_000_000
-    return ("file", value)
+    return ALMOST[name] if name in ALMOST else ("file", corrupted(name))
 
 
 def file_record(field: str, value):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from pathlib import Path
 
 import pytest
 
@@ -19,19 +18,8 @@ from margin.platform_memory import memory_platform
 from margin.worker import Worker
 
 from .ledger import snapshot
-from .profiles import save_as_s1
+from .profiles import CORPUS, PROVIDER, corrupted, save_as_s1
 
-CORPUS = json.loads(
-    (Path(__file__).parent / "corpus" / "stored_values" / "corruptions.json").read_text("utf-8")
-)
-PROVIDER = {
-    "id": "p1",
-    "type": "openai",
-    "name": "Local",
-    "baseUrl": "http://localhost:11434/v1",
-    "apiKey": "",
-    "model": "m",
-}
 ACTIONS = [
     ("app.state", {}),
     ("options.get", {}),
@@ -44,18 +32,6 @@ ACTIONS = [
     ("session.new", {}),
     ("session.list", {}),
 ]
-
-
-def corruption(name: str):
-    value = CORPUS["values"][name]
-    if value == "$deep":
-        deep: list = []
-        for _ in range(10_000):
-            deep = [deep]
-        return deep
-    if value == "$huge":
-        return "x" * 5_000_000
-    return value
 
 
 def users_profile():
@@ -74,7 +50,7 @@ CASES = [(key, name) for key in CORPUS["keys"] for name in CORPUS["values"]]
 @pytest.mark.parametrize(("key", "name"), CASES, ids=[f"{k}-{n}" for k, n in CASES])
 def test_a_corrupt_value_reaches_no_crash_and_loses_nothing(key, name, ledger):
     platform = users_profile()
-    asyncio.run(platform.local.set({key: corruption(name)}))
+    asyncio.run(platform.local.set({key: corrupted(name)}))
     before = snapshot(platform)
     worker = Worker(platform, lambda *_: True)
     internal = []
@@ -107,7 +83,7 @@ def test_a_corrupt_index_value_is_parked_by_the_first_listing(key, name, ledger)
     """The user only looks at the list: no write of theirs may replace what is stored, so every
     value the listing could not read must still be stored, parked (margin.session_migration)."""
     platform = users_profile()
-    asyncio.run(platform.local.set({key: corruption(name)}))
+    asyncio.run(platform.local.set({key: corrupted(name)}))
     before = snapshot(platform)
     worker = Worker(platform, lambda *_: True)
     reply = json.loads(asyncio.run(worker.dispatch_json("session.list", "{}", "extension")))
@@ -179,7 +155,7 @@ def test_a_corrupt_value_under_a_rarer_key_reaches_no_crash_and_loses_nothing(ar
     platform = users_profile()
     if key == ORIGINAL_KEY:  # a thumbnail in the conversation refers to it: it is the user's image
         asyncio.run(platform.local.set({"history": [THUMBNAIL_RECORD]}))
-    asyncio.run(getattr(platform, area).set({key: corruption(name)}))
+    asyncio.run(getattr(platform, area).set({key: corrupted(name)}))
     before = snapshot(platform)
     worker = Worker(platform, lambda *_: True)
     internal = []

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from pathlib import Path
 
 import pytest
 
@@ -20,19 +19,8 @@ from margin import tool_loop
 from margin.platform_memory import ScriptedResponse, ScriptedTransport, memory_platform
 
 from .ledger import serialized, snapshot
-from .profiles import SAVE_REWRITES, internal_failures, save_as_s1
+from .profiles import CORPUS, PROVIDER, SAVE_REWRITES, corrupted, internal_failures, save_as_s1
 
-CORPUS = json.loads(
-    (Path(__file__).parent / "corpus" / "stored_values" / "corruptions.json").read_text("utf-8")
-)
-PROVIDER = {
-    "id": "p1",
-    "type": "openai",
-    "name": "Local",
-    "baseUrl": "http://localhost:11434/v1",
-    "apiKey": "",
-    "model": "m",
-}
 GOOD_CALL = {
     "id": "c1",
     "name": "run_python",
@@ -63,17 +51,7 @@ ACTIONS = [
 
 
 def corruption(name: str):
-    if name in ALMOST:
-        return ALMOST[name]
-    value = CORPUS["values"][name]
-    if value == "$deep":
-        deep: list = []
-        for _ in range(10_000):
-            deep = [deep]
-        return deep
-    if value == "$huge":
-        return "x" * 5_000_000
-    return value
+    return ALMOST[name] if name in ALMOST else corrupted(name)
 
 
 def answer(rounds):
