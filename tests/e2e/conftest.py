@@ -15,6 +15,12 @@ Fixtures:
 - `configured_margin`: `margin` with the fake provider saved as the active one through the service
   worker's `options.save` (the options page's own form is tested in test_options_e2e.py).
 
+- `module_provider`, `module_browser` (module): one keyless `FakeProvider` and one browser for a
+  whole test module, for the modules that run code: the code sandbox boots its own Pyodide once
+  per browser (~15 s). `sandbox_margin` (function): a `Margin` on them with that provider saved,
+  an empty history, "Let the model run Python" on "ask" and a 30 s time limit; it closes the
+  test's pages afterwards.
+
 Tests whose fake server must not check the key set up their own provider config.
 """
 
@@ -24,6 +30,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -138,3 +145,29 @@ def pytest_runtest_makereport(item, call):
             report.sections.append(("screenshots", "\n".join(shots)))
     except Exception as error:  # a screenshot must never hide the real failure
         report.sections.append(("screenshots", f"could not take them: {error}"))
+
+
+@pytest.fixture(scope="module")
+def module_provider() -> Iterator[FakeProvider]:
+    with FakeProvider() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def module_browser(playwright_instance, dist_dir) -> Iterator[Launched]:
+    launched = launch(playwright_instance, dist_dir)
+    yield launched
+    launched.close()
+
+
+@pytest.fixture
+def sandbox_margin(module_browser: Launched, module_provider: FakeProvider) -> Iterator[Margin]:
+    margin = Margin(module_browser)
+    margin.save_provider(base_url=module_provider.base_url, api_key="")
+    margin.storage_set({"history": [], "runPython": "ask", "codeTimeLimitSeconds": 30})
+    margin.storage_set({"unsavedAnswers": []}, area="session")
+    module_provider.reset()
+    yield margin
+    for page in list(module_browser.context.pages):
+        if not page.url.endswith("manifest.json"):
+            page.close()

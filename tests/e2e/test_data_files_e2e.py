@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
 
 import pytest
 from fake_behaviours import Reply
 from fake_provider import FakeProvider
 from fake_tool_calls import ToolCall, tool_results
-from harness import Launched, Margin, launch, poll
+from harness import Margin, poll
 from playwright.sync_api import expect
 
 # The first call boots the sandbox's own Pyodide: slow on a loaded 2-core machine.
@@ -31,29 +30,15 @@ print(sum(int(row["amount"]) for row in csv.DictReader(open("/data/sales_2026.cs
 """
 
 
-@pytest.fixture(scope="module")
-def provider() -> Iterator[FakeProvider]:
-    with FakeProvider() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def browser(playwright_instance, dist_dir) -> Iterator[Launched]:
-    launched = launch(playwright_instance, dist_dir)
-    yield launched
-    launched.close()
+@pytest.fixture
+def provider(module_provider: FakeProvider) -> FakeProvider:
+    return module_provider
 
 
 @pytest.fixture
-def margin(browser: Launched, provider: FakeProvider) -> Iterator[Margin]:
-    margin = Margin(browser)
-    margin.save_provider(base_url=provider.base_url, api_key="")
-    margin.storage_set({"history": [], "runPython": "auto", "codeTimeLimitSeconds": 30})
-    provider.reset()
-    yield margin
-    for page in list(browser.context.pages):
-        if not page.url.endswith("manifest.json"):
-            page.close()
+def margin(sandbox_margin: Margin) -> Margin:
+    sandbox_margin.storage_set({"runPython": "auto"})
+    return sandbox_margin
 
 
 def pick_file(panel, name: str, data: bytes, mime: str = "text/csv") -> None:

@@ -23,7 +23,7 @@ from a11y import violations
 from fake_behaviours import Reply
 from fake_provider import FakeProvider
 from fake_tool_calls import ToolCall, tool_results
-from harness import Launched, Margin, launch, poll
+from harness import Margin, poll
 from playwright.sync_api import expect
 from web_pages import WebPages
 
@@ -43,30 +43,14 @@ def web_pages() -> Iterator[WebPages]:
         yield pages
 
 
-@pytest.fixture(scope="module")
-def provider() -> Iterator[FakeProvider]:
-    with FakeProvider() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def browser(playwright_instance, dist_dir) -> Iterator[Launched]:
-    launched = launch(playwright_instance, dist_dir)
-    yield launched
-    launched.close()
+@pytest.fixture
+def provider(module_provider: FakeProvider) -> FakeProvider:
+    return module_provider
 
 
 @pytest.fixture
-def margin(browser: Launched, provider: FakeProvider) -> Iterator[Margin]:
-    margin = Margin(browser)
-    margin.save_provider(base_url=provider.base_url, api_key="")
-    margin.storage_set({"history": [], "runPython": "ask", "codeTimeLimitSeconds": 30})
-    margin.storage_set({"unsavedAnswers": []}, area="session")
-    provider.reset()
-    yield margin
-    for page in list(browser.context.pages):
-        if not page.url.endswith("manifest.json"):
-            page.close()
+def margin(sandbox_margin: Margin) -> Margin:
+    return sandbox_margin
 
 
 def tool_violations(panel) -> list[str]:
