@@ -392,3 +392,20 @@ def test_a_video_duration_that_is_not_a_finite_length_falls_back_to_the_transcri
     assert attach._duration({"duration": reported}, cues) == 42.0
     assert attach._duration({"duration": reported}, []) is None
     assert attach._duration({"duration": 90.5}, cues) == 90.5
+
+
+def test_a_cached_page_attached_again_after_a_language_change_has_the_new_language_s_headings():
+    page = video_page()
+
+    def vtt():
+        return ScriptedResponse(chunks=[VTT], headers={"content-type": "text/vtt"})
+
+    platform = setup(page, responses=[vtt(), answer("ok"), vtt()], url=page.url)
+    attach_now(platform)
+    turn(platform, {"action": "send", "text": "?", "images": []})
+    run(platform.local.set({"uiLanguage": "ru"}))
+    again = attach_now(platform)
+    assert again["fromCache"] is False and again["duplicate"] is False
+    body = history(platform)[-1]["content"].split("\n\n", 1)[1]
+    assert body.startswith("## Расшифровка (English,")
+    assert "## Текст страницы" in body and "## Page text" not in body
