@@ -11,6 +11,8 @@ Rules:
    `catalogue.ensure` (the user's setting, `options.model_language`), when its catalogue is loaded;
    else English. It never loads a file and never raises: a missing or unreadable catalogue, or a
    key an older catalogue lacks, says the English.
+4. A count the user reads is a `Number` argument: its digits are grouped the way the language
+   groups them (the catalogue's `py_number_group`: "20,000", "20 000"), never spelled in a message.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-Argument = Any  # str | int | Sentence
+Argument = Any  # str | int | Sentence | Number
 
 
 @dataclass(frozen=True)
@@ -33,8 +35,28 @@ class Sentence:
         return _render(self, messages, fallback)
 
 
+@dataclass(frozen=True)
+class Number:
+    """Rule 4."""
+
+    value: int
+
+    def said_in(self, messages: dict[str, Any], fallback: dict[str, Any]) -> str:
+        entry = _entry("py_number_group", messages, fallback)
+        group = entry["message"] if entry is not None else ","
+        return f"{self.value:,}".replace(",", group)
+
+
 def sentence(key: str, *args: Argument) -> Sentence:
     return Sentence(key, args)
+
+
+def _entry(key: str, messages: dict[str, Any], fallback: dict[str, Any]) -> dict[str, Any] | None:
+    for table in (messages, fallback):
+        entry = table.get(key)
+        if isinstance(entry, dict) and isinstance(entry.get("message"), str):
+            return entry
+    return None
 
 
 def _render(s: Sentence, messages: dict[str, Any], fallback: dict[str, Any]) -> str:
@@ -43,12 +65,11 @@ def _render(s: Sentence, messages: dict[str, Any], fallback: dict[str, Any]) -> 
         substitute,
     )  # here: margin.catalogue imports margin.errors, which imports this
 
-    subs = tuple(a.said_in(messages, fallback) if isinstance(a, Sentence) else str(a) for a in s.args)
-    for table in (messages, fallback):
-        entry = table.get(s.key)
-        if isinstance(entry, dict) and isinstance(entry.get("message"), str):
-            return render(entry, subs)
-    return substitute(ENGLISH[s.key], subs)
+    subs = tuple(
+        a.said_in(messages, fallback) if isinstance(a, Sentence | Number) else str(a) for a in s.args
+    )
+    entry = _entry(s.key, messages, fallback)
+    return render(entry, subs) if entry is not None else substitute(ENGLISH[s.key], subs)
 
 
 def say(s: Sentence) -> str:
@@ -103,6 +124,76 @@ ENGLISH: dict[str, str] = {
     "py_error_provider_gone": (
         "That provider is no longer saved. Choose another one, or add it again in Margin's options."
     ),
+    # margin.options: the form's settings (the options page checks them first, in its own words)
+    "py_error_providers_missing": "The list of providers is missing. Reload the options page and save again.",
+    "py_error_provider_ids_repeat": (
+        "Two providers share the id “$1”. Reload the options page and save again."
+    ),
+    "py_error_active_provider_missing": (
+        "The active provider is not in the list of providers. Choose one of them and save again."
+    ),
+    "py_error_language_setting": (
+        "The interface language must be “auto” or a language code such as “en” or “zh-CN”."
+    ),
+    "py_error_summarize_setting": (
+        "“Summarize long pages” must be off (0) or a whole number of characters from $1 to $2."
+    ),
+    "py_error_run_python_setting": "“Let the model run Python” must be “off”, “ask” or “auto”.",
+    "py_error_time_limit_setting": "“Time limit for code” must be a whole number of seconds from $1 to $2.",
+    # margin.providers: one provider of the form
+    "py_error_provider_type_unknown": (
+        "Margin does not support the provider type “$1”. Choose one of: $2 in Margin's options."
+    ),
+    "py_error_the_provider": "The provider",
+    "py_error_provider_n": "Provider $1",
+    "py_error_provider_named": "$1 (“$2”)",
+    "py_error_provider_field": "$1: $2",
+    "py_error_field_not_settings": "$1 is not a set of settings. Fill in the provider form again.",
+    "py_error_field_type": "the type “$1” is not supported; choose one of: $2.",
+    "py_error_field_base_url_empty": (
+        "the Base URL is empty. Enter one, for example https://api.openai.com/v1 or "
+        "http://localhost:11434/v1."
+    ),
+    "py_error_field_base_url_not_address": (
+        "the Base URL is not a web address (an IPv6 address goes in brackets: http://[::1]:8080/v1)."
+    ),
+    "py_error_field_base_url_scheme": (
+        "the Base URL must start with http:// or https://, for example https://api.openai.com/v1."
+    ),
+    "py_error_field_model_empty": (
+        "the Model is empty. Enter the model's name, for example gpt-4o-mini or llama3.2."
+    ),
+    "py_error_field_key_not_text": "the API key must be text.",
+    "py_error_field_id_not_text": "its id must be text.",
+    "py_error_field_name_not_text": "the Name must be text.",
+    "py_error_field_prompt_not_text": "the System prompt must be text.",
+    "py_error_field_prompt_too_long": "the System prompt is $1 characters long; shorten it to $2 or fewer.",
+    "py_error_field_prices": "the prices must be an object with input, cachedInput and output.",
+    "py_error_field_price_input": (
+        "the Input price must be a number of US dollars per 1 million tokens, 0 or more."
+    ),
+    "py_error_field_price_cached": (
+        "the Cached input price must be a number of US dollars per 1 million tokens, 0 or more."
+    ),
+    "py_error_field_price_output": (
+        "the Output price must be a number of US dollars per 1 million tokens, 0 or more."
+    ),
+    "py_error_key_over_http_at_save": (
+        "$1: the API key would be sent over plain http:// to $2, where anyone on the network in "
+        "between can read it. Use https://, or tick “Send the API key over plain HTTP” if you trust "
+        "that network."
+    ),
+    "py_error_key_over_http": (
+        "Margin did not send your API key to $1: the Base URL is plain http://, where anyone on the "
+        "network in between can read it. Use https:// in Margin's options, or tick “Send the API key "
+        "over plain HTTP” for this provider."
+    ),
+    "py_error_unknown_host": "an unknown host",
+    # margin.options: the model list's notes on the options page
+    "py_notice_no_model_list": "This provider type has no model list. Type the model's name.",
+    "py_notice_models_not_offered": "The provider does not offer a list of models (404).",
+    "py_notice_type_the_model": "$1 You can still type the model's name.",
+    "py_notice_no_models": "The provider lists no models. Type the model's name.",
     # margin.providers
     "py_error_provider_said": " The provider said: $1.",
     "py_error_bad_key": "The provider rejected the API key ($1). Check the key in Margin's options.$2",

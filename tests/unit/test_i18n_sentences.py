@@ -178,3 +178,87 @@ def test_an_unsaved_answer_s_sentence_is_one_language_cause_and_all():
     assert event["error"]["code"] == "storage_full"
     assert event["error"]["message"].startswith("Chrome の Margin 用ストレージがいっぱいのため")
     assert event["error"]["message"].endswith("コピーするか、「保存を再試行」を押してください。")
+
+
+# -- sentences converted from English literals (issue 12) ------------------------------------------
+#
+# Each case is the real request that fails, what it always said in English, and a piece of what
+# it says in Japanese and in Russian.
+
+OLLAMA = {"id": "o", "type": "openai", "name": "Ollama", "baseUrl": "http://localhost:11434/v1", "model": "m"}
+
+
+def told(language: str, name: str, payload: dict, handler=None) -> str:
+    """The sentence the user reads for the request `name` under the language setting."""
+    platform = memory_platform({UI_LANGUAGE: language})
+    reply = run(api.dispatch(platform, name, payload, handler=handler))
+    return reply["error"]["message"] if not reply["ok"] else reply["value"]["message"]
+
+
+def save(*providers, **settings) -> tuple[str, dict]:
+    return "options.save", {"providers": list(providers), **settings}
+
+
+CONVERTED_CASES = {
+    "empty base url": (
+        save({**OLLAMA, "baseUrl": " "}),
+        "Provider 1 (“Ollama”): the Base URL is empty. Enter one, for example https://api.openai.com/v1 "
+        "or http://localhost:11434/v1.",
+        "プロバイダー 1（「Ollama」）：ベース URL が空です。",
+        "Провайдер 1 («Ollama»): базовый URL пуст.",
+    ),
+    "long system prompt": (
+        save({**OLLAMA, "systemPrompt": "x" * 20_001}),
+        "Provider 1 (“Ollama”): the System prompt is 20,001 characters long; shorten it to 20,000 or fewer.",
+        "システムプロンプトが 20,001 文字あります。",
+        "длиной 20\u00a0001 симв.; сократите его до 20\u00a0000 симв.",
+    ),
+    "bad price": (
+        save({**OLLAMA, "prices": {"cachedInput": -1}}),
+        "Provider 1 (“Ollama”): the Cached input price must be a number of US dollars per 1 million "
+        "tokens, 0 or more.",
+        "キャッシュ入力料金は",
+        "цена ввода из кэша",
+    ),
+    "unnamed provider of unknown type": (
+        ("provider.models", {"provider": {"type": "fax", "baseUrl": "https://x.example"}}),
+        "The provider: the type “fax” is not supported; choose one of: openai, anthropic, gemini, openai-responses.",
+        "プロバイダー：種類「fax」には対応していません。",
+        "Провайдер: тип «fax» не поддерживается",
+    ),
+    "key over http": (
+        save({**OLLAMA, "baseUrl": "http://lan.example/v1", "apiKey": "sk"}),
+        "Provider 1 (“Ollama”): the API key would be sent over plain http:// to lan.example, where anyone "
+        "on the network in between can read it. Use https://, or tick “Send the API key over plain "
+        "HTTP” if you trust that network.",
+        "「暗号化されていない HTTP で API キーを送る」にチェック",
+        "отметьте «Отправлять API-ключ по незашифрованному HTTP»",
+    ),
+    "summarize size": (
+        save(OLLAMA, summarizeAboveChars=5),
+        "“Summarize long pages” must be off (0) or a whole number of characters from 1,000 to 2,000,000.",
+        "「長いページを要約」は",
+        "от 1\u00a0000 до 2\u00a0000\u00a0000",
+    ),
+    "run python setting": (
+        save(OLLAMA, runPython="always"),
+        "“Let the model run Python” must be “off”, “ask” or “auto”.",
+        "「モデルに Python を実行させる」",
+        "«Разрешить модели запускать Python»",
+    ),
+    "model list of a server that has none": (
+        ("provider.models", {"provider": {**OLLAMA, "type": "gemini", "baseUrl": "https://g.example"}}),
+        None,
+        "モデル名は手入力できます。",
+        "Название модели можно ввести вручную.",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", CONVERTED_CASES, ids=list(CONVERTED_CASES))
+def test_a_converted_sentence_is_english_as_before_and_said_in_japanese_and_russian(case):
+    (name, payload), english, japanese, russian = CONVERTED_CASES[case]
+    if english is not None:
+        assert told("en", name, payload) == english
+    assert japanese in told("ja", name, payload)
+    assert russian in told("ru", name, payload)
