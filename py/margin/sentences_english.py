@@ -1,0 +1,308 @@
+"""The English of Python's sentences (margin.sentences, rule 2): each `py_error_*` / `py_notice_*`
+key's template, `$1`..`$9` its arguments.
+
+Invariants: it is the fallback when no catalogue is loaded, so a sentence is always said; the
+English catalogue (extension/_locales/en/messages.json) says exactly these bytes, and they are what
+Margin said before its sentences came from the catalogue (tests/unit/test_i18n_sentences.py).
+Entries are grouped by the module that says them.
+"""
+
+ENGLISH: dict[str, str] = {
+    # margin.errors: images
+    "py_error_image_formats": "Attach a PNG, JPEG, WebP or GIF picture.",
+    "py_error_not_an_image": "That file is not an image. $1",
+    "py_error_not_a_readable_image": "That file is not an image Margin can read. $1",
+    "py_error_image_damaged": "This image is damaged and cannot be read. Attach the file again.",
+    "py_error_image_too_large": "This image is larger than $1 MB. Use a smaller picture.",
+    "py_error_megapixels": "Margin accepts up to $1 megapixels.",
+    "py_error_too_many_pixels": "This image has too many pixels. $1",
+    "py_error_image_too_large_size": "This image is too large: $1×$2 pixels; $3",
+    "py_error_image_format": (
+        "Margin cannot read $1 images. Save the picture as PNG or JPEG and attach it again."
+    ),
+    "py_error_screenshot_refused": (
+        "Chrome did not allow a screenshot of this page. Click the page once, then try again."
+    ),
+    # margin.api
+    "py_error_internal": (
+        "Something went wrong inside Margin ($1: $2). Your conversation is saved; try again, and if it "
+        "keeps happening, reload the extension."
+    ),
+    # margin.chat
+    "py_notice_images_unsupported": (
+        "This model does not take images, so Margin sent a short description in their place."
+    ),
+    "py_error_turn_in_progress": "An answer is still being written. Stop it or wait for it to finish.",
+    "py_error_images_unreadable": "The attached images could not be read. Attach them again.",
+    "py_error_empty_message": "Type a message or attach an image first.",
+    "py_error_edit_target_gone": "Margin could not tell which message to edit. Try again.",
+    "py_error_bad_turn": "Margin did not understand what to do with this message. Reload the panel.",
+    "py_error_conversation_changed": (
+        "The conversation changed while the answer was being written (cleared or switched), so the "
+        "answer was not saved. Ask again if you still need it."
+    ),
+    # margin.options
+    "py_error_no_provider": (
+        "Set up a model provider in Margin's options first (right-click the toolbar icon → Options)."
+    ),
+    "py_error_choose_imported_provider": (
+        "Choose a provider first: the ones restored from a backup are used only once you pick one (the "
+        "model chip above, or Margin's options)."
+    ),
+    "py_error_provider_gone": (
+        "That provider is no longer saved. Choose another one, or add it again in Margin's options."
+    ),
+    # margin.options: the form's settings (the options page checks them first, in its own words)
+    "py_error_providers_missing": "The list of providers is missing. Reload the options page and save again.",
+    "py_error_provider_ids_repeat": (
+        "Two providers share the id “$1”. Reload the options page and save again."
+    ),
+    "py_error_active_provider_missing": (
+        "The active provider is not in the list of providers. Choose one of them and save again."
+    ),
+    "py_error_language_setting": (
+        "The interface language must be “auto” or a language code such as “en” or “zh-CN”."
+    ),
+    "py_error_summarize_setting": (
+        "“Summarize long pages” must be off (0) or a whole number of characters from $1 to $2."
+    ),
+    "py_error_run_python_setting": "“Let the model run Python” must be “off”, “ask” or “auto”.",
+    "py_error_time_limit_setting": "“Time limit for code” must be a whole number of seconds from $1 to $2.",
+    # margin.providers: one provider of the form
+    "py_error_provider_type_unknown": (
+        "Margin does not support the provider type “$1”. Choose one of: $2 in Margin's options."
+    ),
+    "py_error_the_provider": "The provider",
+    "py_error_provider_n": "Provider $1",
+    "py_error_provider_named": "$1 (“$2”)",
+    "py_error_provider_field": "$1: $2",
+    "py_error_field_not_settings": "$1 is not a set of settings. Fill in the provider form again.",
+    "py_error_field_type": "the type “$1” is not supported; choose one of: $2.",
+    "py_error_field_base_url_empty": (
+        "the Base URL is empty. Enter one, for example https://api.openai.com/v1 or "
+        "http://localhost:11434/v1."
+    ),
+    "py_error_field_base_url_not_address": (
+        "the Base URL is not a web address (an IPv6 address goes in brackets: http://[::1]:8080/v1)."
+    ),
+    "py_error_field_base_url_scheme": (
+        "the Base URL must start with http:// or https://, for example https://api.openai.com/v1."
+    ),
+    "py_error_field_model_empty": (
+        "the Model is empty. Enter the model's name, for example gpt-4o-mini or llama3.2."
+    ),
+    "py_error_field_key_not_text": "the API key must be text.",
+    "py_error_field_id_not_text": "its id must be text.",
+    "py_error_field_name_not_text": "the Name must be text.",
+    "py_error_field_prompt_not_text": "the System prompt must be text.",
+    "py_error_field_prompt_too_long": "the System prompt is $1 characters long; shorten it to $2 or fewer.",
+    "py_error_field_prices": "the prices must be an object with input, cachedInput and output.",
+    "py_error_field_price_input": (
+        "the Input price must be a number of US dollars per 1 million tokens, 0 or more."
+    ),
+    "py_error_field_price_cached": (
+        "the Cached input price must be a number of US dollars per 1 million tokens, 0 or more."
+    ),
+    "py_error_field_price_output": (
+        "the Output price must be a number of US dollars per 1 million tokens, 0 or more."
+    ),
+    "py_error_key_over_http_at_save": (
+        "$1: the API key would be sent over plain http:// to $2, where anyone on the network in "
+        "between can read it. Use https://, or tick “Send the API key over plain HTTP” if you trust "
+        "that network."
+    ),
+    "py_error_key_over_http": (
+        "Margin did not send your API key to $1: the Base URL is plain http://, where anyone on the "
+        "network in between can read it. Use https:// in Margin's options, or tick “Send the API key "
+        "over plain HTTP” for this provider."
+    ),
+    "py_error_unknown_host": "an unknown host",
+    # margin.options: the model list's notes on the options page
+    "py_notice_no_model_list": "This provider type has no model list. Type the model's name.",
+    "py_notice_models_not_offered": "The provider does not offer a list of models (404).",
+    "py_notice_type_the_model": "$1 You can still type the model's name.",
+    "py_notice_no_models": "The provider lists no models. Type the model's name.",
+    # margin.providers
+    "py_error_provider_said": " The provider said: $1.",
+    "py_error_bad_key": "The provider rejected the API key ($1). Check the key in Margin's options.$2",
+    "py_error_not_found": (
+        "The provider at $1 does not know the model “$2” or that address (404). Check the model name and "
+        "the Base URL in Margin's options.$3"
+    ),
+    "py_error_wait_seconds": "Wait $1 seconds and try again.",
+    "py_error_wait_a_little": "Wait a little and try again.",
+    "py_error_rate_limited": "The provider is limiting requests (429). $1$2",
+    "py_error_bad_request": (
+        "The provider refused the request ($1)$2. Check the model and settings in Margin's options, or "
+        "start a new session if the conversation is very long."
+    ),
+    "py_error_http_timeout": "$1 took too long to answer (408). Try again.$2",
+    "py_error_provider_down": "The provider's server at $1 failed ($2). Try again in a moment.$3",
+    "py_error_provider_error": (
+        "The provider answered with an error ($1). Check the provider in Margin's options.$2"
+    ),
+    "py_error_stream_cut": "The connection to the provider broke before the answer was finished. Try again.",
+    "py_error_stopped": "The answer was stopped.",
+    "py_error_timeout": (
+        "$1 did not answer in time. Try again; if it keeps happening, check the server or choose a "
+        "faster model."
+    ),
+    "py_error_unreachable": (
+        "Margin could not reach $1. Check that the server is running (for Ollama: `ollama serve`), that "
+        "the Base URL is right, and that you are online."
+    ),
+    # margin.overflow, margin.image_refusal
+    "py_error_this_model": "this model",
+    "py_error_too_long": (
+        "This conversation is too long for $1. Start a new session, or choose a model with a larger context."
+    ),
+    "py_error_too_long_shortened": (
+        "This conversation is too long for $1 even with the attached pages shortened. Start a new "
+        "session, or choose a model with a larger context."
+    ),
+    "py_error_images_refused": (
+        "The model “$1” does not take images. Remove the images, or choose a model that reads images in "
+        "Margin's options."
+    ),
+    # margin.ports
+    "py_error_storage_full": (
+        "Chrome's storage for Margin is full, so this change was not saved. Delete old sessions or "
+        "export a backup and remove some images, then try again."
+    ),
+    "py_error_storage_failed": "Chrome could not save Margin's data ($1).",
+    # margin.providers.*
+    "py_error_answer_too_long": (
+        "The answer was cut at $1 MB, the most Margin keeps of one answer. What arrived is kept; ask for "
+        "the rest in a new message, or for a shorter answer."
+    ),
+    "py_error_stream_garbage": (
+        "$1 sent a stream line longer than $2 MB, which no chat answer needs, so Margin stopped reading. "
+        "What arrived is kept. Try again; if it keeps happening, check the Base URL in Margin's options."
+    ),
+    "py_error_conversation_forgotten": (
+        "The provider no longer knows this conversation (its stored responses expired). Start a new "
+        "session or ask again."
+    ),
+    "py_error_anthropic_overloaded": "Anthropic is overloaded right now ($1). Try again in a moment.$2",
+    "py_error_key_not_allowed": (
+        "The API key may not use this model or feature (403). Check the key and the model in Margin's "
+        "options.$1"
+    ),
+    "py_error_content_refused": (
+        "Google withheld the answer (reason: $1). Rephrase the question, or attach a different page."
+    ),
+    # margin.attach, margin.screenshot
+    "py_error_no_web_tab": (
+        "Margin can only read web pages (http, https or file). Switch to the tab you want to ask about, "
+        "then press Attach page."
+    ),
+    "py_error_screenshot_no_web_tab": "Switch to a web page (http, https or file) and try again.",
+    "py_error_tab_gone": (
+        "That tab was closed before Margin could read it. Open the page again, then press Attach page."
+    ),
+    "py_error_file_access_off": (
+        "Margin may not read files on this computer yet. Open chrome://extensions, click Details under "
+        "Margin, turn on “Allow access to file URLs”, then press Attach page again."
+    ),
+    "py_error_error_page": (
+        "This tab shows an error page, so there is nothing to read. Reload the page, then press Attach page."
+    ),
+    "py_error_tab_refused": (
+        "Chrome did not let Margin read this tab ($1). Use Screenshot instead, or copy the text into the "
+        "message."
+    ),
+    "py_error_web_store": (
+        "Chrome does not let extensions read the Chrome Web Store. Copy the text you want to ask about "
+        "into the message, or use Screenshot."
+    ),
+    "py_error_pdf": (
+        "This tab shows a PDF, which Margin cannot read as a page. Select the text you need and choose "
+        "“Explain with Margin” from the right-click menu, or use Screenshot."
+    ),
+    "py_error_no_text": (
+        "This page has no text Margin can read (it may be a picture, a canvas, or still loading). Wait "
+        "until it has loaded and try again, or use Screenshot to send what you see."
+    ),
+    "py_error_page_unreadable": (
+        "Margin could not read this page. Reload it and try again, or use Screenshot."
+    ),
+    "py_error_page_unreadable_detail": (
+        "Margin could not read this page ($1). Reload it and try again, or use Screenshot."
+    ),
+    "py_error_attachment_gone": (
+        "That page is no longer in the conversation. Open it in a tab and press Attach page."
+    ),
+    "py_error_attachment_answered": (
+        "Only a page that no question has used yet can be removed. Start a New session to leave it behind."
+    ),
+    # margin.summaries
+    "py_error_summary_empty": "The model sent back an empty summary.",
+    "py_error_summary_cut": "The model's summary was cut off before its end.",
+    "py_error_summary_not_shorter": "The model's summary was not shorter than the page.",
+    "py_error_summary_in_progress": "This page is already being summarized.",
+    "py_error_summary_page_gone": (
+        "The page is no longer in the conversation, so there is nothing to summarize."
+    ),
+    "py_error_already_summarized": "This page has a summary already.",
+    # margin.sessions, margin.session_index
+    "py_error_no_session_named": "Margin did not say which session to use. Try again.",
+    "py_error_empty_session_name": "A session name cannot be empty. Type a name, then press Enter.",
+    "py_error_undo_expired": "It is too late to undo: the session was deleted.",
+    "py_error_session_not_found": (
+        "That session no longer exists. Close the sessions panel and open it again."
+    ),
+    "py_error_session_missing": (
+        "The saved text of “$1” is missing (Chrome may have lost it while "
+        "repairing its storage). It cannot be opened; you can delete it."
+    ),
+    "py_error_session_unreadable": (
+        "The saved text of “$1” cannot be read. It is kept as it is; export a backup before deleting it."
+    ),
+    # margin.code_runs, margin.unsaved_answers
+    "py_error_run_answer_gone": (
+        "The answer this code came from is no longer in the conversation, so its output was not saved."
+    ),
+    "py_error_answer_question_gone": (
+        "The question this answer belongs to is no longer in the conversation, so it cannot be "
+        "saved after it. Copy the answer if you need it."
+    ),
+    "py_error_answer_question_moved": (
+        "The conversation went on after this answer's question, so Margin cannot tell where to save "
+        "it. Copy the answer if you need it."
+    ),
+    # margin.providers: setup problems
+    "py_error_ollama_origin": (
+        "Ollama at $1 refused Margin's requests (403). Start it with "
+        "OLLAMA_ORIGINS=chrome-extension://* (for example: OLLAMA_ORIGINS=chrome-extension://* "
+        "ollama serve), then try again."
+    ),
+    "py_error_server_origin": (
+        "The server at $1 refused Margin's requests (403). Allow the chrome-extension:// "
+        "origin (CORS) in the server's settings, then try again."
+    ),
+    "py_error_not_a_chat_stream": (
+        "The provider sent something that is not a chat stream: $1. "
+        "Check that the Base URL points at an OpenAI-compatible API (it usually ends in /v1)."
+    ),
+    "py_error_stopped_with_error": (
+        "The provider stopped with an error: $1. Try again, or check the provider in Margin's options."
+    ),
+    "py_error_answered_with_error": (
+        "The provider answered with an error: $1. Check the provider in Margin's options."
+    ),
+    "py_error_not_a_stream_openai": (
+        "The provider answered, but not with a stream (content type “$1”). Check that "
+        "the Base URL points at an OpenAI-compatible API (it usually ends in /v1)."
+    ),
+    "py_error_answer_kept": "$1 The answer stays on screen: copy it, or press Retry save.",
+    "py_error_redirect_to": (
+        "$1 answered with a redirect to $2; Margin does not follow redirects with your "
+        "conversation. Put the address it should reach in the Base URL (often https:// "
+        "instead of http://, or a missing /v1)."
+    ),
+    "py_error_redirect": (
+        "$1 answered with a redirect; Margin does not follow redirects with your "
+        "conversation. Put the address it should reach in the Base URL (often https:// "
+        "instead of http://, or a missing /v1)."
+    ),
+}
