@@ -40,6 +40,7 @@ from .backup_reader import CHOOSE_OURS, BackupReader, Read, bad, not_a_backup
 from .errors import MarginError
 from .history import parked_unreadable, parse_history
 from .ports import StorageArea
+from .sentences import sentence
 from .storage import (
     BACKUP_IMPORT_STAGING,
     HISTORY,
@@ -131,7 +132,7 @@ class _Staging:
                 ):
                     break
             else:
-                raise MarginError("bad_backup", f"This backup repeats one session too often. {CHOOSE_OURS}")
+                raise bad("py_error_backup_repeats_session", CHOOSE_OURS)
             base = name or s.default_name(item.records)
             name = base[: s.NAME_MAX - len(COPY_SUFFIX)] + COPY_SUFFIX
         entry = s.IndexEntry(
@@ -191,7 +192,11 @@ async def _stage_all(reader: BackupReader, staging: _Staging, progress: Progress
                 _check_header(members)
                 reader.ours = members.get("format") == FORMAT
             elif name == "sessions":  # a `sessions` that is not a list
-                raise bad(f"This backup is damaged: its list of sessions is not readable. {CHOOSE_OURS}")
+                raise bad(
+                    "py_error_backup_damaged_choose",
+                    sentence("py_error_backup_problem_sessions"),
+                    CHOOSE_OURS,
+                )
             continue
         if "format" not in members or "version" not in members:
             raise not_a_backup()
@@ -217,20 +222,16 @@ def _check_header(members: dict[str, Any]) -> None:
     if version == VERSION:
         return
     if s.is_number(version) and version > VERSION:
-        raise bad(
-            f"This backup was made by a newer Margin (format version {version}). "
-            "Update Margin, then import it again."
-        )
-    raise bad(
-        f"This backup has an unknown format version ({str(version)[:20]!r}); Margin reads "
-        f"version {VERSION}. Export it again with this version of Margin."
-    )
+        raise bad("py_error_backup_newer", version)
+    raise bad("py_error_backup_unknown_version", repr(str(version)[:20]), VERSION)
 
 
 async def _commit(area: StorageArea, staging: _Staging, members: dict[str, Any]) -> dict[str, Any]:
     exported_at = members.get("exportedAt")
     if exported_at is not None and not s.is_number(exported_at):
-        raise bad(f"This backup is damaged: its date is not a date. {CHOOSE_OURS}")
+        raise bad(
+            "py_error_backup_damaged_choose", sentence("py_error_backup_problem_date_of_file"), CHOOSE_OURS
+        )
     current_raw, current_records, their_id = check_current(members.get("current"))
     settings = check_settings(members.get("settings"))
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from helpers import run
 
-from margin import api, catalogue, errors
+from margin import api, backup, catalogue, errors
 from margin.errors import MarginError
 from margin.platform_memory import memory_platform
 from margin.providers import http_error, transport_error
@@ -188,15 +188,25 @@ def test_an_unsaved_answer_s_sentence_is_one_language_cause_and_all():
 OLLAMA = {"id": "o", "type": "openai", "name": "Ollama", "baseUrl": "http://localhost:11434/v1", "model": "m"}
 
 
-def told(language: str, name: str, payload: dict, handler=None) -> str:
-    """The sentence the user reads for the request `name` under the language setting."""
+def told(language: str, request: tuple) -> str:
+    """The sentence the user reads for `request` ((name, payload[, handler])) under the setting."""
     platform = memory_platform({UI_LANGUAGE: language})
-    reply = run(api.dispatch(platform, name, payload, handler=handler))
+    reply = run(api.dispatch(platform, *request[:2], handler=request[2] if len(request) > 2 else None))
     return reply["error"]["message"] if not reply["ok"] else reply["value"]["message"]
 
 
 def save(*providers, **settings) -> tuple[str, dict]:
     return "options.save", {"providers": list(providers), **settings}
+
+
+def backup_import(text: str) -> tuple:
+    async def importing(platform, payload):
+        return await backup.import_text(platform, text)
+
+    return "backup.import", {}, importing
+
+
+BACKUP = {"format": "margin-backup", "version": 1}
 
 
 CONVERTED_CASES = {
@@ -246,6 +256,56 @@ CONVERTED_CASES = {
         "「モデルに Python を実行させる」",
         "«Разрешить модели запускать Python»",
     ),
+    "backup that is not json": (
+        backup_import("<html>"),
+        "This file is not a Margin backup (it is not valid JSON). Choose a file made with “Export backup”.",
+        "「バックアップをエクスポート」で作ったファイルを選んでください。",
+        "Этот файл — не резервная копия Margin (это не корректный JSON).",
+    ),
+    "backup cut off": (
+        backup_import('{"format": "margin-backup", "sessions": [{"id": "a"'),
+        "This backup file is incomplete: it ends too early, as if the download or copy was cut off. "
+        "Export the backup again and import the new file.",
+        "このバックアップファイルは不完全です。",
+        "Файл копии неполный",
+    ),
+    "damaged backup near a character": (
+        backup_import(
+            '{"format": "margin-backup", '
+            + "".join(f'"k{i}": 0, ' for i in range(950))
+            + '"y": [1,,2], "z": 1}'
+        ),
+        "This backup file is damaged (unreadable near character 10,376). Export the backup again and "
+        "import the new file.",
+        "10,376 文字目付近が読み取れません",
+        "около символа 10\u00a0376",
+    ),
+    "backup session with a bad date": (
+        backup_import(json.dumps({**BACKUP, "sessions": [{"id": "a", "name": "Trip", "savedAt": "May"}]})),
+        "This backup is damaged: session 1 (“Trip”) has a “savedAt” that is not a date. Export the "
+        "backup again, or choose another file.",
+        "このバックアップは壊れています：セッション 1（「Trip」）の「savedAt」が日付ではありません。",
+        "Копия повреждена: сессия 1 («Trip»): «savedAt» — не дата.",
+    ),
+    "backup settings": (
+        backup_import(json.dumps({**BACKUP, "settings": {"summarizeAboveChars": "big"}})),
+        "This backup is damaged: its settings hold a “Summarize long pages” size that is not a number. "
+        "Export the backup again, or choose another file.",
+        "設定の「長いページを要約」のサイズが数値ではありません",
+        "размер для «Пересказывать длинные страницы» — не число",
+    ),
+    "backup of a newer margin": (
+        backup_import(json.dumps({**BACKUP, "version": 9})),
+        "This backup was made by a newer Margin (format version 9). Update Margin, then import it again.",
+        "形式バージョン 9",
+        "версия формата 9",
+    ),
+    "backup port started wrong": (
+        ("backup.port", {}, lambda platform, payload: backup.run(platform, {}, print, None, None)),
+        'A backup port starts with {action: "export" or "import"}.',
+        'バックアップのポートは {action: "export" または "import"} で始まります。',
+        'Порт резервной копии начинается с {action: "export" или "import"}.',
+    ),
     "model list of a server that has none": (
         ("provider.models", {"provider": {**OLLAMA, "type": "gemini", "baseUrl": "https://g.example"}}),
         None,
@@ -257,8 +317,8 @@ CONVERTED_CASES = {
 
 @pytest.mark.parametrize("case", CONVERTED_CASES, ids=list(CONVERTED_CASES))
 def test_a_converted_sentence_is_english_as_before_and_said_in_japanese_and_russian(case):
-    (name, payload), english, japanese, russian = CONVERTED_CASES[case]
+    request, english, japanese, russian = CONVERTED_CASES[case]
     if english is not None:
-        assert told("en", name, payload) == english
-    assert japanese in told("ja", name, payload)
-    assert russian in told("ru", name, payload)
+        assert told("en", request) == english
+    assert japanese in told("ja", request)
+    assert russian in told("ru", request)
