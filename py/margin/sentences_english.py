@@ -147,6 +147,13 @@ ENGLISH: dict[str, str] = {
         "$1 did not answer in time. Try again; if it keeps happening, check the server or choose a "
         "faster model."
     ),
+    "py_error_idle_timeout": (
+        "The provider sent nothing for $1 seconds, so Margin gave up on $2. Try again; if it keeps "
+        "happening, check the server or choose a faster model."
+    ),
+    "py_error_waited_answer": "this answer",
+    "py_error_waited_summary": "the summary",
+    "py_error_waited_code_run": "the code run",
     "py_error_unreachable": (
         "Margin could not reach $1. Check that the server is running (for Ollama: `ollama serve`), that "
         "the Base URL is right, and that you are online."
@@ -349,10 +356,67 @@ ENGLISH: dict[str, str] = {
     "py_error_answered_with_error": (
         "The provider answered with an error: $1. Check the provider in Margin's options."
     ),
+    "py_notice_connected": "Connected to $1: model $2 answered.",
+    "py_notice_connection_error": "$1 answered with an error: $2.",
+    "py_notice_connection_not_api": "$1 answered, but not like $2. Check the Base URL ($3).",
+    "py_notice_api_openai": "an OpenAI-compatible API",
+    "py_notice_api_anthropic": "the Anthropic API",
+    "py_notice_api_gemini": "the Gemini API",
+    "py_notice_api_responses": "the Responses API",
+    "py_notice_usual_ends_v1": "it usually ends in /v1",
+    "py_notice_usual_is": "it is usually $1",
+    "py_notice_usual": "usually $1",
     "py_error_not_a_stream_openai": (
         "The provider answered, but not with a stream (content type “$1”). Check that "
         "the Base URL points at an OpenAI-compatible API (it usually ends in /v1)."
     ),
+    "py_error_not_anthropic_stream": (
+        "The provider sent something that is not an Anthropic message stream: $1. Check that the Base "
+        "URL is $2."
+    ),
+    "py_error_not_responses_stream": (
+        "The provider sent something that is not a Responses stream: $1. Check that the Base URL is $2."
+    ),
+    "py_error_not_gemini_stream": (
+        "Google sent something that is not an answer stream: $1. Check that the Base URL is $2."
+    ),
+    "py_error_not_a_stream_at": (
+        "The provider answered, but not with a stream (content type “$1”). Check that the Base URL is $2."
+    ),
+    "py_error_google_not_a_stream": (
+        "Google answered, but not with a stream (content type “$1”). Check that the Base URL is $2."
+    ),
+    "py_error_no_model_list_v1": (
+        "$1 did not send a list of models. Type the model's name instead, or check the Base URL (it "
+        "usually ends in /v1)."
+    ),
+    "py_error_no_model_list_anthropic": (
+        "$1 did not answer with a model list. Type the model's name instead, for example claude-sonnet-4-5."
+    ),
+    "py_error_no_model_list": "$1 sent no model list.",
+    "py_error_bad_reply": (
+        "$1 sent a reply Margin cannot read: $2. Try again; if it keeps happening, check the provider "
+        "and its Base URL in Margin's options."
+    ),
+    "py_error_source_provider": "The provider",
+    "py_error_source_server": "The server at $1",
+    "py_error_source_anthropic": "Anthropic's API at $1",
+    "py_error_source_google": "Google's API at $1",
+    "py_error_source_responses": "The Responses API at $1",
+    "py_error_reply_nested_over": "its JSON is nested more than $1 levels deep",
+    "py_error_reply_nested": "its JSON is nested too deeply",
+    "py_error_reply_digits": "it holds a number with too many digits",
+    "py_error_reply_field": "“$1” is $2, not $3",
+    "py_error_reply_event": "a stream event is $1, not an object",
+    "py_error_reply_item": "a stream item is $1, not an object",
+    "py_error_kind_object": "an object",
+    "py_error_kind_list": "a list",
+    "py_error_kind_text": "text",
+    "py_error_kind_number": "a number",
+    "py_error_kind_bool": "true or false",
+    "py_error_kind_null": "null",
+    "py_error_kind_other": "something else",
+    "py_error_kind_either": "$1 or $2",
     "py_error_answer_kept": "$1 The answer stays on screen: copy it, or press Retry save.",
     "py_error_redirect_to": (
         "$1 answered with a redirect to $2; Margin does not follow redirects with your "

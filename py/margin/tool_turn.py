@@ -32,6 +32,7 @@ from typing import Any
 
 from . import code_runs
 from .errors import MarginError
+from .sentences import sentence
 from .stoppable import Stopped, race
 from .tool_loop import MAX_ROUND_CALLS, LoopState, ToolCall, limit_note, read_call, stored_call
 
@@ -117,7 +118,7 @@ class ToolRunner:
         if self.stop.is_set():
             raise Stopped()
         while True:
-            message = await race(self.receive(), self.stop, what="the code run")
+            message = await race(self.receive(), self.stop, what=sentence("py_error_waited_code_run"))
             answer = _result(message, call.id)
             if answer is not None:
                 return answer

@@ -6,17 +6,18 @@ from __future__ import annotations
 
 import json
 import re
+from asyncio import Event
 from pathlib import Path
 
 import pytest
 from helpers import run
 
-from margin import api, backup, catalogue, errors
+from margin import api, backup, catalogue, chat, errors
 from margin.errors import MarginError
-from margin.platform_memory import memory_platform
+from margin.platform_memory import ScriptedResponse, ScriptedTransport, memory_platform
 from margin.providers import http_error, transport_error
 from margin.sentences import ENGLISH, Sentence, say, sentence
-from margin.storage import UI_LANGUAGE
+from margin.storage import ACTIVE_PROVIDER_ID, PROVIDERS, UI_LANGUAGE
 
 LOCALES_DIR = Path(__file__).resolve().parents[2] / "extension" / "_locales"
 CATALOGUES = {
@@ -189,10 +190,33 @@ OLLAMA = {"id": "o", "type": "openai", "name": "Ollama", "baseUrl": "http://loca
 
 
 def told(language: str, request: tuple) -> str:
-    """The sentence the user reads for `request` ((name, payload[, handler])) under the setting."""
-    platform = memory_platform({UI_LANGUAGE: language})
-    reply = run(api.dispatch(platform, *request[:2], handler=request[2] if len(request) > 2 else None))
+    """The sentence the user reads for `request` ((name, payload[, handler[, responses]])) under
+    the language setting; a "turn" request is a chat turn (its payload is the provider)."""
+    name, payload, handler, responses = (*request, None, ())[:4] if len(request) == 2 else (*request, ())[:4]
+    transport = ScriptedTransport([replied(*response) for response in responses])
+    if name == "turn":
+        settings = {PROVIDERS: [payload], ACTIVE_PROVIDER_ID: payload["id"], UI_LANGUAGE: language}
+        platform = memory_platform(settings, transport)
+        events: list[dict] = []
+        run(chat.run_turn(platform, {"action": "send", "text": "hi", "images": []}, events.append, Event()))
+        return next(e["error"]["message"] for e in events if e["event"] == "error")
+    platform = memory_platform({UI_LANGUAGE: language}, transport)
+    reply = run(api.dispatch(platform, name, payload, handler=handler))
     return reply["error"]["message"] if not reply["ok"] else reply["value"]["message"]
+
+
+def replied(body: str, content_type: str = "text/event-stream") -> ScriptedResponse:
+    return ScriptedResponse(chunks=[body], headers={"content-type": content_type})
+
+
+ANTHROPIC = {**PROVIDER, "id": "a", "type": "anthropic", "baseUrl": "https://api.anthropic.com/v1"}
+GEMINI = {
+    **PROVIDER,
+    "id": "g",
+    "type": "gemini",
+    "baseUrl": "https://generativelanguage.googleapis.com/v1beta",
+}
+RESPONSES = {**PROVIDER, "id": "r", "type": "openai-responses", "baseUrl": "https://api.openai.com/v1"}
 
 
 def save(*providers, **settings) -> tuple[str, dict]:
@@ -305,6 +329,55 @@ CONVERTED_CASES = {
         'A backup port starts with {action: "export" or "import"}.',
         'バックアップのポートは {action: "export" または "import"} で始まります。',
         'Порт резервной копии начинается с {action: "export" или "import"}.',
+    ),
+    "anthropic stream that is not one": (
+        ("turn", ANTHROPIC, None, [("data: nope\n\n",)]),
+        "The provider sent something that is not an Anthropic message stream: “nope”. Check that the "
+        "Base URL is https://api.anthropic.com/v1.",
+        "Anthropic のメッセージストリームではありません",
+        "Провайдер прислал не поток сообщений Anthropic",
+    ),
+    "gemini answer that is not a stream": (
+        ("turn", GEMINI, None, [("<html>", "text/html")]),
+        "Google answered, but not with a stream (content type “text/html”). Check that the Base URL is "
+        "https://generativelanguage.googleapis.com/v1beta.",
+        "Google は応答しましたが、ストリームではありませんでした（コンテンツタイプ「text/html」）。",
+        "Google ответил, но не потоком (тип содержимого «text/html»).",
+    ),
+    "openai reply of the wrong shape": (
+        ("turn", {**OLLAMA, "apiKey": ""}, None, [('data: {"choices": 5}\n\n',)]),
+        "The server at localhost:11434 sent a reply Margin cannot read: “choices” is a number, not a "
+        "list. Try again; if it keeps happening, check the provider and its Base URL in Margin's options.",
+        "localhost:11434 のサーバーから、Margin が読めない応答が届きました：「choices」がリストではなく数値です。",
+        "Сервер localhost:11434 прислал ответ, который Margin не может прочитать: «choices» — число, а не список.",
+    ),
+    "responses event that is not an object": (
+        ("turn", RESPONSES, None, [("data: [1]\n\n",)]),
+        "The Responses API at api.openai.com sent a reply Margin cannot read: a stream event is a list, "
+        "not an object. Try again; if it keeps happening, check the provider and its Base URL in "
+        "Margin's options.",
+        "ストリームのイベントがオブジェクトではなくリストです。",
+        "событие потока — список, а не объект.",
+    ),
+    "test of a provider that answers": (
+        ("provider.test", {"provider": OLLAMA}, None, [('{"choices": []}', "application/json")]),
+        "Connected to localhost:11434: model m answered.",
+        "localhost:11434 に接続しました：モデル m が応答しました。",
+        "Подключено к localhost:11434: модель m ответила.",
+    ),
+    "test of a server that is not anthropic": (
+        ("provider.test", {"provider": ANTHROPIC}, None, [("{}", "application/json")]),
+        "api.anthropic.com answered, but not like the Anthropic API. Check the Base URL (it is usually "
+        "https://api.anthropic.com/v1).",
+        "（通常は https://api.anthropic.com/v1）",
+        "не как API Anthropic. Проверьте базовый URL (обычно это https://api.anthropic.com/v1).",
+    ),
+    "anthropic model list that is not one": (
+        ("provider.models", {"provider": ANTHROPIC}, None, [("[]", "application/json")]),
+        "api.anthropic.com did not answer with a model list. Type the model's name instead, for example "
+        "claude-sonnet-4-5. You can still type the model's name.",
+        "api.anthropic.com からモデル一覧が返ってきませんでした。",
+        "api.anthropic.com не ответил списком моделей.",
     ),
     "model list of a server that has none": (
         ("provider.models", {"provider": {**OLLAMA, "type": "gemini", "baseUrl": "https://g.example"}}),
