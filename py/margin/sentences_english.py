@@ -23,6 +23,16 @@ ENGLISH: dict[str, str] = {
     "py_error_screenshot_refused": (
         "Chrome did not allow a screenshot of this page. Click the page once, then try again."
     ),
+    "py_error_image_empty": "This image is empty. Attach the file again.",
+    "py_error_image_data_damaged": (
+        "This image's data is damaged, so it cannot be sent. Attach the file again."
+    ),
+    "py_error_image_not_prepared": "Margin could not prepare an image for sending. Send the message again.",
+    "py_error_which_image": "Margin did not say which image to open. Reopen the panel and try again.",
+    "py_error_original_gone": (
+        "The full-size copy of this image is gone (Chrome may have lost it while repairing its "
+        "storage); the thumbnail is all that is left."
+    ),
     # margin.api
     "py_error_internal": (
         "Something went wrong inside Margin ($1: $2). Your conversation is saved; try again, and if it "
@@ -236,11 +246,34 @@ ENGLISH: dict[str, str] = {
     "py_error_page_unreadable_detail": (
         "Margin could not read this page ($1). Reload it and try again, or use Screenshot."
     ),
+    "py_error_which_page": "Margin could not tell which attached page was meant. Reload the panel.",
     "py_error_attachment_gone": (
         "That page is no longer in the conversation. Open it in a tab and press Attach page."
     ),
     "py_error_attachment_answered": (
         "Only a page that no question has used yet can be removed. Start a New session to leave it behind."
+    ),
+    # margin.transcripts, margin.video: captions and times
+    "py_error_captions_too_large": "These captions are too large to read (over $1 MB).",
+    "py_error_captions_not_webvtt": "This caption file is not WebVTT (it does not start with WEBVTT).",
+    "py_error_captions_not_timed_text": "These captions are not timed text Margin can read.",
+    "py_error_captions_not_json": "These captions are not JSON Margin can read.",
+    "py_error_captions_not_youtube": "These captions are not YouTube's timed text.",
+    "py_error_captions_format": "These captions are in a format Margin cannot read.",
+    "py_error_video_gone": "The video this time belongs to is no longer in the conversation.",
+    "py_error_which_time": "Margin could not tell which time to seek to.",
+    "py_error_video_tab_gone": (
+        "The tab with this video was closed or shows another page, and this page has no address that "
+        "opens the video at a time. Open the page again and press Attach page; the times in new "
+        "answers will then work."
+    ),
+    # margin.history, margin.explain
+    "py_error_nothing_to_regenerate": "There is no question to answer again yet.",
+    "py_error_message_gone": "That message is no longer in the conversation. Reopen the panel and try again.",
+    "py_error_nothing_selected": "Select some text on the page first, then choose Explain with Margin.",
+    "py_error_explain_gone": (
+        "That Explain request was already answered or is too old. Select the text again and choose "
+        "Explain with Margin."
     ),
     # margin.summaries
     "py_error_summary_empty": "The model sent back an empty summary.",
@@ -336,6 +369,29 @@ ENGLISH: dict[str, str] = {
         "The conversation went on after this answer's question, so Margin cannot tell where to save "
         "it. Copy the answer if you need it."
     ),
+    # margin.data_files, margin.session_export
+    "py_error_file_request": "Margin could not read that file's request. Reload the panel.",
+    "py_error_file_spreadsheet": (
+        "Margin cannot read spreadsheet files ($1). Save the sheet as CSV and attach that."
+    ),
+    "py_error_file_type": (
+        "Margin can attach CSV, TSV, JSON, Markdown and plain text files; $1 is none of them."
+    ),
+    "py_error_this_file": "this file",
+    "py_error_file_too_large": "$1 is larger than $2 MB. Attach a smaller file, or a part of it.",
+    "py_error_file_not_text": (
+        "$1 is not a text file in UTF-8. Save it as UTF-8 text (CSV, JSON or plain text) and attach it again."
+    ),
+    "py_error_file_empty": "$1 is empty. Attach a file with some text in it.",
+    "py_error_export_format": "Choose Markdown or JSON to export a session.",
+    # requests the panel itself got wrong (a bug of the panel; $1 is what was wrong, technical)
+    "py_error_run_unreadable": "Margin could not read the code run to save ($1).",
+    "py_error_run_result_unreadable": "Margin could not read the code run's result ($1).",
+    "py_error_answer_unreadable": "Margin could not read the answer to save ($1). Copy it instead.",
+    "py_error_request_not_json": "The request was not valid JSON.",
+    "py_error_unknown_request": "Margin does not know the request $1.",
+    "py_error_request_forbidden": "Pages may not send $1 to Margin.",
+    "py_error_payload_not_object": "The request $1 needs an object as its payload.",
     # margin.providers: setup problems
     "py_error_ollama_origin": (
         "Ollama at $1 refused Margin's requests (403). Start it with "

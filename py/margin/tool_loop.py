@@ -248,7 +248,7 @@ def stored_call(
 
 
 def _bad(what: str) -> MarginError:
-    return MarginError("bad_payload", f"Margin could not read the code run's result ({what}).")
+    return MarginError.said("bad_payload", "py_error_run_result_unreadable", what)
 
 
 def _text(value: Any, limit: int, what: str) -> str:

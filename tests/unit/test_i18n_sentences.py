@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from helpers import run
 
-from margin import api, backup, catalogue, chat, errors
+from margin import api, backup, catalogue, chat, errors, explain
 from margin.errors import MarginError
 from margin.platform_memory import ScriptedResponse, ScriptedTransport, memory_platform
 from margin.providers import http_error, transport_error
@@ -191,14 +191,16 @@ OLLAMA = {"id": "o", "type": "openai", "name": "Ollama", "baseUrl": "http://loca
 
 def told(language: str, request: tuple) -> str:
     """The sentence the user reads for `request` ((name, payload[, handler[, responses]])) under
-    the language setting; a "turn" request is a chat turn (its payload is the provider)."""
+    the language setting; a "turn" request is a chat turn (its payload is the provider, its
+    handler the turn's start, a question by default)."""
     name, payload, handler, responses = (*request, None, ())[:4] if len(request) == 2 else (*request, ())[:4]
     transport = ScriptedTransport([replied(*response) for response in responses])
     if name == "turn":
         settings = {PROVIDERS: [payload], ACTIVE_PROVIDER_ID: payload["id"], UI_LANGUAGE: language}
         platform = memory_platform(settings, transport)
         events: list[dict] = []
-        run(chat.run_turn(platform, {"action": "send", "text": "hi", "images": []}, events.append, Event()))
+        start = handler or {"action": "send", "text": "hi", "images": []}
+        run(chat.run_turn(platform, start, events.append, Event()))
         return next(e["error"]["message"] for e in events if e["event"] == "error")
     platform = memory_platform({UI_LANGUAGE: language}, transport)
     reply = run(api.dispatch(platform, name, payload, handler=handler))
@@ -379,6 +381,120 @@ CONVERTED_CASES = {
         "api.anthropic.com からモデル一覧が返ってきませんでした。",
         "api.anthropic.com не ответил списком моделей.",
     ),
+    "spreadsheet attached": (
+        ("file.attach", {"name": "q.xlsx", "text": "x"}),
+        "Margin cannot read spreadsheet files (q.xlsx). Save the sheet as CSV and attach that.",
+        "Margin は表計算ファイル（q.xlsx）を読めません。",
+        "Margin не читает таблицы (q.xlsx).",
+    ),
+    "file of another type": (
+        ("file.attach", {"name": "", "text": "x"}),
+        "Margin can attach CSV, TSV, JSON, Markdown and plain text files; this file is none of them.",
+        "このファイル はどれにも当たりません。",
+        "этот файл не подходит ни под один из этих типов.",
+    ),
+    "file too big": (
+        ("file.attach", {"name": "a.csv", "text": "x" * (5 * 1024 * 1024 + 1)}),
+        "a.csv is larger than 5 MB. Attach a smaller file, or a part of it.",
+        "a.csv は 5 MB を超えています。",
+        "a.csv больше 5 МБ.",
+    ),
+    "binary file": (
+        ("file.attach", {"name": "a.csv", "text": "a\x00b"}),
+        "a.csv is not a text file in UTF-8. Save it as UTF-8 text (CSV, JSON or plain text) and attach "
+        "it again.",
+        "a.csv は UTF-8 のテキストファイルではありません。",
+        "a.csv — не текстовый файл в UTF-8.",
+    ),
+    "empty file": (
+        ("file.attach", {"name": "a.csv", "text": " \n"}),
+        "a.csv is empty. Attach a file with some text in it.",
+        "a.csv は空です。",
+        "Файл a.csv пуст.",
+    ),
+    "seek without a time": (
+        ("video.seek", {"seconds": -1}),
+        "Margin could not tell which time to seek to.",
+        "どの時刻に移動すればよいか",
+        "Margin не понял, к какому моменту перейти.",
+    ),
+    "seek in a video that is gone": (
+        ("video.seek", {"seconds": 3, "index": 0}),
+        "The video this time belongs to is no longer in the conversation.",
+        "この時刻の動画は、もう会話にありません。",
+        "Видео, к которому относится это время, больше нет в разговоре.",
+    ),
+    "original image of no key": (
+        ("images.original", {"key": 5}),
+        "Margin did not say which image to open. Reopen the panel and try again.",
+        "どの画像を開くかが Margin に伝わりませんでした。",
+        "Margin не получил, какое изображение открыть.",
+    ),
+    "original image gone": (
+        ("images.original", {"key": "imageOriginal_" + "0" * 32}),
+        "The full-size copy of this image is gone (Chrome may have lost it while repairing its storage); "
+        "the thumbnail is all that is left.",
+        "残っているのはサムネイルだけです。",
+        "осталась только миниатюра.",
+    ),
+    "export in another format": (
+        ("session.export", {"id": "s", "format": "pdf"}),
+        "Choose Markdown or JSON to export a session.",
+        "セッションのエクスポートには Markdown か JSON を選んでください。",
+        "Чтобы экспортировать сессию, выберите Markdown или JSON.",
+    ),
+    "attach again of no page": (
+        ("attachment.reattach", {}),
+        "Margin could not tell which attached page was meant. Reload the panel.",
+        "どの添付ページのことか Margin には分かりませんでした。",
+        "Margin не понял, о какой прикреплённой странице речь.",
+    ),
+    "retry save of no answer": (
+        ("history.save_answer", {}),
+        "Margin could not read the answer to save (no answer). Copy it instead.",
+        "保存する回答を Margin が読み取れませんでした（no answer）。",
+        "Margin не смог прочитать ответ для сохранения (no answer).",
+    ),
+    "code run of nothing": (
+        ("code.save_run", {"index": 1, "createdAt": 2, "run": 5}),
+        "Margin could not read the code run to save (not an object).",
+        "保存するコードの実行結果を Margin が読み取れませんでした",
+        "Margin не смог прочитать запуск кода для сохранения",
+    ),
+    "unknown request": (
+        ("app.nothing", {}),
+        "Margin does not know the request 'app.nothing'.",
+        "Margin はリクエスト 'app.nothing' を知りません。",
+        "Margin не знает запроса 'app.nothing'.",
+    ),
+    "regenerate with no question": (
+        ("turn", OLLAMA, {"action": "regenerate"}),
+        "There is no question to answer again yet.",
+        "まだ回答し直せる質問がありません。",
+        "Пока нет вопроса, на который можно ответить заново.",
+    ),
+    "an empty image": (
+        ("turn", OLLAMA, {"action": "send", "text": "?", "images": [{"dataUrl": "data:image/png;base64,"}]}),
+        "This image is empty. Attach the file again.",
+        "この画像は空です。",
+        "Изображение пустое.",
+    ),
+    "an image of broken base64": (
+        (
+            "turn",
+            OLLAMA,
+            {"action": "send", "text": "?", "images": [{"dataUrl": "data:image/png;base64,@@"}]},
+        ),
+        "This image's data is damaged, so it cannot be sent. Attach the file again.",
+        "この画像のデータは壊れているため送信できません。",
+        "Данные изображения повреждены",
+    ),
+    "explain with nothing selected": (
+        ("explain", {}, lambda platform, payload: explain.queue(platform, payload)),
+        "Select some text on the page first, then choose Explain with Margin.",
+        "「Margin で解説」を選んでください。",
+        "выберите «Объяснить в Margin».",
+    ),
     "model list of a server that has none": (
         ("provider.models", {"provider": {**OLLAMA, "type": "gemini", "baseUrl": "https://g.example"}}),
         None,
@@ -395,3 +511,54 @@ def test_a_converted_sentence_is_english_as_before_and_said_in_japanese_and_russ
         assert told("en", request) == english
     assert japanese in told("ja", request)
     assert russian in told("ru", request)
+
+
+@pytest.mark.parametrize(
+    ("captions", "english", "japanese", "russian"),
+    [
+        ("WEBVTX", "These captions are in a format Margin cannot read.", "読めない形式です", "в формате"),
+        ("<tt><p>", "These captions are not timed text Margin can read.", "タイムドテキスト", "по времени"),
+        ('{"x": 1}', "These captions are not YouTube's timed text.", "YouTube の", "YouTube"),
+    ],
+)
+def test_captions_margin_cannot_read_are_said_in_the_language(captions, english, japanese, russian):
+    from margin.transcripts import TranscriptError, parse_captions
+
+    with pytest.raises(TranscriptError) as caught:
+        parse_captions(captions)
+    assert caught.value.message == english
+    for language, words in (("ja", japanese), ("ru", russian)):
+        speak(language)
+        assert words in caught.value.to_json()["message"]
+
+
+def test_a_provider_that_goes_quiet_is_said_in_the_language():
+    from margin.stoppable import race
+
+    async def quiet():
+        await Event().wait()
+
+    async def wait(what):
+        return await race(quiet(), Event(), timeout=0.01, what=what)
+
+    with pytest.raises(errors.ProviderError) as caught:
+        run(wait(sentence("py_error_waited_summary")))
+    assert caught.value.message == (
+        "The provider sent nothing for 0 seconds, so Margin gave up on the summary. Try again; if it "
+        "keeps happening, check the server or choose a faster model."
+    )
+    speak("ru")
+    assert "прекратил ждать пересказ." in caught.value.to_json()["message"]
+    speak("ja")
+    assert "Margin は要約を打ち切りました。" in caught.value.to_json()["message"]
+
+
+def test_a_request_that_is_not_json_is_refused_in_the_language():
+    from margin.worker import Worker
+
+    worker = Worker(memory_platform({UI_LANGUAGE: "ja"}), lambda port, event: True)
+    reply = json.loads(run(worker.dispatch_json("app.ping", "{", "extension")))
+    assert reply["error"] == {
+        "code": "bad_payload",
+        "message": "リクエストが有効な JSON ではありませんでした。",
+    }
