@@ -126,8 +126,8 @@ async def page_payload(
     title = str(extraction.get("title") or "").strip()
     method = "readability" if extraction.get("method") == "readability" else "fallback"
     text = page_text.page_text(str(extraction.get("html") or ""), method=method, title=title)
-    found = await captions.find_transcript(platform, extraction, preferred_languages)
     words = catalogue.words(language)
+    found = await captions.find_transcript(platform, extraction, preferred_languages, words)
     notes: list[str] = []
     if found is None:
         if extraction.get("videos") or extraction.get("youtube"):

@@ -233,6 +233,26 @@ def test_youtube_caption_tracks_are_fetched_as_webvtt_preferring_captions_people
     assert record["videoSrc"] == url
 
 
+@pytest.mark.parametrize(
+    ("language", "heading"), [("en", "## Transcript (en (automatic)"), ("ja", "## 文字起こし")]
+)
+def test_youtube_s_automatic_captions_are_named_so_in_the_model_language(language, heading):
+    url = "https://www.youtube.com/watch?v=abc123XYZ"
+    asr = {"baseUrl": "https://www.youtube.com/api/timedtext?v=abc123XYZ&kind=asr", "languageCode": "en"}
+    page = Page(
+        url=url,
+        title="Rivers",
+        html="<p>D</p>",
+        youtube={"videoId": "abc123XYZ", "captionTracks": [{**asr, "kind": "asr"}]},
+    )
+    platform = setup(page, responses=[ScriptedResponse(chunks=[VTT])], url=url)
+    run(platform.local.set({"uiLanguage": language}))
+    attach_now(platform)
+    body = history(platform)[0]["content"].split("\n\n", 1)[1]
+    assert body.startswith(heading)
+    assert ("en（自動生成）" in body) == (language == "ja")
+
+
 # -- attachments in a turn ---------------------------------------------------------------------
 
 

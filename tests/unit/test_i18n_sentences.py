@@ -562,3 +562,44 @@ def test_a_request_that_is_not_json_is_refused_in_the_language():
         "code": "bad_payload",
         "message": "リクエストが有効な JSON ではありませんでした。",
     }
+
+
+@pytest.mark.parametrize(
+    ("language", "reason"),
+    [
+        ("en", 'The arguments were not valid JSON; send {"code": "<python code>"}.'),
+        ("ja", '引数が有効な JSON ではありませんでした。{"code": "<python code>"} の形で送ってください。'),
+        ("ru", 'Аргументы — не корректный JSON; отправьте {"code": "<python code>"}.'),
+    ],
+)
+def test_why_a_tool_call_was_not_run_is_in_the_model_language(language, reason):
+    from test_tool_turn import Panel, call_answer, text_answer
+
+    panel = Panel([call_answer("", arguments='{"code": "print(1)'), text_answer("Sorry.")])
+    run(panel.platform.local.set({UI_LANGUAGE: language}))
+    run(panel.run())
+    (refused,) = panel.calls
+    assert refused["call"]["refusal"] == reason  # the panel shows it after its own "Not run:"
+    assert panel.body(1)["messages"][-1]["content"] == reason
+
+
+def test_the_bound_on_code_runs_is_said_in_the_model_language():
+    from test_tool_turn import Panel, chunk, sse, text_answer
+
+    from margin import tool_loop
+
+    calls = [
+        {"index": i, "id": f"c{i}", "type": "function", "function": {"name": "run_python", "arguments": ""}}
+        for i in range(tool_loop.MAX_CALLS + 1)
+    ]
+    arguments = [
+        {"index": i, "function": {"arguments": json.dumps({"code": f"print({i})"})}}
+        for i in range(len(calls))
+    ]
+    items = [chunk({"tool_calls": calls}), chunk({"tool_calls": arguments}), chunk({}, "tool_calls")]
+    many = ScriptedResponse(chunks=[sse(i) for i in items] + [sse("[DONE]")])
+    panel = Panel([many, text_answer("Done.")])
+    run(panel.platform.local.set({UI_LANGUAGE: "ru"}))
+    run(panel.run())
+    refusals = [e["call"]["refusal"] for e in panel.calls if "refusal" in e["call"]]
+    assert refusals == ["Достигнут предел запусков кода на один ответ (6). Отвечайте с тем, что есть."]
