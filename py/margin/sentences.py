@@ -13,6 +13,12 @@ Rules:
    key an older catalogue lacks, says the English.
 4. A count the user reads is a `Number` argument: its digits are grouped the way the language
    groups them (the catalogue's `py_number_group`: "20,000", "20 000"), never spelled in a message.
+5. A sentence about a count is a `Plural` (`plural(key, count, ...)`): the catalogue has one key
+   per plural form, `<key>__<form>` (docs/i18n.md, "Plurals"), and the count is its `$1`. The form
+   is the one the language has for the count, told from the forms it has: `__few` means the
+   Russian rule (one, few, many), `__one` "one" for 1, else `__other` (Chinese, Japanese, Korean).
+   That is what `Intl.PluralRules` picks for the seven languages and any count from 1; a missing
+   form is `__other`, as in extension/i18n.js.
 """
 
 from __future__ import annotations
@@ -44,18 +50,50 @@ class Number:
     value: int
 
     def said_in(self, messages: dict[str, Any], fallback: dict[str, Any]) -> str:
-        entry = _entry("py_number_group", messages, fallback)
+        entry = _entry(sentence("py_number_group"), messages, fallback)
         group = entry["message"] if entry is not None else ","
         return f"{self.value:,}".replace(",", group)
+
+
+@dataclass(frozen=True)
+class Plural(Sentence):
+    """Rule 5."""
+
+    count: int = 0
 
 
 def sentence(key: str, *args: Argument) -> Sentence:
     return Sentence(key, args)
 
 
-def _entry(key: str, messages: dict[str, Any], fallback: dict[str, Any]) -> dict[str, Any] | None:
+def plural(key: str, count: int, *args: Argument) -> Plural:
+    """Rule 5: the sentence `key` about `count` (its `$1`, grouped), then `args`."""
+    return Plural(key, (Number(count), *args), count)
+
+
+def _form(count: int, forms: set[str]) -> str:
+    if "few" in forms:
+        if count % 10 == 1 and count % 100 != 11:
+            return "one"
+        if 2 <= count % 10 <= 4 and not 12 <= count % 100 <= 14:
+            return "few"
+        return "many"
+    return "one" if "one" in forms and count == 1 else "other"
+
+
+def _key_in(s: Sentence, table: dict[str, Any]) -> str:
+    """The key of `s` in `table`: itself, or a Plural's form there (rule 5)."""
+    if not isinstance(s, Plural):
+        return s.key
+    prefix = f"{s.key}__"
+    forms = {key[len(prefix) :] for key in table if key.startswith(prefix)}
+    form = _form(s.count, forms)
+    return f"{prefix}{form if form in forms else 'other'}"
+
+
+def _entry(s: Sentence, messages: dict[str, Any], fallback: dict[str, Any]) -> dict[str, Any] | None:
     for table in (messages, fallback):
-        entry = table.get(key)
+        entry = table.get(_key_in(s, table))
         if isinstance(entry, dict) and isinstance(entry.get("message"), str):
             return entry
     return None
@@ -70,8 +108,8 @@ def _render(s: Sentence, messages: dict[str, Any], fallback: dict[str, Any]) -> 
     subs = tuple(
         a.said_in(messages, fallback) if isinstance(a, Sentence | Number) else str(a) for a in s.args
     )
-    entry = _entry(s.key, messages, fallback)
-    return render(entry, subs) if entry is not None else substitute(ENGLISH[s.key], subs)
+    entry = _entry(s, messages, fallback)
+    return render(entry, subs) if entry is not None else substitute(ENGLISH[_key_in(s, ENGLISH)], subs)
 
 
 def say(s: Sentence) -> str:

@@ -357,6 +357,34 @@ ENGLISH: dict[str, str] = {
     "py_error_backup_provider_same_id": "$1 has the same id as an earlier one.",
     "py_error_backup_not_file": "The panel sent something that is not part of the file. Import it again.",
     "py_error_backup_bad_start": 'A backup port starts with {action: "export" or "import"}.',
+    # margin.backup_import: what an import did (plural keys: one form per plural category)
+    "py_notice_import_nothing_new__one": (
+        "Nothing new to import: all $1 session in the backup are already here."
+    ),
+    "py_notice_import_nothing_new__other": (
+        "Nothing new to import: all $1 sessions in the backup are already here."
+    ),
+    "py_notice_import_empty": "The backup holds no sessions to import.",
+    "py_notice_import_added__one": "Added $1 session",
+    "py_notice_import_added__other": "Added $1 sessions",
+    "py_notice_import_added_none": "Added no session",
+    "py_notice_import_copies__one": "$1 of them as an “(imported)” copy beside yours, which differs from it",
+    "py_notice_import_copies__other": (
+        "$1 of them as “(imported)” copies beside yours, which differ from them"
+    ),
+    "py_notice_import_skipped": "skipped $1 already here",
+    "py_notice_import_providers__one": "added $1 provider",
+    "py_notice_import_providers__other": "added $1 providers",
+    "py_notice_import_list": "$1, $2",
+    "py_notice_import_sentence": "$1.",
+    "py_notice_import_damaged__one": " $1 session the backup marks as damaged could not be restored.",
+    "py_notice_import_damaged__other": " $1 sessions the backup marks as damaged could not be restored.",
+    "py_notice_import_left_out__one": " Left out $1 provider that is not valid: $2",
+    "py_notice_import_left_out__other": " Left out $1 providers that are not valid: $2",
+    "py_notice_import_use_first": (
+        " To use $1, choose it in the model menu: a provider from a backup is not used until you pick it."
+    ),
+    "py_notice_import_provider": "“$1” ($2)",
     # margin.code_runs, margin.unsaved_answers
     "py_error_run_answer_gone": (
         "The answer this code came from is no longer in the conversation, so its output was not saved."

@@ -41,7 +41,8 @@ def test_every_sentence_is_in_all_seven_with_its_placeholders():
     for key, template in ENGLISH.items():
         arguments = {int(n) for n in re.findall(r"\$(\d)", template)}
         for locale, messages in CATALOGUES.items():
-            entry = messages.get(key)
+            # A plural form (`key__one`) a language does not have is said with its `__other`.
+            entry = messages.get(key) or messages.get(key.split("__")[0] + "__other")
             assert entry is not None, f"{locale} lacks {key}"
             positions = {int(p["content"][1:]) for p in (entry.get("placeholders") or {}).values()}
             assert positions == arguments, (locale, key)
@@ -603,3 +604,57 @@ def test_the_bound_on_code_runs_is_said_in_the_model_language():
     run(panel.run())
     refusals = [e["call"]["refusal"] for e in panel.calls if "refusal" in e["call"]]
     assert refusals == ["Достигнут предел запусков кода на один ответ (6). Отвечайте с тем, что есть."]
+
+
+def imported(language: str, members: dict) -> str:
+    """The summary the sessions panel shows after importing `members` over the backup port."""
+    platform = memory_platform({UI_LANGUAGE: language})
+    pieces = iter([{"chunk": json.dumps({**BACKUP, **members})}, {"end": True}])
+    events: list[dict] = []
+
+    async def receive():
+        return next(pieces)
+
+    run(backup.run(platform, {"action": "import"}, events.append, Event(), receive))
+    return next(e["result"]["message"] for e in events if e["event"] == "done")
+
+
+def saved_session(number: int) -> dict:
+    history = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]
+    return {"id": f"s{number}", "name": f"S{number}", "savedAt": 1000 + number, "history": history}
+
+
+A_PROVIDER = {"id": "pa", "type": "openai", "name": "A", "baseUrl": "https://a.example/v1", "model": "m"}
+MIXED_BACKUP = {
+    "sessions": [saved_session(n) for n in range(3)] + [{"id": "d", "damaged": "missing"}],
+    "settings": {"providers": [A_PROVIDER, {**A_PROVIDER, "id": "pb", "baseUrl": ""}]},
+}
+
+
+def test_what_an_import_did_is_english_as_before_and_said_in_the_language():
+    assert imported("en", MIXED_BACKUP) == (
+        "Added 3 sessions, added 1 provider. 1 session the backup marks as damaged could not be "
+        "restored. Left out 1 provider that is not valid: Provider 2 (“A”): the Base URL is empty. "
+        "Enter one, for example https://api.openai.com/v1 or http://localhost:11434/v1. To use “A” "
+        "(a.example), choose it in the model menu: a provider from a backup is not used until you pick it."
+    )
+    assert imported("ja", MIXED_BACKUP).startswith(
+        "セッション 3 件を追加、プロバイダー 1 件を追加。バックアップで破損と記録されたセッション 1 件は"
+        "復元できませんでした。無効なプロバイダー 1 件は追加しませんでした：プロバイダー 2（「A」）：ベース URL が空です。"
+    )
+    assert imported("ru", MIXED_BACKUP).startswith("Добавлены 3 сессии, добавлен 1 провайдер.")
+
+
+@pytest.mark.parametrize(
+    ("count", "russian", "spanish"),
+    [
+        (1, "Добавлена 1 сессия.", "Se añadió 1 sesión."),
+        (22, "Добавлены 22 сессии.", "Se añadieron 22 sesiones."),
+        (11, "Добавлено 11 сессий.", "Se añadieron 11 sesiones."),
+    ],
+)
+def test_a_count_of_sessions_takes_the_language_s_plural_form(count, russian, spanish):
+    members = {"sessions": [saved_session(n) for n in range(count)]}
+    assert imported("ru", members) == russian
+    assert imported("es", members) == spanish
+    assert imported("en", members) == f"Added {count} session{'s' if count > 1 else ''}."
