@@ -187,6 +187,10 @@ ENGLISH: dict[str, str] = {
         "export a backup and remove some images, then try again."
     ),
     "py_error_storage_failed": "Chrome could not save Margin's data ($1).",
+    "py_error_not_finite": (
+        "Margin refused to save a number that is not finite (NaN or Infinity, at $1), which Chrome "
+        "cannot store, so nothing was written."
+    ),
     # margin.providers.*
     "py_error_answer_too_long": (
         "The answer was cut at $1 MB, the most Margin keeps of one answer. What arrived is kept; ask for "

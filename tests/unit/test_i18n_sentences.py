@@ -496,6 +496,13 @@ CONVERTED_CASES = {
         "「Margin で解説」を選んでください。",
         "выберите «Объяснить в Margin».",
     ),
+    "a number chrome cannot store": (
+        ("save", {}, lambda platform, payload: platform.local.set({"x": [float("nan")]})),
+        "Margin refused to save a number that is not finite (NaN or Infinity, at x[0]), which Chrome "
+        "cannot store, so nothing was written.",
+        "Margin は有限でない数値（NaN または Infinity、場所：x[0]）の保存を拒否しました。",
+        "Margin отказался сохранять бесконечное или нечисловое значение (NaN или Infinity, в x[0])",
+    ),
     "model list of a server that has none": (
         ("provider.models", {"provider": {**OLLAMA, "type": "gemini", "baseUrl": "https://g.example"}}),
         None,
