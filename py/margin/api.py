@@ -73,7 +73,7 @@ CONTENT_SCRIPT_PREFIX = "page."
 def resolve(name: str) -> Handler:
     target = ROUTES.get(name)
     if target is None:
-        raise MarginError("unknown_message", f"Margin does not know the request {name!r}.")
+        raise MarginError.said("unknown_message", "py_error_unknown_request", repr(name))
     module_name, function_name = target.split(":")
     return getattr(importlib.import_module(module_name), function_name)
 
@@ -97,11 +97,11 @@ async def dispatch(
     """Run the request's handler (ROUTES', or `handler` for the worker's own events) in the envelope."""
     try:
         if tier != "extension" and not name.startswith(CONTENT_SCRIPT_PREFIX):
-            raise MarginError("forbidden", f"Pages may not send {name!r} to Margin.")
+            raise MarginError.said("forbidden", "py_error_request_forbidden", repr(name))
         if payload is None:
             payload = {}
         if not isinstance(payload, dict):
-            raise MarginError("bad_payload", f"The request {name!r} needs an object as its payload.")
+            raise MarginError.said("bad_payload", "py_error_payload_not_object", repr(name))
         return ok(await (handler or resolve(name))(platform, payload))
     except MarginError as error:
         await catalogue.ensure_spoken(platform)

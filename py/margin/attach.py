@@ -10,7 +10,9 @@ Rules:
    video's caption tracks; Python makes the text (`margin.page_text`) and the transcript
    (`margin.transcripts`, from the caption track `margin.captions` picks and fetches).
 3. What was read is cached per tab (`margin.site_caches`); the cheap probe tells whether the page
-   is still the one cached, so attaching it again skips the extraction.
+   is still the one cached, so attaching it again skips the extraction. The cached payload's
+   headings and notes are in the model language it was read in, so the language is part of the
+   fingerprint: after a change of language the page is read again.
 4. The record is appended under the history lock. The same page already waiting in the trailing
    run of attachments is not attached twice.
 5. "Attach again" (`attachment.reattach`) appends a fresh copy of a stored attachment
@@ -124,8 +126,8 @@ async def page_payload(
     title = str(extraction.get("title") or "").strip()
     method = "readability" if extraction.get("method") == "readability" else "fallback"
     text = page_text.page_text(str(extraction.get("html") or ""), method=method, title=title)
-    found = await captions.find_transcript(platform, extraction, preferred_languages)
     words = catalogue.words(language)
+    found = await captions.find_transcript(platform, extraction, preferred_languages, words)
     notes: list[str] = []
     if found is None:
         if extraction.get("videos") or extraction.get("youtube"):
@@ -194,7 +196,8 @@ async def read_tab(platform: Platform, tab: WebTab, language: str) -> tuple[dict
         probe = await run_page_script(platform, tab, "__marginProbe")
         if isinstance(probe, dict) and probe.get("contentType") == "application/pdf":
             raise pdf_refusal()
-        fingerprint = fingerprint_of(probe)
+        # The payload's headings and notes are in the model language: a hit needs the same one.
+        fingerprint = [*fingerprint_of(probe), catalogue.locale_of(language)]
         url = str(probe.get("url") or tab.url) if isinstance(probe, dict) else tab.url
         cached = await cache.get(tab.id, url, fingerprint)
         if cached is not None:

@@ -38,7 +38,7 @@ import asyncio
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from . import backup_import
+from . import backup_import, catalogue
 from .api import PORT_CHUNK_CHARS
 from .backup_export import Emit, Receive, export_backup
 from .errors import MarginError
@@ -66,15 +66,14 @@ async def run(platform: Platform, start: Any, emit: Emit, stop: asyncio.Event, r
                         return None
                     if isinstance(message.get("chunk"), str):
                         return message["chunk"]
-                raise MarginError(
-                    "bad_payload", "The panel sent something that is not part of the file. Import it again."
-                )
+                raise MarginError.said("bad_payload", "py_error_backup_not_file")
 
+            await catalogue.ensure_spoken(platform)  # the result's message is said in the user's language
             async with lock_for(platform.local):
                 result = await backup_import.import_backup(platform.local, read, emit)
             emit({"event": "done", "result": result})
         else:
-            raise MarginError("bad_payload", 'A backup port starts with {action: "export" or "import"}.')
+            raise MarginError.said("bad_payload", "py_error_backup_bad_start")
     except Stopped:
         return  # the panel is gone (an import rolled back what it staged)
 

@@ -3,8 +3,8 @@
 Rules:
 1. A piece of the wrong type (a session that is not an object, a history that is not a list, a
    name that is not text, a date that is not a plausible time, settings that are not an object...)
-   refuses the whole file: `MarginError("bad_backup", sentence)` naming the session (its position
-   and name) and what is wrong. Margin's export never writes such a file, so it was damaged or
+   refuses the whole file: `MarginError("bad_backup")` whose sentence names the session (its
+   position and name) and what is wrong. Margin's export never writes such a file, so it was damaged or
    made by hand.
 2. Every record is checked the way storage is read (`Record.from_json`, `parse_history`), and
    more strictly: the text of every text part is text, the url of every image part is text.
@@ -26,16 +26,18 @@ from .errors import MarginError
 from .history import Record, parse_history
 from .options import valid_language, valid_threshold
 from .providers import normalize_provider
+from .sentences import Sentence, say, sentence
 from .storage import SUMMARIZE_ABOVE_CHARS, UI_LANGUAGE
 
 # The largest time JavaScript's Date can hold (ms): a larger "date" was not written by Margin.
 MAX_TIME_MS = 8.64e15
 
-AGAIN = "Export the backup again, or choose another file."
+OPEN_CONVERSATION = sentence("py_error_backup_open_conversation")
 
 
-def _bad(where: str, what: str) -> MarginError:
-    return MarginError("bad_backup", f"This backup is damaged: {where} {what}. {AGAIN}")
+def _bad(key: str, *args: object) -> MarginError:
+    """Rule 1: the problem `key` (a py_error_backup_problem_* sentence) with its arguments."""
+    return MarginError.said("bad_backup", "py_error_backup_damaged", sentence(key, *args))
 
 
 @dataclass(frozen=True)
@@ -61,50 +63,50 @@ class Settings:
     summarize_above_chars: int | None = None
 
 
-def check_records(raw: Any, where: str) -> list[Record]:
+def check_records(raw: Any, where: Sentence) -> list[Record]:
     """The records of a history, or bad_backup naming the first one that is not valid (rule 2)."""
     if not isinstance(raw, list):
-        raise _bad(where, "has a conversation that is not a list of messages")
+        raise _bad("py_error_backup_problem_history", where)
     for position, value in enumerate(raw, 1):
         try:
             Record.from_json(value)  # strict: text parts hold text, image parts a url
         except ValueError as error:
-            raise _bad(where, f"has a message ({position}) Margin cannot read: {error}") from None
+            raise _bad("py_error_backup_problem_message", where, position, error) from None
     read = parse_history(raw)
     if read.unreadable_raw is not None:  # cannot happen after the checks above; never store it
-        raise _bad(where, "has messages Margin cannot read")
+        raise _bad("py_error_backup_problem_messages", where)
     return read.records
 
 
-def _time(item: dict[str, Any], key: str, where: str) -> float | None:
+def _time(item: dict[str, Any], key: str, where: Sentence) -> float | None:
     value = item.get(key)
     if value is None:
         return None
     if not s.is_number(value) or not 0 <= value <= MAX_TIME_MS:
-        raise _bad(where, f"has a “{key}” that is not a date")
+        raise _bad("py_error_backup_problem_date", where, key)
     return value
 
 
-def _flag(item: dict[str, Any], key: str, where: str) -> bool:
+def _flag(item: dict[str, Any], key: str, where: Sentence) -> bool:
     value = item.get(key)
     if value is not None and not isinstance(value, bool):
-        raise _bad(where, f"has a “{key}” that is neither true nor false")
+        raise _bad("py_error_backup_problem_flag", where, key)
     return value is True
 
 
 def check_session(item: Any, position: int) -> Incoming | None:
     """One element of `sessions`; None when there is nothing to restore (rule 3)."""
-    where = f"session {position + 1}"
+    where = sentence("py_error_backup_session", position + 1)
     if not isinstance(item, dict):
-        raise _bad(where, "is not a session")
+        raise _bad("py_error_backup_problem_not_session", where)
     name = item.get("name")
     if name is not None and not isinstance(name, str):
-        raise _bad(where, "has a name that is not text")
+        raise _bad("py_error_backup_problem_name", where)
     if isinstance(name, str) and name.strip():
-        where = f"session {position + 1} (“{s.shorten(name, 40)}”)"
+        where = sentence("py_error_backup_session_named", position + 1, s.shorten(name, 40))
     sid = s.id_of_entry(item)
     if sid is None:
-        raise _bad(where, "has no usable id")
+        raise _bad("py_error_backup_problem_id", where)
     created = _time(item, "createdAt", where)
     saved = _time(item, "savedAt", where)
     pinned = _flag(item, "pinned", where)
@@ -133,45 +135,46 @@ def check_current(value: Any) -> tuple[list[Any], list[Record], str | None]:
     if value is None:
         return [], [], None
     if not isinstance(value, dict):
-        raise _bad("its open conversation", "is not readable")
+        raise _bad("py_error_backup_problem_current")
     if value.get("damaged") == "unreadable":
         return [], [], None
     raw = value.get("history")
     their_id = value.get("historySessionId")
     if their_id is not None and not isinstance(their_id, str):
-        raise _bad("its open conversation", "names its session with something that is not text")
+        raise _bad("py_error_backup_problem_current_session")
     if raw is None:
         return [], [], their_id
-    return raw, check_records(raw, "its open conversation"), their_id
+    return raw, check_records(raw, OPEN_CONVERSATION), their_id
 
 
 def check_settings(value: Any) -> Settings:
     if value is None:
         return Settings()
     if not isinstance(value, dict):
-        raise _bad("its settings", "are not readable")
+        raise _bad("py_error_backup_problem_settings")
     settings = Settings()
     providers = value.get("providers")
     if providers is not None and not isinstance(providers, list):
-        raise _bad("its settings", "hold a list of providers that is not a list")
+        raise _bad("py_error_backup_problem_providers")
     seen: set[str] = set()
     for position, provider in enumerate(providers or []):
         try:
             clean = normalize_provider(provider, position)
         except MarginError as error:
-            settings.refused.append(error.message)
+            settings.refused.append(error.in_language())
             continue
         if clean["id"] in seen:
-            settings.refused.append(f"Provider {position + 1} has the same id as an earlier one.")
+            same = sentence("py_error_backup_provider_same_id", sentence("py_error_provider_n", position + 1))
+            settings.refused.append(say(same))
             continue
         seen.add(clean["id"])
         settings.providers.append({**clean, "fromBackup": True})
     language = value.get(UI_LANGUAGE)
     if language is not None and not isinstance(language, str):
-        raise _bad("its settings", "hold an interface language that is not text")
+        raise _bad("py_error_backup_problem_language")
     settings.ui_language = language if valid_language(language) else None
     threshold = value.get(SUMMARIZE_ABOVE_CHARS)
     if threshold is not None and not s.is_number(threshold):
-        raise _bad("its settings", "hold a “Summarize long pages” size that is not a number")
+        raise _bad("py_error_backup_problem_summarize")
     settings.summarize_above_chars = threshold if valid_threshold(threshold) else None
     return settings

@@ -40,6 +40,7 @@ from .backup_reader import CHOOSE_OURS, BackupReader, Read, bad, not_a_backup
 from .errors import MarginError
 from .history import parked_unreadable, parse_history
 from .ports import StorageArea
+from .sentences import Number, Sentence, plural, say, sentence
 from .storage import (
     BACKUP_IMPORT_STAGING,
     HISTORY,
@@ -131,7 +132,7 @@ class _Staging:
                 ):
                     break
             else:
-                raise MarginError("bad_backup", f"This backup repeats one session too often. {CHOOSE_OURS}")
+                raise bad("py_error_backup_repeats_session", CHOOSE_OURS)
             base = name or s.default_name(item.records)
             name = base[: s.NAME_MAX - len(COPY_SUFFIX)] + COPY_SUFFIX
         entry = s.IndexEntry(
@@ -191,7 +192,11 @@ async def _stage_all(reader: BackupReader, staging: _Staging, progress: Progress
                 _check_header(members)
                 reader.ours = members.get("format") == FORMAT
             elif name == "sessions":  # a `sessions` that is not a list
-                raise bad(f"This backup is damaged: its list of sessions is not readable. {CHOOSE_OURS}")
+                raise bad(
+                    "py_error_backup_damaged_choose",
+                    sentence("py_error_backup_problem_sessions"),
+                    CHOOSE_OURS,
+                )
             continue
         if "format" not in members or "version" not in members:
             raise not_a_backup()
@@ -217,20 +222,16 @@ def _check_header(members: dict[str, Any]) -> None:
     if version == VERSION:
         return
     if s.is_number(version) and version > VERSION:
-        raise bad(
-            f"This backup was made by a newer Margin (format version {version}). "
-            "Update Margin, then import it again."
-        )
-    raise bad(
-        f"This backup has an unknown format version ({str(version)[:20]!r}); Margin reads "
-        f"version {VERSION}. Export it again with this version of Margin."
-    )
+        raise bad("py_error_backup_newer", version)
+    raise bad("py_error_backup_unknown_version", repr(str(version)[:20]), VERSION)
 
 
 async def _commit(area: StorageArea, staging: _Staging, members: dict[str, Any]) -> dict[str, Any]:
     exported_at = members.get("exportedAt")
     if exported_at is not None and not s.is_number(exported_at):
-        raise bad(f"This backup is damaged: its date is not a date. {CHOOSE_OURS}")
+        raise bad(
+            "py_error_backup_damaged_choose", sentence("py_error_backup_problem_date_of_file"), CHOOSE_OURS
+        )
     current_raw, current_records, their_id = check_current(members.get("current"))
     settings = check_settings(members.get("settings"))
 
@@ -277,7 +278,9 @@ async def _commit(area: StorageArea, staging: _Staging, members: dict[str, Any])
     }
 
 
-async def _settings(area: StorageArea, settings: Settings, extra: dict[str, Any]) -> tuple[int, str | None]:
+async def _settings(
+    area: StorageArea, settings: Settings, extra: dict[str, Any]
+) -> tuple[int, Sentence | None]:
     """The providers added, and when we had none, the first of them, named in the message: it is
     marked `fromBackup`, so it is not used until the user chooses it (margin.options rule 3)."""
     light = await get_all(area)
@@ -294,42 +297,37 @@ async def _settings(area: StorageArea, settings: Settings, extra: dict[str, Any]
     first = None
     if incoming and not local:
         host = urlsplit(incoming[0]["baseUrl"]).hostname
-        first = f"“{incoming[0]['name']}” ({host})"
+        first = sentence("py_notice_import_provider", incoming[0]["name"], host)
     return len(incoming), first
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
-
-
-def _message(staging: _Staging, providers: int, refused: list[str], first_of_none: str | None) -> str:
+def _message(staging: _Staging, providers: int, refused: list[str], first_of_none: Sentence | None) -> str:
+    """What the import did, in the user's language (the port loaded it: margin.backup)."""
     added, copies, skipped, damaged = staging.added, staging.copies, staging.skipped, staging.damaged
     if not added and not providers:
+        said: list[Sentence]
         if skipped:
-            text = f"Nothing new to import: all {_plural(skipped, 'session')} in the backup are already here."
+            said = [plural("py_notice_import_nothing_new", skipped)]
         else:
-            text = "The backup holds no sessions to import."
+            said = [sentence("py_notice_import_empty")]
     else:
-        parts = [f"Added {_plural(added, 'session')}" if added else "Added no session"]
+        parts: list[Sentence] = [
+            plural("py_notice_import_added", added) if added else sentence("py_notice_import_added_none")
+        ]
         if copies:
-            parts.append(
-                f"{copies} of them as “(imported)” copies beside yours, which differ from them"
-                if copies > 1
-                else "1 of them as an “(imported)” copy beside yours, which differs from it"
-            )
+            parts.append(plural("py_notice_import_copies", copies))
         if skipped:
-            parts.append(f"skipped {skipped} already here")
+            parts.append(sentence("py_notice_import_skipped", Number(skipped)))
         if providers:
-            parts.append(f"added {_plural(providers, 'provider')}")
-        text = ", ".join(parts) + "."
+            parts.append(plural("py_notice_import_providers", providers))
+        listed = parts[0]
+        for part in parts[1:]:
+            listed = sentence("py_notice_import_list", listed, part)
+        said = [sentence("py_notice_import_sentence", listed)]
     if damaged:
-        text += f" {_plural(damaged, 'session')} the backup marks as damaged could not be restored."
+        said.append(plural("py_notice_import_damaged", damaged))
     if refused:
-        which = "that is" if len(refused) == 1 else "that are"
-        text += f" Left out {_plural(len(refused), 'provider')} {which} not valid: {refused[0]}"
+        said.append(plural("py_notice_import_left_out", len(refused), refused[0]))
     if first_of_none:
-        text += (
-            f" To use {first_of_none}, choose it in the model menu: a provider from a backup is not"
-            " used until you pick it."
-        )
-    return text
+        said.append(sentence("py_notice_import_use_first", first_of_none))
+    return "".join(say(s) for s in said)

@@ -14,7 +14,7 @@ Rules:
    before decoding: the decoder would raise RecursionError, and in the browser's small stack it
    could crash Python), NaN and Infinity, integers of more than MAX_INT_DIGITS digits (Python
    refuses some, JavaScript rounds them all), numbers too large for a float.
-3. Every refusal is `MarginError("bad_backup", sentence)`: the sentence says what is wrong (not
+3. Every refusal is `MarginError("bad_backup")`: its sentence says what is wrong (not
    JSON, incomplete, damaged near character N, too deeply nested, a number too large) and what to
    do. The reader writes nothing.
 """
@@ -28,49 +28,56 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from .errors import MarginError
+from .sentences import Number, Sentence, sentence
 
 Read = Callable[[], Awaitable[str | None]]
 
 MAX_DEPTH = 64
 MAX_INT_DIGITS = 20
 
-CHOOSE_OURS = "Choose a file made with “Export backup”."
-EXPORT_AGAIN = "Export the backup again and import the new file."
+CHOOSE_OURS = sentence("py_error_backup_choose_ours")
+EXPORT_AGAIN = sentence("py_error_backup_export_again")
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 # The characters that decide how deep a value nests: brackets, and the quotes and escapes of strings.
 _SPECIAL = re.compile(r'[\[\]{}"\\]')
 
 
-def bad(sentence: str) -> MarginError:
-    return MarginError("bad_backup", sentence)
+def bad(key: str, *args: object) -> MarginError:
+    """Rule 3: the refusal whose sentence is the catalogue's `key`."""
+    return MarginError.said("bad_backup", key, *args)
 
 
 def not_a_backup() -> MarginError:
-    return bad(f"This file is not a Margin backup. {CHOOSE_OURS}")
+    return bad("py_error_backup_not_ours", CHOOSE_OURS)
+
+
+def _not_json() -> MarginError:
+    return bad("py_error_backup_not_json", CHOOSE_OURS)
 
 
 class _Refused(ValueError):
-    """A parse hook refused a value (rule 2)."""
+    """A parse hook refused a value (rule 2); `said` is the sentence."""
+
+    def __init__(self, said: Sentence):
+        super().__init__(said.english())
+        self.said = said
 
 
 def _no_constant(name: str) -> Any:
-    raise _Refused(f"This backup holds “{name}”, which is not a number Margin stores. {EXPORT_AGAIN}")
+    raise _Refused(sentence("py_error_backup_constant", name, EXPORT_AGAIN))
 
 
 def _int(text: str) -> int:
     if len(text.lstrip("-")) > MAX_INT_DIGITS:
-        raise _Refused(
-            f"This backup holds a number of more than {MAX_INT_DIGITS} digits, far larger than any "
-            f"Margin stores, so it is damaged or was not made by Margin. {EXPORT_AGAIN}"
-        )
+        raise _Refused(sentence("py_error_backup_long_number", MAX_INT_DIGITS, EXPORT_AGAIN))
     return int(text)
 
 
 def _float(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):
-        raise _Refused(f"This backup holds a number too large to store ({text[:40]}). {EXPORT_AGAIN}")
+        raise _Refused(sentence("py_error_backup_huge_number", text[:40], EXPORT_AGAIN))
     return value
 
 
@@ -134,11 +141,11 @@ class BackupReader:
         None)."""
         first = await self._peek()
         if first == "":
-            raise bad(f"The chosen file is empty. {CHOOSE_OURS}")
+            raise bad("py_error_backup_empty_file", CHOOSE_OURS)
         if first != "{":
             if first in '["-0123456789tfn':
                 raise not_a_backup()
-            raise bad(f"This file is not a Margin backup (it is not valid JSON). {CHOOSE_OURS}")
+            raise _not_json()
         self._pos += 1
         seen: set[str] = set()
         while True:
@@ -154,7 +161,7 @@ class BackupReader:
             name = await self.value()
             await self._expect(":")
             if name in seen:
-                raise bad(f"This backup is damaged: it holds “{str(name)[:40]}” twice. {EXPORT_AGAIN}")
+                raise bad("py_error_backup_twice", str(name)[:40], EXPORT_AGAIN)
             seen.add(name)
             if name == "sessions" and await self._peek() == "[":
                 self._pos += 1
@@ -166,7 +173,7 @@ class BackupReader:
             else:
                 yield "member", name, await self.value()
         if await self._peek() != "":
-            raise bad(f"This backup is damaged: there is text after its end. {EXPORT_AGAIN}")
+            raise bad("py_error_backup_text_after_end", EXPORT_AGAIN)
 
     async def _elements(self) -> AsyncIterator[Any]:
         first = True
@@ -188,16 +195,13 @@ class BackupReader:
             raise self._incomplete()
         while True:
             if _too_deep(self._text, self._pos):
-                raise bad(
-                    f"This backup is nested more than {MAX_DEPTH} levels deep, which no Margin "
-                    f"backup is: it is damaged or was not made by Margin. {CHOOSE_OURS}"
-                )
+                raise bad("py_error_backup_nested_over", MAX_DEPTH, CHOOSE_OURS)
             try:
                 value, end = _DECODER.raw_decode(self._text, self._pos)
             except _Refused as refused:
-                raise bad(str(refused)) from None
+                raise MarginError.said("bad_backup", refused.said.key, *refused.said.args) from None
             except RecursionError:
-                raise bad(f"This backup is nested too deeply to read. {CHOOSE_OURS}") from None
+                raise bad("py_error_backup_nested", CHOOSE_OURS) from None
             except json.JSONDecodeError as error:
                 if self._ended or not _maybe_unfinished(error, len(self._text)):
                     raise self._syntax(error) from None
@@ -260,17 +264,14 @@ class BackupReader:
 
     def _incomplete(self) -> MarginError:
         if not self.ours:
-            return bad(f"This file is not a Margin backup (it is not valid JSON). {CHOOSE_OURS}")
-        return bad(
-            "This backup file is incomplete: it ends too early, as if the download or copy was cut "
-            f"off. {EXPORT_AGAIN}"
-        )
+            return _not_json()
+        return bad("py_error_backup_incomplete", EXPORT_AGAIN)
 
     def _syntax(self, error: json.JSONDecodeError | None = None) -> MarginError:
         at_end = self._pos >= len(self._text) if error is None else _maybe_unfinished(error, len(self._text))
         if self._ended and at_end:
             return self._incomplete()
         if not self.ours:
-            return bad(f"This file is not a Margin backup (it is not valid JSON). {CHOOSE_OURS}")
+            return _not_json()
         where = self._offset + (error.pos if error is not None else self._pos)
-        return bad(f"This backup file is damaged (unreadable near character {where:,}). {EXPORT_AGAIN}")
+        return bad("py_error_backup_unreadable_near", Number(where), EXPORT_AGAIN)

@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from . import transcripts
+from .catalogue import Words
 from .ports import HttpRequest, Platform, TransportError
 
 CAPTION_TIMEOUT = 20.0
@@ -99,9 +100,11 @@ async def _cues_of_track(platform: Platform, track: dict[str, Any]) -> list[tran
 
 
 async def find_transcript(
-    platform: Platform, extraction: dict[str, Any], preferred: list[str]
+    platform: Platform, extraction: dict[str, Any], preferred: list[str], words: Words
 ) -> dict[str, Any] | None:
-    """The first video's best caption track that yields cues: {video, cues, source, label, lang}."""
+    """The first video's best caption track that yields cues: {video, cues, source, label, lang};
+    a track with no name is labelled in the model language (`words`)."""
+    unnamed = words.text("py_transcript_unnamed")
     videos = [v for v in extraction.get("videos") or [] if isinstance(v, dict)]
     youtube = extraction.get("youtube")
     if isinstance(youtube, dict):
@@ -113,9 +116,9 @@ async def find_transcript(
                 cues = []
             if cues:
                 video = videos[0] if videos else {"index": 0}
-                label = str(track.get("name") or track.get("languageCode") or "captions")
+                label = str(track.get("name") or track.get("languageCode") or unnamed)
                 if track.get("kind") == "asr":
-                    label += " (automatic)"
+                    label = words.text("py_transcript_automatic", label)
                 return {
                     "video": video,
                     "cues": cues,
@@ -131,9 +134,7 @@ async def find_transcript(
                     "video": video,
                     "cues": cues,
                     "source": "track",
-                    "label": str(
-                        track.get("label") or track.get("srclang") or track.get("kind") or "captions"
-                    ),
+                    "label": str(track.get("label") or track.get("srclang") or unnamed),
                     "lang": track.get("srclang") or "",
                 }
     return None

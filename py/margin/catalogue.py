@@ -18,6 +18,8 @@ Rules:
    `options.model_language`); `spoken_messages` gives its messages, loaded ones only, for the
    sentences of margin.sentences. `ensure_spoken` reads the setting and loads it; it never raises
    (the sentences then stay English).
+6. Its own errors (`catalogue_*`) are English: they say the catalogue is missing or unreadable, so
+   there is no catalogue to say them from (docs/i18n.md, "What stays English", under "Python's sentences").
 """
 
 from __future__ import annotations

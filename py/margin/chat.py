@@ -305,7 +305,15 @@ class _Turn:
                 text = stream.text
                 self.loop.add_usage(stream.usage)
                 stream = None
-                runner = ToolRunner(self.emit, self.receive, self.stop, self.tool_mode, files, self.loop)
+                runner = ToolRunner(
+                    self.emit,
+                    self.receive,
+                    self.stop,
+                    self.tool_mode,
+                    files,
+                    self.loop,
+                    catalogue.words(language),
+                )
                 runner.on_progress = lambda: self._keep_progress(records, provider)
                 await runner.run_round(text, calls)
             return Outcome.DONE, None, stream

@@ -66,7 +66,7 @@ def limits_for_js() -> dict[str, int]:
 
 
 def _bad(what: str) -> MarginError:
-    return MarginError("bad_payload", f"Margin could not read the code run to save ({what}).")
+    return MarginError.said("bad_payload", "py_error_run_unreadable", what)
 
 
 def _count(value: Any, top: int) -> bool:

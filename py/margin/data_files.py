@@ -39,6 +39,7 @@ from . import catalogue
 from .errors import MarginError
 from .history import PAGE_CONTEXT_PREFIX, Record
 from .page_context import attached_at
+from .sentences import sentence
 
 MAX_FILE_BYTES = 5 * 1024 * 1024
 VIEW_ROWS = 30
@@ -77,37 +78,26 @@ def safe_name(name: str) -> str:
 def check_request(payload: Any) -> tuple[str, str, str]:
     """Rule 1: (name, media type, text) of a `file.attach` request, or a refusal."""
     if not isinstance(payload, dict) or not isinstance(payload.get("name"), str):
-        raise MarginError("bad_payload", "Margin could not read that file's request. Reload the panel.")
+        raise MarginError.said("bad_payload", "py_error_file_request")
     name = " ".join(payload["name"].replace("\\", "/").rsplit("/", 1)[-1].split())[:200]
     ext = extension_of(name)
     if ext in SPREADSHEETS:
-        raise MarginError(
-            "file_type_unsupported",
-            f"Margin cannot read spreadsheet files ({name}). Save the sheet as CSV and attach that.",
-        )
+        raise MarginError.said("file_type_unsupported", "py_error_file_spreadsheet", name)
     if ext not in MEDIA_TYPES:
-        raise MarginError(
-            "file_type_unsupported",
-            f"Margin can attach CSV, TSV, JSON, Markdown and plain text files; {name or 'this file'} "
-            "is none of them.",
+        raise MarginError.said(
+            "file_type_unsupported", "py_error_file_type", name or sentence("py_error_this_file")
         )
     text = payload.get("text")
     if not isinstance(text, str):
-        raise MarginError("bad_payload", "Margin could not read that file's request. Reload the panel.")
+        raise MarginError.said("bad_payload", "py_error_file_request")
     if len(text) > MAX_FILE_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_FILE_BYTES:
-        raise MarginError(
-            "file_too_large",
-            f"{name} is larger than {MAX_FILE_BYTES // (1024 * 1024)} MB. "
-            "Attach a smaller file, or a part of it.",
+        raise MarginError.said(
+            "file_too_large", "py_error_file_too_large", name, MAX_FILE_BYTES // (1024 * 1024)
         )
     if "\x00" in text or _has_lone_surrogate(text):
-        raise MarginError(
-            "file_not_text",
-            f"{name} is not a text file in UTF-8. Save it as UTF-8 text (CSV, JSON or plain text) "
-            "and attach it again.",
-        )
+        raise MarginError.said("file_not_text", "py_error_file_not_text", name)
     if not text.strip():
-        raise MarginError("file_empty", f"{name} is empty. Attach a file with some text in it.")
+        raise MarginError.said("file_empty", "py_error_file_empty", name)
     return name, MEDIA_TYPES[ext], text.removeprefix("\ufeff")
 
 

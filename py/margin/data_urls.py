@@ -44,10 +44,7 @@ class DataUrl:
         try:
             return binascii.a2b_base64(self.base64, strict_mode=True)
         except (binascii.Error, ValueError):
-            raise MarginError(
-                "image_corrupt",
-                "This image's data is damaged, so it cannot be sent. Attach the file again.",
-            ) from None
+            raise MarginError.said("image_corrupt", "py_error_image_data_damaged") from None
 
 
 def parse_data_url(url: Any) -> DataUrl:

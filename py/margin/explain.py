@@ -36,9 +36,7 @@ async def queue(platform: Platform, info: dict[str, Any]) -> dict[str, Any]:
     """The context menu was clicked on a selection: remember what to explain."""
     selection = info.get("selectionText")
     if not isinstance(selection, str) or not selection.strip():
-        raise MarginError(
-            "nothing_selected", "Select some text on the page first, then choose Explain with Margin."
-        )
+        raise MarginError.said("nothing_selected", "py_error_nothing_selected")
     page_url = info.get("pageUrl") if isinstance(info.get("pageUrl"), str) else ""
     title = info.get("title") if isinstance(info.get("title"), str) else ""
     request = {
@@ -53,11 +51,7 @@ async def queue(platform: Platform, info: dict[str, Any]) -> dict[str, Any]:
 
 
 def _gone() -> MarginError:
-    return MarginError(
-        "explain_gone",
-        "That Explain request was already answered or is too old. Select the text "
-        "again and choose Explain with Margin.",
-    )
+    return MarginError.said("explain_gone", "py_error_explain_gone")
 
 
 async def take_request(platform: Platform, request_id: Any) -> list[Record]:

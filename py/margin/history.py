@@ -163,7 +163,7 @@ def for_regenerate(records: list[Record]) -> tuple[list[Record], int]:
     after the old answer, so they wait for the next question and stay after the new answer."""
     index = last_question_index(records)
     if index is None:
-        raise MarginError("nothing_to_regenerate", "There is no question to answer again yet.")
+        raise MarginError.said("nothing_to_regenerate", "py_error_nothing_to_regenerate")
     waiting = [r for r in records[index + 1 :] if r.is_attachment]
     return records[: index + 1] + waiting, index + 1
 
@@ -171,8 +171,5 @@ def for_regenerate(records: list[Record]) -> tuple[list[Record], int]:
 def for_edit(records: list[Record], index: int) -> list[Record]:
     """The conversation without the edited bubble and everything after it."""
     if not (0 <= index < len(records)) or not records[index].is_question:
-        raise MarginError(
-            "edit_target_gone",
-            "That message is no longer in the conversation. Reopen the panel and try again.",
-        )
+        raise MarginError.said("edit_target_gone", "py_error_message_gone")
     return records[:index]

@@ -55,7 +55,7 @@ def validate_attachment(att: Any) -> dict[str, Any]:
         raise image_too_large(ATTACHMENT_MAX_BYTES)
     data = data_url.decode()
     if not data:
-        raise MarginError("image_corrupt", "This image is empty. Attach the file again.")
+        raise MarginError.said("image_corrupt", "py_error_image_empty")
     mime = sniff_mime(data[:64])
     if mime is None and not _pillow_loaded():
         if data_url.mime in MODEL_MIME_TYPES:

@@ -194,15 +194,9 @@ async def handle_original(platform: Platform, payload: dict) -> dict[str, str]:
     """`images.original` {key}: the original data URL behind a thumbnail, for the viewer."""
     key = payload.get("key") if isinstance(payload, dict) else None
     if not is_original_key(key):
-        raise MarginError(
-            "bad_request", "Margin did not say which image to open. Reopen the panel and try again."
-        )
+        raise MarginError.said("bad_request", "py_error_which_image")
     assert isinstance(key, str)
     url = (await read_originals(platform.local, [key])).get(key)
     if url is None:
-        raise MarginError(
-            "image_original_missing",
-            "The full-size copy of this image is gone (Chrome may have lost it while repairing its "
-            "storage); the thumbnail is all that is left.",
-        )
+        raise MarginError.said("image_original_missing", "py_error_original_gone")
     return {"dataUrl": url}

@@ -43,7 +43,7 @@ from . import catalogue, plain_http
 from .errors import MarginError, ProviderError
 from .ports import Platform
 from .providers import normalize_provider, provider_module
-from .sentences import ENGLISH
+from .sentences import ENGLISH, Number, say, sentence
 from .storage import (
     ACTIVE_PROVIDER_ID,
     CODE_TIME_LIMIT,
@@ -238,60 +238,54 @@ async def handle_save(platform: Platform, payload: dict) -> dict[str, Any]:
     """`options.save`: validate all, then write all in one `set`; returns the saved, normalized value."""
     raw_providers = payload.get("providers")
     if not isinstance(raw_providers, list):
-        raise MarginError(
-            "invalid_options", "The list of providers is missing. Reload the options page and save again."
-        )
+        raise MarginError.said("invalid_options", "py_error_providers_missing")
     providers = [normalize_provider(p, i) for i, p in enumerate(raw_providers)]
     seen: set[str] = set()
     for provider in providers:
         if provider["id"] in seen:
-            raise MarginError(
-                "invalid_options",
-                f"Two providers share the id “{provider['id']}”. Reload the options page and save again.",
-            )
+            raise MarginError.said("invalid_options", "py_error_provider_ids_repeat", provider["id"])
         seen.add(provider["id"])
     for index, provider in enumerate(providers):
         exposed = plain_http.key_exposed(provider)
         if exposed is not None:
-            raise plain_http.refused_at_save(f"Provider {index + 1} (“{provider['name']}”)", exposed)
+            named = sentence(
+                "py_error_provider_named", sentence("py_error_provider_n", index + 1), provider["name"]
+            )
+            raise plain_http.refused_at_save(named, exposed)
 
     active_id = payload.get("activeProviderId")
     if active_id is None or active_id == "":
         active_id = providers[0]["id"] if providers else None
     elif not any(p["id"] == active_id for p in providers):
-        raise MarginError(
-            "invalid_options",
-            "The active provider is not in the list of providers. Choose one of them and save again.",
-        )
+        raise MarginError.said("invalid_options", "py_error_active_provider_missing")
 
     items: dict[str, Any] = {PROVIDERS: providers, ACTIVE_PROVIDER_ID: active_id}
     if "uiLanguage" in payload:
         language = payload["uiLanguage"]
         if not isinstance(language, str) or not (language == "auto" or _LANGUAGE_TAG.match(language)):
-            raise MarginError(
-                "invalid_options",
-                "The interface language must be “auto” or a language code such as “en” or “zh-CN”.",
-            )
+            raise MarginError.said("invalid_options", "py_error_language_setting")
         items[UI_LANGUAGE] = language
     if SUMMARIZE_ABOVE_CHARS in payload:
         threshold = payload[SUMMARIZE_ABOVE_CHARS]
         if not valid_threshold(threshold):
-            raise MarginError(
+            raise MarginError.said(
                 "invalid_options",
-                "“Summarize long pages” must be off (0) or a whole number of characters from "
-                f"{SUMMARIZE_MIN_CHARS:,} to {SUMMARIZE_MAX_CHARS:,}.",
+                "py_error_summarize_setting",
+                Number(SUMMARIZE_MIN_CHARS),
+                Number(SUMMARIZE_MAX_CHARS),
             )
         items[SUMMARIZE_ABOVE_CHARS] = threshold
     if RUN_PYTHON_MODE in payload:
         if not valid_run_python(payload[RUN_PYTHON_MODE]):
-            raise MarginError("invalid_options", "“Let the model run Python” must be “off”, “ask” or “auto”.")
+            raise MarginError.said("invalid_options", "py_error_run_python_setting")
         items[RUN_PYTHON_MODE] = payload[RUN_PYTHON_MODE]
     if CODE_TIME_LIMIT in payload:
         if not valid_time_limit(payload[CODE_TIME_LIMIT]):
-            raise MarginError(
+            raise MarginError.said(
                 "invalid_options",
-                "“Time limit for code” must be a whole number of seconds from "
-                f"{TIME_LIMIT_MIN_SECONDS} to {TIME_LIMIT_MAX_SECONDS}.",
+                "py_error_time_limit_setting",
+                TIME_LIMIT_MIN_SECONDS,
+                TIME_LIMIT_MAX_SECONDS,
             )
         items[CODE_TIME_LIMIT] = payload[CODE_TIME_LIMIT]
 
@@ -353,22 +347,21 @@ async def handle_models(platform: Platform, payload: dict) -> dict[str, Any]:
     raw = payload.get("provider")
     if isinstance(raw, dict) and not str(raw.get("model") or "").strip():
         raw = {**raw, "model": LIST_PLACEHOLDER_MODEL}
+    await catalogue.ensure_spoken(platform)
     try:
         provider = normalize_provider(raw)
     except MarginError as error:
-        return {"models": [], "message": error.message}
+        return {"models": [], "message": error.in_language()}
     module = provider_module(provider["type"])
     list_models = getattr(module, "list_models", None)
     if list_models is None:
-        return {"models": [], "message": "This provider type has no model list. Type the model's name."}
+        return {"models": [], "message": say(sentence("py_notice_no_model_list"))}
     try:
         models = await list_models(platform, provider)
     except ProviderError as error:
-        if error.code == "not_found":
-            sentence = "The provider does not offer a list of models (404)."
-        else:
-            sentence = error.message
-        return {"models": [], "message": f"{sentence} You can still type the model's name."}
+        reason = sentence("py_notice_models_not_offered") if error.code == "not_found" else error.sentence
+        said = say(sentence("py_notice_type_the_model", reason)) if reason else error.message
+        return {"models": [], "message": said}
     if not models:
-        return {"models": [], "message": "The provider lists no models. Type the model's name."}
+        return {"models": [], "message": say(sentence("py_notice_no_models"))}
     return {"models": models}

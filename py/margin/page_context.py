@@ -181,9 +181,7 @@ def identity_of(payload: Any) -> tuple[int, str]:
     captured_at = payload.get("capturedAt") if isinstance(payload, dict) else None
     url = payload.get("url") if isinstance(payload, dict) else None
     if not isinstance(captured_at, int) or isinstance(captured_at, bool) or not isinstance(url, str):
-        raise MarginError(
-            "bad_payload", "Margin could not tell which attached page was meant. Reload the panel."
-        )
+        raise MarginError.said("bad_payload", "py_error_which_page")
     return captured_at, url
 
 

@@ -26,9 +26,9 @@ from typing import Any
 from urllib.parse import unquote
 
 from .errors import MarginError, ProviderError
+from .sentences import Sentence, sentence
 
 ALLOW_FIELD = "allowPlainHttpKey"
-CHECKBOX = "Send the API key over plain HTTP"
 
 _C0_AND_SPACE = "".join(map(chr, range(0x21)))
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
@@ -119,21 +119,17 @@ def key_exposed(provider: dict[str, Any], url: str | None = None) -> str | None:
     scheme, host = scheme_and_host(url if url is not None else str(provider.get("baseUrl") or ""))
     if scheme != "http" or is_local_host(host):
         return None
-    return host or "an unknown host"
+    return host
 
 
-def refused_at_save(where: str, host: str) -> MarginError:
-    return MarginError(
-        "key_over_http",
-        f"{where}: the API key would be sent over plain http:// to {host}, where anyone on the "
-        f"network in between can read it. Use https://, or tick “{CHECKBOX}” if you trust that network.",
-    )
+def _named(host: str) -> str | Sentence:
+    return host or sentence("py_error_unknown_host")
+
+
+def refused_at_save(provider: Sentence, host: str) -> MarginError:
+    """`provider` names it (its position and name); the sentence quotes the checkbox (rule 2)."""
+    return MarginError.said("key_over_http", "py_error_key_over_http_at_save", provider, _named(host))
 
 
 def refused_at_request(host: str) -> ProviderError:
-    return ProviderError(
-        "key_over_http",
-        f"Margin did not send your API key to {host}: the Base URL is plain http://, where anyone "
-        f"on the network in between can read it. Use https:// in Margin's options, or tick "
-        f"“{CHECKBOX}” for this provider.",
-    )
+    return ProviderError.said("key_over_http", "py_error_key_over_http", _named(host))

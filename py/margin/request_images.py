@@ -87,10 +87,7 @@ def _converted_for_request(url: str) -> str:
     try:
         from . import image_codec
     except ImportError:
-        raise MarginError(
-            "image_tools_not_loaded",
-            "Margin could not prepare an image for sending. Send the message again.",
-        ) from None
+        raise MarginError.said("image_tools_not_loaded", "py_error_image_not_prepared") from None
     data = parse_data_url(url).decode()
     try:
         mime, converted = image_codec.for_request(

@@ -4,13 +4,21 @@ catalogue (docs/i18n.md, "Python's sentences").
 Rules:
 1. A `Sentence` is a catalogue key (`py_error_*`, `py_notice_*`) and its arguments; an argument
    may itself be a Sentence (a tail such as "The provider said: …"), said in the same language.
-2. `ENGLISH` holds each key's English template (`$1`..`$9` the arguments): the fallback when no
-   catalogue is loaded, so a sentence never fails to be said. The English catalogue says exactly
-   the same bytes (tests/unit/test_i18n_sentences.py holds them equal).
+2. `ENGLISH` (margin.sentences_english) holds each key's English template (`$1`..`$9` the
+   arguments): the fallback when no catalogue is loaded, so a sentence never fails to be said.
+   The English catalogue says exactly the same bytes (tests/unit/test_i18n_sentences.py).
 3. `say(sentence)` renders in the user's language: the language the worker last loaded through
    `catalogue.ensure` (the user's setting, `options.model_language`), when its catalogue is loaded;
    else English. It never loads a file and never raises: a missing or unreadable catalogue, or a
    key an older catalogue lacks, says the English.
+4. A count the user reads is a `Number` argument: its digits are grouped the way the language
+   groups them (the catalogue's `py_number_group`: "20,000", "20 000"), never spelled in a message.
+5. A sentence about a count is a `Plural` (`plural(key, count, ...)`): the catalogue has one key
+   per plural form, `<key>__<form>` (docs/i18n.md, "Plurals"), and the count is its `$1`. The form
+   is the one the language has for the count, told from the forms it has: `__few` means the
+   Russian rule (one, few, many), `__one` "one" for 1, else `__other` (Chinese, Japanese, Korean).
+   That is what `Intl.PluralRules` picks for the seven languages and any count from 1; a missing
+   form is `__other`, as in extension/i18n.js.
 """
 
 from __future__ import annotations
@@ -18,7 +26,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-Argument = Any  # str | int | Sentence
+from .sentences_english import ENGLISH
+
+Argument = Any  # str | int | Sentence | Number
 
 
 @dataclass(frozen=True)
@@ -33,8 +43,60 @@ class Sentence:
         return _render(self, messages, fallback)
 
 
+@dataclass(frozen=True)
+class Number:
+    """Rule 4."""
+
+    value: int
+
+    def said_in(self, messages: dict[str, Any], fallback: dict[str, Any]) -> str:
+        entry = _entry(sentence("py_number_group"), messages, fallback)
+        group = entry["message"] if entry is not None else ","
+        return f"{self.value:,}".replace(",", group)
+
+
+@dataclass(frozen=True)
+class Plural(Sentence):
+    """Rule 5."""
+
+    count: int = 0
+
+
 def sentence(key: str, *args: Argument) -> Sentence:
     return Sentence(key, args)
+
+
+def plural(key: str, count: int, *args: Argument) -> Plural:
+    """Rule 5: the sentence `key` about `count` (its `$1`, grouped), then `args`."""
+    return Plural(key, (Number(count), *args), count)
+
+
+def _form(count: int, forms: set[str]) -> str:
+    if "few" in forms:
+        if count % 10 == 1 and count % 100 != 11:
+            return "one"
+        if 2 <= count % 10 <= 4 and not 12 <= count % 100 <= 14:
+            return "few"
+        return "many"
+    return "one" if "one" in forms and count == 1 else "other"
+
+
+def _key_in(s: Sentence, table: dict[str, Any]) -> str:
+    """The key of `s` in `table`: itself, or a Plural's form there (rule 5)."""
+    if not isinstance(s, Plural):
+        return s.key
+    prefix = f"{s.key}__"
+    forms = {key[len(prefix) :] for key in table if key.startswith(prefix)}
+    form = _form(s.count, forms)
+    return f"{prefix}{form if form in forms else 'other'}"
+
+
+def _entry(s: Sentence, messages: dict[str, Any], fallback: dict[str, Any]) -> dict[str, Any] | None:
+    for table in (messages, fallback):
+        entry = table.get(_key_in(s, table))
+        if isinstance(entry, dict) and isinstance(entry.get("message"), str):
+            return entry
+    return None
 
 
 def _render(s: Sentence, messages: dict[str, Any], fallback: dict[str, Any]) -> str:
@@ -43,12 +105,11 @@ def _render(s: Sentence, messages: dict[str, Any], fallback: dict[str, Any]) -> 
         substitute,
     )  # here: margin.catalogue imports margin.errors, which imports this
 
-    subs = tuple(a.said_in(messages, fallback) if isinstance(a, Sentence) else str(a) for a in s.args)
-    for table in (messages, fallback):
-        entry = table.get(s.key)
-        if isinstance(entry, dict) and isinstance(entry.get("message"), str):
-            return render(entry, subs)
-    return substitute(ENGLISH[s.key], subs)
+    subs = tuple(
+        a.said_in(messages, fallback) if isinstance(a, Sentence | Number) else str(a) for a in s.args
+    )
+    entry = _entry(s, messages, fallback)
+    return render(entry, subs) if entry is not None else substitute(ENGLISH[_key_in(s, ENGLISH)], subs)
 
 
 def say(s: Sentence) -> str:
@@ -56,234 +117,3 @@ def say(s: Sentence) -> str:
     from . import catalogue
 
     return s.said_in(*catalogue.spoken_messages())
-
-
-ENGLISH: dict[str, str] = {
-    # margin.errors: images
-    "py_error_image_formats": "Attach a PNG, JPEG, WebP or GIF picture.",
-    "py_error_not_an_image": "That file is not an image. $1",
-    "py_error_not_a_readable_image": "That file is not an image Margin can read. $1",
-    "py_error_image_damaged": "This image is damaged and cannot be read. Attach the file again.",
-    "py_error_image_too_large": "This image is larger than $1 MB. Use a smaller picture.",
-    "py_error_megapixels": "Margin accepts up to $1 megapixels.",
-    "py_error_too_many_pixels": "This image has too many pixels. $1",
-    "py_error_image_too_large_size": "This image is too large: $1×$2 pixels; $3",
-    "py_error_image_format": (
-        "Margin cannot read $1 images. Save the picture as PNG or JPEG and attach it again."
-    ),
-    "py_error_screenshot_refused": (
-        "Chrome did not allow a screenshot of this page. Click the page once, then try again."
-    ),
-    # margin.api
-    "py_error_internal": (
-        "Something went wrong inside Margin ($1: $2). Your conversation is saved; try again, and if it "
-        "keeps happening, reload the extension."
-    ),
-    # margin.chat
-    "py_notice_images_unsupported": (
-        "This model does not take images, so Margin sent a short description in their place."
-    ),
-    "py_error_turn_in_progress": "An answer is still being written. Stop it or wait for it to finish.",
-    "py_error_images_unreadable": "The attached images could not be read. Attach them again.",
-    "py_error_empty_message": "Type a message or attach an image first.",
-    "py_error_edit_target_gone": "Margin could not tell which message to edit. Try again.",
-    "py_error_bad_turn": "Margin did not understand what to do with this message. Reload the panel.",
-    "py_error_conversation_changed": (
-        "The conversation changed while the answer was being written (cleared or switched), so the "
-        "answer was not saved. Ask again if you still need it."
-    ),
-    # margin.options
-    "py_error_no_provider": (
-        "Set up a model provider in Margin's options first (right-click the toolbar icon → Options)."
-    ),
-    "py_error_choose_imported_provider": (
-        "Choose a provider first: the ones restored from a backup are used only once you pick one (the "
-        "model chip above, or Margin's options)."
-    ),
-    "py_error_provider_gone": (
-        "That provider is no longer saved. Choose another one, or add it again in Margin's options."
-    ),
-    # margin.providers
-    "py_error_provider_said": " The provider said: $1.",
-    "py_error_bad_key": "The provider rejected the API key ($1). Check the key in Margin's options.$2",
-    "py_error_not_found": (
-        "The provider at $1 does not know the model “$2” or that address (404). Check the model name and "
-        "the Base URL in Margin's options.$3"
-    ),
-    "py_error_wait_seconds": "Wait $1 seconds and try again.",
-    "py_error_wait_a_little": "Wait a little and try again.",
-    "py_error_rate_limited": "The provider is limiting requests (429). $1$2",
-    "py_error_bad_request": (
-        "The provider refused the request ($1)$2. Check the model and settings in Margin's options, or "
-        "start a new session if the conversation is very long."
-    ),
-    "py_error_http_timeout": "$1 took too long to answer (408). Try again.$2",
-    "py_error_provider_down": "The provider's server at $1 failed ($2). Try again in a moment.$3",
-    "py_error_provider_error": (
-        "The provider answered with an error ($1). Check the provider in Margin's options.$2"
-    ),
-    "py_error_stream_cut": "The connection to the provider broke before the answer was finished. Try again.",
-    "py_error_stopped": "The answer was stopped.",
-    "py_error_timeout": (
-        "$1 did not answer in time. Try again; if it keeps happening, check the server or choose a "
-        "faster model."
-    ),
-    "py_error_unreachable": (
-        "Margin could not reach $1. Check that the server is running (for Ollama: `ollama serve`), that "
-        "the Base URL is right, and that you are online."
-    ),
-    # margin.overflow, margin.image_refusal
-    "py_error_this_model": "this model",
-    "py_error_too_long": (
-        "This conversation is too long for $1. Start a new session, or choose a model with a larger context."
-    ),
-    "py_error_too_long_shortened": (
-        "This conversation is too long for $1 even with the attached pages shortened. Start a new "
-        "session, or choose a model with a larger context."
-    ),
-    "py_error_images_refused": (
-        "The model “$1” does not take images. Remove the images, or choose a model that reads images in "
-        "Margin's options."
-    ),
-    # margin.ports
-    "py_error_storage_full": (
-        "Chrome's storage for Margin is full, so this change was not saved. Delete old sessions or "
-        "export a backup and remove some images, then try again."
-    ),
-    "py_error_storage_failed": "Chrome could not save Margin's data ($1).",
-    # margin.providers.*
-    "py_error_answer_too_long": (
-        "The answer was cut at $1 MB, the most Margin keeps of one answer. What arrived is kept; ask for "
-        "the rest in a new message, or for a shorter answer."
-    ),
-    "py_error_stream_garbage": (
-        "$1 sent a stream line longer than $2 MB, which no chat answer needs, so Margin stopped reading. "
-        "What arrived is kept. Try again; if it keeps happening, check the Base URL in Margin's options."
-    ),
-    "py_error_conversation_forgotten": (
-        "The provider no longer knows this conversation (its stored responses expired). Start a new "
-        "session or ask again."
-    ),
-    "py_error_anthropic_overloaded": "Anthropic is overloaded right now ($1). Try again in a moment.$2",
-    "py_error_key_not_allowed": (
-        "The API key may not use this model or feature (403). Check the key and the model in Margin's "
-        "options.$1"
-    ),
-    "py_error_content_refused": (
-        "Google withheld the answer (reason: $1). Rephrase the question, or attach a different page."
-    ),
-    # margin.attach, margin.screenshot
-    "py_error_no_web_tab": (
-        "Margin can only read web pages (http, https or file). Switch to the tab you want to ask about, "
-        "then press Attach page."
-    ),
-    "py_error_screenshot_no_web_tab": "Switch to a web page (http, https or file) and try again.",
-    "py_error_tab_gone": (
-        "That tab was closed before Margin could read it. Open the page again, then press Attach page."
-    ),
-    "py_error_file_access_off": (
-        "Margin may not read files on this computer yet. Open chrome://extensions, click Details under "
-        "Margin, turn on “Allow access to file URLs”, then press Attach page again."
-    ),
-    "py_error_error_page": (
-        "This tab shows an error page, so there is nothing to read. Reload the page, then press Attach page."
-    ),
-    "py_error_tab_refused": (
-        "Chrome did not let Margin read this tab ($1). Use Screenshot instead, or copy the text into the "
-        "message."
-    ),
-    "py_error_web_store": (
-        "Chrome does not let extensions read the Chrome Web Store. Copy the text you want to ask about "
-        "into the message, or use Screenshot."
-    ),
-    "py_error_pdf": (
-        "This tab shows a PDF, which Margin cannot read as a page. Select the text you need and choose "
-        "“Explain with Margin” from the right-click menu, or use Screenshot."
-    ),
-    "py_error_no_text": (
-        "This page has no text Margin can read (it may be a picture, a canvas, or still loading). Wait "
-        "until it has loaded and try again, or use Screenshot to send what you see."
-    ),
-    "py_error_page_unreadable": (
-        "Margin could not read this page. Reload it and try again, or use Screenshot."
-    ),
-    "py_error_page_unreadable_detail": (
-        "Margin could not read this page ($1). Reload it and try again, or use Screenshot."
-    ),
-    "py_error_attachment_gone": (
-        "That page is no longer in the conversation. Open it in a tab and press Attach page."
-    ),
-    "py_error_attachment_answered": (
-        "Only a page that no question has used yet can be removed. Start a New session to leave it behind."
-    ),
-    # margin.summaries
-    "py_error_summary_empty": "The model sent back an empty summary.",
-    "py_error_summary_cut": "The model's summary was cut off before its end.",
-    "py_error_summary_not_shorter": "The model's summary was not shorter than the page.",
-    "py_error_summary_in_progress": "This page is already being summarized.",
-    "py_error_summary_page_gone": (
-        "The page is no longer in the conversation, so there is nothing to summarize."
-    ),
-    "py_error_already_summarized": "This page has a summary already.",
-    # margin.sessions, margin.session_index
-    "py_error_no_session_named": "Margin did not say which session to use. Try again.",
-    "py_error_empty_session_name": "A session name cannot be empty. Type a name, then press Enter.",
-    "py_error_undo_expired": "It is too late to undo: the session was deleted.",
-    "py_error_session_not_found": (
-        "That session no longer exists. Close the sessions panel and open it again."
-    ),
-    "py_error_session_missing": (
-        "The saved text of “$1” is missing (Chrome may have lost it while "
-        "repairing its storage). It cannot be opened; you can delete it."
-    ),
-    "py_error_session_unreadable": (
-        "The saved text of “$1” cannot be read. It is kept as it is; export a backup before deleting it."
-    ),
-    # margin.code_runs, margin.unsaved_answers
-    "py_error_run_answer_gone": (
-        "The answer this code came from is no longer in the conversation, so its output was not saved."
-    ),
-    "py_error_answer_question_gone": (
-        "The question this answer belongs to is no longer in the conversation, so it cannot be "
-        "saved after it. Copy the answer if you need it."
-    ),
-    "py_error_answer_question_moved": (
-        "The conversation went on after this answer's question, so Margin cannot tell where to save "
-        "it. Copy the answer if you need it."
-    ),
-    # margin.providers: setup problems
-    "py_error_ollama_origin": (
-        "Ollama at $1 refused Margin's requests (403). Start it with "
-        "OLLAMA_ORIGINS=chrome-extension://* (for example: OLLAMA_ORIGINS=chrome-extension://* "
-        "ollama serve), then try again."
-    ),
-    "py_error_server_origin": (
-        "The server at $1 refused Margin's requests (403). Allow the chrome-extension:// "
-        "origin (CORS) in the server's settings, then try again."
-    ),
-    "py_error_not_a_chat_stream": (
-        "The provider sent something that is not a chat stream: $1. "
-        "Check that the Base URL points at an OpenAI-compatible API (it usually ends in /v1)."
-    ),
-    "py_error_stopped_with_error": (
-        "The provider stopped with an error: $1. Try again, or check the provider in Margin's options."
-    ),
-    "py_error_answered_with_error": (
-        "The provider answered with an error: $1. Check the provider in Margin's options."
-    ),
-    "py_error_not_a_stream_openai": (
-        "The provider answered, but not with a stream (content type “$1”). Check that "
-        "the Base URL points at an OpenAI-compatible API (it usually ends in /v1)."
-    ),
-    "py_error_answer_kept": "$1 The answer stays on screen: copy it, or press Retry save.",
-    "py_error_redirect_to": (
-        "$1 answered with a redirect to $2; Margin does not follow redirects with your "
-        "conversation. Put the address it should reach in the Base URL (often https:// "
-        "instead of http://, or a missing /v1)."
-    ),
-    "py_error_redirect": (
-        "$1 answered with a redirect; Margin does not follow redirects with your "
-        "conversation. Put the address it should reach in the Base URL (often https:// "
-        "instead of http://, or a missing /v1)."
-    ),
-}

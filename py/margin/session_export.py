@@ -132,7 +132,7 @@ EXPORT_FORMATS = ("markdown", "json")
 def check_export_format(fmt: Any) -> str:
     """`fmt` when it is one Margin can write; otherwise the sentence that says which are."""
     if fmt not in EXPORT_FORMATS:
-        raise MarginError("bad_format", "Choose Markdown or JSON to export a session.")
+        raise MarginError.said("bad_format", "py_error_export_format")
     return fmt
 
 

@@ -23,7 +23,8 @@ Rules:
    (attaching it again reads the page again). A failed cache write loses nothing: the cache is
    only ever a shortcut.
 5. A hit needs the same URL and the same fingerprint (title, text length, video count: the page
-   script's cheap probe), so a page that changed in place is read again.
+   script's cheap probe; and the model language, margin.attach rule 3), so a page that changed in
+   place is read again.
 """
 
 from __future__ import annotations

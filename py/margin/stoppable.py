@@ -17,6 +17,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .errors import ProviderError
+from .sentences import Sentence, sentence
+
+WAITED_ANSWER = sentence("py_error_waited_answer")
 
 Emit = Callable[[dict[str, Any]], None]
 
@@ -26,9 +29,14 @@ class Stopped(Exception):
 
 
 async def race(
-    awaitable: Awaitable[Any], stop: asyncio.Event, *, timeout: float | None = None, what: str = "this answer"
+    awaitable: Awaitable[Any],
+    stop: asyncio.Event,
+    *,
+    timeout: float | None = None,
+    what: Sentence | str = WAITED_ANSWER,
 ) -> Any:
-    """Await `awaitable`, unless stop comes first (Stopped) or `timeout` passes (rule 1)."""
+    """Await `awaitable`, unless stop comes first (Stopped) or `timeout` passes (rule 1); `what`
+    names the wait in the timeout's sentence (a py_error_waited_* sentence)."""
     if stop.is_set():
         if asyncio.iscoroutine(awaitable):
             awaitable.close()
@@ -46,11 +54,7 @@ async def race(
         await work
     if stop.is_set():
         raise Stopped()
-    raise ProviderError(
-        "timeout",
-        f"The provider sent nothing for {int(timeout or 0)} seconds, so Margin gave up on {what}. "
-        "Try again; if it keeps happening, check the server or choose a faster model.",
-    )
+    raise ProviderError.said("timeout", "py_error_idle_timeout", int(timeout or 0), what)
 
 
 def guarded_emit(emit: Emit, stop: asyncio.Event) -> Emit:

@@ -36,6 +36,7 @@ from .history import HistoryRead, Record, read_history, write_history
 from .page_context import find_attachment, identity_of
 from .ports import Platform
 from .providers import provider_module
+from .sentences import sentence
 from .stoppable import Emit, Stopped, guarded_emit, race
 from .storage import lock_for
 
@@ -140,7 +141,9 @@ async def _run(platform: Platform, key: tuple[int, str], send: Emit, stop: async
         )
         reported = 0
         while True:
-            got = await race(stream.read(), stop, timeout=BODY_IDLE_TIMEOUT, what="the summary")
+            got = await race(
+                stream.read(), stop, timeout=BODY_IDLE_TIMEOUT, what=sentence("py_error_waited_summary")
+            )
             if got is None:
                 break
             if len(stream.text) >= reported + PROGRESS_STEP:

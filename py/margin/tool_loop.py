@@ -17,6 +17,8 @@ Rules:
 3. A call's arguments are JSON `{"code": "<python>"}`. Anything else (not JSON, not an object, no
    `code` string, an unknown tool name, code over code_runs.CODE_CHARS) is not run: the call is
    stored with outcome "refused" and the reason, and the model gets the reason as its result.
+   Reasons are in the model language (`py_tool_*`, docs/i18n.md): the panel shows them after
+   "Not run:".
 4. A call's outcome is one of OUTCOMES: "ran" (the run, a margin.code_runs run, is stored with
    it), "declined" (the user pressed "Don't run"), "refused" (rule 3 or 2), "stopped" (Stop, or
    the panel went away, before a result came), "failed" (the panel could not run it: its note).
@@ -42,6 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import code_runs
+from .catalogue import Words
 from .errors import MarginError
 
 RUN_PYTHON = "run_python"
@@ -159,23 +162,25 @@ class Reading:
     refusal: str  # "" when the call can run
 
 
-def read_call(call: ToolCall) -> Reading:
+def read_call(call: ToolCall, words: Words) -> Reading:
+    """Rule 3; `words` are the model language's."""
     if call.name != RUN_PYTHON:
-        return Reading("", f"There is no tool named “{call.name[:80]}”; the only tool is {RUN_PYTHON}.")
+        return Reading("", words.text("py_tool_no_such_tool", call.name[:80], RUN_PYTHON))
     try:
         value = json.loads(call.arguments or "{}")
     except ValueError:
-        return Reading("", 'The arguments were not valid JSON; send {"code": "<python code>"}.')
+        return Reading("", words.text("py_tool_arguments_not_json"))
     code = value.get("code") if isinstance(value, dict) else None
     if not isinstance(code, str) or not code.strip():
-        return Reading("", 'The arguments had no "code" text; send {"code": "<python code>"}.')
+        return Reading("", words.text("py_tool_no_code"))
     if len(code) > code_runs.CODE_CHARS:
-        return Reading("", f"The code is longer than {code_runs.CODE_CHARS:,} characters; send less.")
+        return Reading("", words.text("py_tool_code_too_long", words.number(code_runs.CODE_CHARS)))
     return Reading(code, "")
 
 
-def limit_note() -> str:
-    return f"Not run: the limit of {MAX_CALLS} code runs per answer was reached. Answer with what you have."
+def limit_note(words: Words) -> str:
+    """Rule 2: the reason a call past the bound is not run (the panel says "Not run:" before it)."""
+    return words.text("py_tool_limit", MAX_CALLS)
 
 
 class LoopState:
@@ -248,7 +253,7 @@ def stored_call(
 
 
 def _bad(what: str) -> MarginError:
-    return MarginError("bad_payload", f"Margin could not read the code run's result ({what}).")
+    return MarginError.said("bad_payload", "py_error_run_result_unreadable", what)
 
 
 def _text(value: Any, limit: int, what: str) -> str:

@@ -31,14 +31,16 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from . import code_runs
+from .catalogue import Words
 from .errors import MarginError
+from .sentences import sentence
 from .stoppable import Stopped, race
 from .tool_loop import MAX_ROUND_CALLS, LoopState, ToolCall, limit_note, read_call, stored_call
 
 Receive = Callable[[], Awaitable[Any]]
 
 
-def _result(message: Any, call_id: str) -> tuple[str, dict[str, Any] | None, str] | None:
+def _result(message: Any, call_id: str, words: Words) -> tuple[str, dict[str, Any] | None, str] | None:
     """Rule 3: (outcome, run, note) of the panel's answer to `call_id`, None for another message."""
     if not isinstance(message, dict) or message.get("action") != "tool_result":
         return None
@@ -50,12 +52,12 @@ def _result(message: Any, call_id: str) -> tuple[str, dict[str, Any] | None, str
         try:
             return "ran", code_runs.clean_run(message.get("run")), ""
         except MarginError:
-            return "failed", None, "The code ran, but its output could not be read."
+            return "failed", None, words.text("py_tool_output_unreadable")
     if outcome == "declined":
         return "declined", None, ""
     if outcome == "failed":
-        return "failed", None, note or "The side panel could not run the code."
-    return "failed", None, "The side panel answered the call in a way Margin did not understand."
+        return "failed", None, note or words.text("py_tool_panel_failed")
+    return "failed", None, words.text("py_tool_panel_confused")
 
 
 class ToolRunner:
@@ -67,6 +69,7 @@ class ToolRunner:
         mode: str,
         files: list[dict[str, Any]],
         state: LoopState,
+        words: Words,
     ):
         self.emit = emit
         self.receive = receive
@@ -74,6 +77,7 @@ class ToolRunner:
         self.mode = mode
         self.files = files
         self.state = state
+        self.words = words  # the model language's: a call's reasons are read by the model and the user
         # Keeps the answer so far where a stopped worker cannot lose it (margin.chat rule 12).
         self.on_progress: Callable[[], Awaitable[None]] | None = None
 
@@ -84,13 +88,13 @@ class ToolRunner:
     async def run_round(self, text: str, calls: list[ToolCall]) -> None:
         """Rules 1-4; raises Stopped when the turn is stopped while a call waits."""
         calls = calls[:MAX_ROUND_CALLS]
-        stored = [stored_call(c, read_call(c).code, "stopped", None, "") for c in calls]
+        stored = [stored_call(c, read_call(c, self.words).code, "stopped", None, "") for c in calls]
         self.state.rounds.append({"text": text, "calls": stored})
         for position, call in enumerate(calls):
-            reading = read_call(call)
+            reading = read_call(call, self.words)
             refusal = reading.refusal
             if not refusal and not self.state.take_turn():
-                refusal = limit_note()
+                refusal = limit_note(self.words)
                 self.state.forbidden = True
             if refusal:
                 stored[position] = stored_call(call, reading.code, "refused", None, refusal)
@@ -106,7 +110,7 @@ class ToolRunner:
 
     async def _ask_panel(self, call: ToolCall, code: str) -> tuple[str, dict[str, Any] | None, str]:
         if self.receive is None:
-            return "failed", None, "This turn cannot run code (no side panel to run it in)."
+            return "failed", None, self.words.text("py_tool_no_panel")
         self.emit(
             {
                 "event": "tool_call",
@@ -117,7 +121,7 @@ class ToolRunner:
         if self.stop.is_set():
             raise Stopped()
         while True:
-            message = await race(self.receive(), self.stop, what="the code run")
-            answer = _result(message, call.id)
+            message = await race(self.receive(), self.stop, what=sentence("py_error_waited_code_run"))
+            answer = _result(message, call.id, self.words)
             if answer is not None:
                 return answer

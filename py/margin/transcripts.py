@@ -87,7 +87,9 @@ def _seconds(hours: str | None, minutes: str, seconds: str, fraction: str | None
 
 def _check_size(text: str) -> None:
     if len(text) > MAX_CAPTION_CHARS:
-        raise TranscriptError("too_large", "These captions are too large to read (over 20 MB).")
+        raise TranscriptError.said(
+            "too_large", "py_error_captions_too_large", MAX_CAPTION_CHARS // (1024 * 1024)
+        )
 
 
 def _starts_block(line: str, keyword: str) -> bool:
@@ -99,9 +101,7 @@ def parse_webvtt(text: str) -> list[Cue]:
     _check_size(text)
     lines = _LINES.split(text.lstrip("\ufeff"))
     if not _starts_block(lines[0], "WEBVTT"):
-        raise TranscriptError(
-            "not_webvtt", "This caption file is not WebVTT (it does not start with WEBVTT)."
-        )
+        raise TranscriptError.said("not_webvtt", "py_error_captions_not_webvtt")
     cues: list[Cue] = []
     timing: tuple[float, float] | None = None
     payload: list[str] = []
@@ -167,7 +167,7 @@ def _number(value: Any) -> float | None:
 
 
 def _not_timed_text() -> TranscriptError:
-    return TranscriptError("bad_xml", "These captions are not timed text Margin can read.")
+    return TranscriptError.said("bad_xml", "py_error_captions_not_timed_text")
 
 
 def parse_timedtext_xml(text: str) -> list[Cue]:
@@ -208,10 +208,10 @@ def parse_json3(text: str) -> list[Cue]:
     try:
         value = json.loads(text.lstrip("\ufeff"))
     except ValueError:
-        raise TranscriptError("bad_json", "These captions are not JSON Margin can read.") from None
+        raise TranscriptError.said("bad_json", "py_error_captions_not_json") from None
     events = value.get("events") if isinstance(value, dict) else None
     if not isinstance(events, list):
-        raise TranscriptError("bad_json", "These captions are not YouTube's timed text.")
+        raise TranscriptError.said("bad_json", "py_error_captions_not_youtube")
     cues: list[Cue] = []
     for event in events:
         if not isinstance(event, dict) or not isinstance(event.get("segs"), list):
@@ -240,7 +240,7 @@ def parse_captions(text: str) -> list[Cue]:
         return parse_json3(head)
     if head.startswith("<"):
         return parse_timedtext_xml(head)
-    raise TranscriptError("unknown_format", "These captions are in a format Margin cannot read.")
+    raise TranscriptError.said("unknown_format", "py_error_captions_format")
 
 
 def cues_from_json(value: Any) -> list[Cue]:

@@ -132,7 +132,7 @@ async def _forget(platform: Platform, unsaved_id: str) -> None:
 
 
 def _bad(what: str) -> MarginError:
-    return MarginError("bad_payload", f"Margin could not read the answer to save ({what}). Copy it instead.")
+    return MarginError.said("bad_payload", "py_error_answer_unreadable", what)
 
 
 def _count(value: Any) -> bool:

@@ -23,7 +23,8 @@ Rules:
    + output * output. None without prices (no input and no output price), or without usage,
    or when the product is not a finite number (a huge price times many tokens overflows).
 5. `clean_prices` is the gate for a provider's `prices`: `{input?, cachedInput?, output?}`, each
-   a finite non-negative number; anything else is a `ValueError` naming the field.
+   a finite non-negative number; anything else is a `PriceError` (a `ValueError`) whose `problem`
+   is the sentence naming the field (margin.sentences).
 """
 
 from __future__ import annotations
@@ -32,10 +33,16 @@ import math
 from typing import Any
 
 from . import wire
+from .sentences import Sentence, sentence
 
 USAGE_KEYS = ("input", "cachedInput", "output")
 PRICE_KEYS = ("input", "cachedInput", "output")
-PRICE_LABELS = {"input": "Input price", "cachedInput": "Cached input price", "output": "Output price"}
+# Each price's problem sentence: the field's name is part of it (its grammar differs by language).
+PRICE_PROBLEMS = {
+    "input": "py_error_field_price_input",
+    "cachedInput": "py_error_field_price_cached",
+    "output": "py_error_field_price_output",
+}
 PER_TOKENS = 1_000_000
 
 
@@ -127,12 +134,20 @@ def cost(usage: dict[str, Any] | None, prices: dict[str, Any] | None) -> float |
     return dollars if math.isfinite(dollars) else None
 
 
+class PriceError(ValueError):
+    """Rule 5: `problem` says which price is wrong."""
+
+    def __init__(self, problem: Sentence):
+        super().__init__(problem.english())
+        self.problem = problem
+
+
 def clean_prices(value: Any) -> dict[str, float]:
     """Rule 5: the prices kept (only the ones given); `ValueError(sentence)` for a bad one."""
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise ValueError("the prices must be an object with input, cachedInput and output.")
+        raise PriceError(sentence("py_error_field_prices"))
     kept: dict[str, float] = {}
     for key in PRICE_KEYS:
         given = value.get(key)
@@ -140,8 +155,6 @@ def clean_prices(value: Any) -> dict[str, float]:
             continue
         price = _price(given)
         if price is None:
-            raise ValueError(
-                f"the {PRICE_LABELS[key]} must be a number of US dollars per 1 million tokens, 0 or more."
-            )
+            raise PriceError(sentence(PRICE_PROBLEMS[key]))
         kept[key] = price
     return kept

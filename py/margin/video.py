@@ -75,7 +75,7 @@ def reopen_url(video: dict[str, Any], seconds: float) -> str | None:
 
 
 def _video_record(raw_history: Any, index: Any) -> Record:
-    gone = MarginError("video_gone", "The video this time belongs to is no longer in the conversation.")
+    gone = MarginError.said("video_gone", "py_error_video_gone")
     if (
         not isinstance(raw_history, list)
         or not isinstance(index, int)
@@ -101,7 +101,7 @@ async def handle_seek(platform: Platform, payload: dict) -> dict[str, Any]:
         or not math.isfinite(seconds)
         or seconds < 0
     ):
-        raise MarginError("bad_payload", "Margin could not tell which time to seek to.")
+        raise MarginError.said("bad_payload", "py_error_which_time")
     stored = await platform.local.get([HISTORY])
     video = _video_record(stored.get(HISTORY), payload.get("index")).fields["video"]
     tab_id = video.get("tabId")
@@ -120,11 +120,6 @@ async def handle_seek(platform: Platform, payload: dict) -> dict[str, Any]:
             return {"how": "seeked", "tabId": tab.id, "currentTime": result.get("currentTime")}
     url = reopen_url(video, seconds)
     if url is None:
-        raise MarginError(
-            "video_gone",
-            "The tab with this video was closed or shows another page, and this page has "
-            "no address that opens the video at a time. Open the page again and press Attach page; "
-            "the times in new answers will then work.",
-        )
+        raise MarginError.said("video_gone", "py_error_video_tab_gone")
     opened = await platform.tabs.open(url)
     return {"how": "reopened", "tabId": opened.id, "url": url}

@@ -37,11 +37,9 @@ class NotFiniteError(StorageError):
     """A value to send or store holds NaN or an infinity (rule 2)."""
 
     def __init__(self, where: str):
-        super().__init__(
-            "not_finite_number",
-            f"Margin refused to save a number that is not finite (NaN or Infinity, at {where}), "
-            "which Chrome cannot store, so nothing was written.",
-        )
+        said = StorageError.said("not_finite_number", "py_error_not_finite", where)
+        super().__init__(said.code, said.message)
+        self.sentence = said.sentence
         self.where = where
 
 

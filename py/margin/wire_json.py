@@ -32,6 +32,7 @@ import re
 from typing import Any
 
 from .errors import ProviderError
+from .sentences import Sentence, sentence
 
 MAX_DEPTH = 128
 CODE = "provider_bad_reply"
@@ -39,30 +40,28 @@ CODE = "provider_bad_reply"
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 _KIND_NAMES = {
-    dict: "an object",
-    list: "a list",
-    str: "text",
-    int: "a number",
-    float: "a number",
-    bool: "true or false",
-    type(None): "null",
+    dict: "py_error_kind_object",
+    list: "py_error_kind_list",
+    str: "py_error_kind_text",
+    int: "py_error_kind_number",
+    float: "py_error_kind_number",
+    bool: "py_error_kind_bool",
+    type(None): "py_error_kind_null",
 }
 
 
 Kinds = type | tuple[type, ...]
+# Who sent the reply ("The server at example.com": a py_error_source_* sentence); "" when unnamed.
+Source = Sentence | str
 
 
 class NotJSON(ValueError):
     """Rule 1: the text is not JSON at all."""
 
 
-def bad_reply(source: str, problem: str) -> ProviderError:
+def bad_reply(source: Source, problem: Sentence) -> ProviderError:
     """The error for a reply Margin cannot read; `source` names the provider, `problem` the fault."""
-    return ProviderError(
-        CODE,
-        f"{source} sent a reply Margin cannot read: {problem}. Try again; if it keeps happening, "
-        "check the provider and its Base URL in Margin's options.",
-    )
+    return ProviderError.said(CODE, "py_error_bad_reply", source, problem)
 
 
 def too_deep(text: str, limit: int = MAX_DEPTH) -> bool:
@@ -86,19 +85,19 @@ def _no_constant(name: str) -> None:
     return None
 
 
-def decode(text: str, source: str) -> Any:
+def decode(text: str, source: Source) -> Any:
     """Rule 1."""
     if too_deep(text):
-        raise bad_reply(source, f"its JSON is nested more than {MAX_DEPTH} levels deep")
+        raise bad_reply(source, sentence("py_error_reply_nested_over", MAX_DEPTH))
     try:
         return json.loads(text, parse_float=_finite_float, parse_constant=_no_constant)
     except json.JSONDecodeError:
         raise NotJSON(text) from None
     except RecursionError:
-        raise bad_reply(source, "its JSON is nested too deeply") from None
+        raise bad_reply(source, sentence("py_error_reply_nested")) from None
     except ValueError:
         # Not a JSONDecodeError: int() refused a number with too many digits.
-        raise bad_reply(source, "it holds a number with too many digits") from None
+        raise bad_reply(source, sentence("py_error_reply_digits")) from None
 
 
 def decode_or_none(text: str) -> Any:
@@ -109,13 +108,19 @@ def decode_or_none(text: str) -> Any:
         return None
 
 
-def kind_name(value: Any) -> str:
-    return _KIND_NAMES.get(type(value), "something else")
+def kind_name(value: Any) -> Sentence:
+    return sentence(_KIND_NAMES.get(type(value), "py_error_kind_other"))
 
 
-def _names(kinds: Kinds) -> str:
+def _names(kinds: Kinds) -> Sentence:
     wanted = kinds if isinstance(kinds, tuple) else (kinds,)
-    return " or ".join(dict.fromkeys(_KIND_NAMES.get(k, k.__name__) for k in wanted))
+    names = [
+        sentence(key) for key in dict.fromkeys(_KIND_NAMES.get(k, "py_error_kind_other") for k in wanted)
+    ]
+    either = names[-1]
+    for name in reversed(names[:-1]):
+        either = sentence("py_error_kind_either", name, either)
+    return either
 
 
 def _is(value: Any, kinds: Kinds) -> bool:
@@ -125,18 +130,18 @@ def _is(value: Any, kinds: Kinds) -> bool:
 
 
 def member(
-    value: dict[str, Any], key: str, kinds: type | tuple[type, ...], source: str, path: str = ""
+    value: dict[str, Any], key: str, kinds: type | tuple[type, ...], source: Source, path: str = ""
 ) -> Any:
     """Rule 3: `value[key]` if it is of `kinds`, None if absent or null."""
     found = value.get(key)
     if found is None or _is(found, kinds):
         return found
     where = f"{path}.{key}" if path else key
-    raise bad_reply(source, f"“{where}” is {kind_name(found)}, not {_names(kinds)}")
+    raise bad_reply(source, sentence("py_error_reply_field", where, kind_name(found), _names(kinds)))
 
 
-def item_of(value: Any, source: str, path: str) -> dict[str, Any]:
+def item_of(value: Any, source: Source, path: str) -> dict[str, Any]:
     """Rule 3: `value` must be a JSON object."""
     if isinstance(value, dict):
         return value
-    raise bad_reply(source, f"“{path}” is {kind_name(value)}, not an object")
+    raise bad_reply(source, sentence("py_error_reply_field", path, kind_name(value), _names(dict)))

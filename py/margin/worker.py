@@ -81,6 +81,7 @@ class Worker:
         try:
             payload = wire.loads(payload_json)
         except ValueError:
+            await catalogue.ensure_spoken(self.platform)
             return wire.dumps(api.failure(_not_json()))
         reply = await api.dispatch(
             self.platform, name, payload, tier, handler or self._own_handlers.get(name)
@@ -242,7 +243,7 @@ class Worker:
 
 
 def _not_json() -> MarginError:
-    return MarginError("bad_payload", "The request was not valid JSON.")
+    return MarginError.said("bad_payload", "py_error_request_not_json")
 
 
 _browser: Worker | None = None

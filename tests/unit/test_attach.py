@@ -233,6 +233,26 @@ def test_youtube_caption_tracks_are_fetched_as_webvtt_preferring_captions_people
     assert record["videoSrc"] == url
 
 
+@pytest.mark.parametrize(
+    ("language", "heading"), [("en", "## Transcript (en (automatic)"), ("ja", "## 文字起こし")]
+)
+def test_youtube_s_automatic_captions_are_named_so_in_the_model_language(language, heading):
+    url = "https://www.youtube.com/watch?v=abc123XYZ"
+    asr = {"baseUrl": "https://www.youtube.com/api/timedtext?v=abc123XYZ&kind=asr", "languageCode": "en"}
+    page = Page(
+        url=url,
+        title="Rivers",
+        html="<p>D</p>",
+        youtube={"videoId": "abc123XYZ", "captionTracks": [{**asr, "kind": "asr"}]},
+    )
+    platform = setup(page, responses=[ScriptedResponse(chunks=[VTT])], url=url)
+    run(platform.local.set({"uiLanguage": language}))
+    attach_now(platform)
+    body = history(platform)[0]["content"].split("\n\n", 1)[1]
+    assert body.startswith(heading)
+    assert ("en（自動生成）" in body) == (language == "ja")
+
+
 # -- attachments in a turn ---------------------------------------------------------------------
 
 
@@ -392,3 +412,20 @@ def test_a_video_duration_that_is_not_a_finite_length_falls_back_to_the_transcri
     assert attach._duration({"duration": reported}, cues) == 42.0
     assert attach._duration({"duration": reported}, []) is None
     assert attach._duration({"duration": 90.5}, cues) == 90.5
+
+
+def test_a_cached_page_attached_again_after_a_language_change_has_the_new_language_s_headings():
+    page = video_page()
+
+    def vtt():
+        return ScriptedResponse(chunks=[VTT], headers={"content-type": "text/vtt"})
+
+    platform = setup(page, responses=[vtt(), answer("ok"), vtt()], url=page.url)
+    attach_now(platform)
+    turn(platform, {"action": "send", "text": "?", "images": []})
+    run(platform.local.set({"uiLanguage": "ru"}))
+    again = attach_now(platform)
+    assert again["fromCache"] is False and again["duplicate"] is False
+    body = history(platform)[-1]["content"].split("\n\n", 1)[1]
+    assert body.startswith("## Расшифровка (English,")
+    assert "## Текст страницы" in body and "## Page text" not in body

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from asyncio import Event
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from helpers import run
 
 from margin import api, catalogue, errors
 from margin.errors import MarginError
-from margin.platform_memory import memory_platform
+from margin.platform_memory import ScriptedResponse, memory_platform
 from margin.providers import http_error, transport_error
 from margin.sentences import ENGLISH, Sentence, say, sentence
 from margin.storage import UI_LANGUAGE
@@ -40,7 +41,8 @@ def test_every_sentence_is_in_all_seven_with_its_placeholders():
     for key, template in ENGLISH.items():
         arguments = {int(n) for n in re.findall(r"\$(\d)", template)}
         for locale, messages in CATALOGUES.items():
-            entry = messages.get(key)
+            # A plural form (`key__one`) a language does not have is said with its `__other`.
+            entry = messages.get(key) or messages.get(key.split("__")[0] + "__other")
             assert entry is not None, f"{locale} lacks {key}"
             positions = {int(p["content"][1:]) for p in (entry.get("placeholders") or {}).values()}
             assert positions == arguments, (locale, key)
@@ -178,3 +180,95 @@ def test_an_unsaved_answer_s_sentence_is_one_language_cause_and_all():
     assert event["error"]["code"] == "storage_full"
     assert event["error"]["message"].startswith("Chrome の Margin 用ストレージがいっぱいのため")
     assert event["error"]["message"].endswith("コピーするか、「保存を再試行」を押してください。")
+
+
+@pytest.mark.parametrize(
+    ("captions", "english", "japanese", "russian"),
+    [
+        ("WEBVTX", "These captions are in a format Margin cannot read.", "読めない形式です", "в формате"),
+        ("<tt><p>", "These captions are not timed text Margin can read.", "タイムドテキスト", "по времени"),
+        ('{"x": 1}', "These captions are not YouTube's timed text.", "YouTube の", "YouTube"),
+    ],
+)
+def test_captions_margin_cannot_read_are_said_in_the_language(captions, english, japanese, russian):
+    from margin.transcripts import TranscriptError, parse_captions
+
+    with pytest.raises(TranscriptError) as caught:
+        parse_captions(captions)
+    assert caught.value.message == english
+    for language, words in (("ja", japanese), ("ru", russian)):
+        speak(language)
+        assert words in caught.value.to_json()["message"]
+
+
+def test_a_provider_that_goes_quiet_is_said_in_the_language():
+    from margin.stoppable import race
+
+    async def quiet():
+        await Event().wait()
+
+    async def wait(what):
+        return await race(quiet(), Event(), timeout=0.01, what=what)
+
+    with pytest.raises(errors.ProviderError) as caught:
+        run(wait(sentence("py_error_waited_summary")))
+    assert caught.value.message == (
+        "The provider sent nothing for 0 seconds, so Margin gave up on the summary. Try again; if it "
+        "keeps happening, check the server or choose a faster model."
+    )
+    speak("ru")
+    assert "прекратил ждать пересказ." in caught.value.to_json()["message"]
+    speak("ja")
+    assert "Margin は要約を打ち切りました。" in caught.value.to_json()["message"]
+
+
+def test_a_request_that_is_not_json_is_refused_in_the_language():
+    from margin.worker import Worker
+
+    worker = Worker(memory_platform({UI_LANGUAGE: "ja"}), lambda port, event: True)
+    reply = json.loads(run(worker.dispatch_json("app.ping", "{", "extension")))
+    assert reply["error"] == {
+        "code": "bad_payload",
+        "message": "リクエストが有効な JSON ではありませんでした。",
+    }
+
+
+@pytest.mark.parametrize(
+    ("language", "reason"),
+    [
+        ("en", 'The arguments were not valid JSON; send {"code": "<python code>"}.'),
+        ("ja", '引数が有効な JSON ではありませんでした。{"code": "<python code>"} の形で送ってください。'),
+        ("ru", 'Аргументы — не корректный JSON; отправьте {"code": "<python code>"}.'),
+    ],
+)
+def test_why_a_tool_call_was_not_run_is_in_the_model_language(language, reason):
+    from test_tool_turn import Panel, call_answer, text_answer
+
+    panel = Panel([call_answer("", arguments='{"code": "print(1)'), text_answer("Sorry.")])
+    run(panel.platform.local.set({UI_LANGUAGE: language}))
+    run(panel.run())
+    (refused,) = panel.calls
+    assert refused["call"]["refusal"] == reason  # the panel shows it after its own "Not run:"
+    assert panel.body(1)["messages"][-1]["content"] == reason
+
+
+def test_the_bound_on_code_runs_is_said_in_the_model_language():
+    from test_tool_turn import Panel, chunk, sse, text_answer
+
+    from margin import tool_loop
+
+    calls = [
+        {"index": i, "id": f"c{i}", "type": "function", "function": {"name": "run_python", "arguments": ""}}
+        for i in range(tool_loop.MAX_CALLS + 1)
+    ]
+    arguments = [
+        {"index": i, "function": {"arguments": json.dumps({"code": f"print({i})"})}}
+        for i in range(len(calls))
+    ]
+    items = [chunk({"tool_calls": calls}), chunk({"tool_calls": arguments}), chunk({}, "tool_calls")]
+    many = ScriptedResponse(chunks=[sse(i) for i in items] + [sse("[DONE]")])
+    panel = Panel([many, text_answer("Done.")])
+    run(panel.platform.local.set({UI_LANGUAGE: "ru"}))
+    run(panel.run())
+    refusals = [e["call"]["refusal"] for e in panel.calls if "refusal" in e["call"]]
+    assert refusals == ["Достигнут предел запусков кода на один ответ (6). Отвечайте с тем, что есть."]

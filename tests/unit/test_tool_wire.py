@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from margin import sandbox_files, tool_loop
+from margin import catalogue, sandbox_files, tool_loop
 from margin.history import Record
 from margin.providers import anthropic, gemini, openai, responses
 from margin.sse import SSEEvent
@@ -242,7 +242,7 @@ def test_past_the_bound_the_tool_stays_defined_but_is_forbidden(module, key, for
     ],
 )
 def test_calls_that_cannot_run_say_why(name, arguments, says):
-    reading = tool_loop.read_call(tool_loop.ToolCall("c", name, arguments))
+    reading = tool_loop.read_call(tool_loop.ToolCall("c", name, arguments), catalogue.words("en"))
     assert reading.code == "" and says in reading.refusal
 
 
@@ -250,7 +250,9 @@ def test_code_over_the_bound_is_refused():
     code = "x" * (tool_loop.code_runs.CODE_CHARS + 1)
     assert (
         "longer than"
-        in tool_loop.read_call(tool_loop.ToolCall("c", "run_python", json.dumps({"code": code}))).refusal
+        in tool_loop.read_call(
+            tool_loop.ToolCall("c", "run_python", json.dumps({"code": code})), catalogue.words("en")
+        ).refusal
     )
 
 
@@ -337,7 +339,7 @@ def test_hostile_tool_call_deltas_never_crash_the_stream(tool_calls):
     parser = openai.StreamParser("m")
     parser.feed(SSEEvent(data=json.dumps({"choices": [{"index": 0, "delta": {"tool_calls": tool_calls}}]})))
     for call in parser.tool_calls:  # whatever was read is refused by read_call, never run blindly
-        assert tool_loop.read_call(call).refusal or json.loads(call.arguments)
+        assert tool_loop.read_call(call, catalogue.words("en")).refusal or json.loads(call.arguments)
 
 
 def test_arguments_past_the_bound_are_not_kept_growing():
@@ -350,4 +352,4 @@ def test_arguments_past_the_bound_are_not_kept_growing():
         parser.feed(SSEEvent(data=json.dumps({"choices": [{"index": 0, "delta": delta}]})))
     (call,) = parser.tool_calls
     assert len(call.arguments) <= tool_loop.ARGUMENTS_CHARS
-    assert "not valid JSON" in tool_loop.read_call(call).refusal
+    assert "not valid JSON" in tool_loop.read_call(call, catalogue.words("en")).refusal

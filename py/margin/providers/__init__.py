@@ -50,8 +50,8 @@ from ..errors import MarginError, ProviderError
 from ..image_refusal import ImagesRefusedError, images_refused_sentence, refuses_images
 from ..overflow import ContextOverflowError, context_overflow, too_long_for
 from ..ports import TransportError
-from ..sentences import ENGLISH, sentence
-from ..usage import clean_prices
+from ..sentences import ENGLISH, Number, Sentence, sentence
+from ..usage import PriceError, clean_prices
 from ..wire_json import decode_or_none, too_deep
 
 PROVIDER_TYPES: dict[str, dict[str, str]] = {
@@ -103,10 +103,8 @@ def provider_types_for_js() -> list[dict[str, str]]:
 def provider_module(provider_type: str) -> ModuleType:
     entry = PROVIDER_TYPES.get(provider_type)
     if entry is None:
-        raise MarginError(
-            "invalid_options",
-            f"Margin does not support the provider type “{provider_type}”. "
-            f"Choose one of: {', '.join(PROVIDER_TYPES)} in Margin's options.",
+        raise MarginError.said(
+            "invalid_options", "py_error_provider_type_unknown", provider_type, ", ".join(PROVIDER_TYPES)
         )
     return importlib.import_module(entry["module"])
 
@@ -116,69 +114,68 @@ def provider_module(provider_type: str) -> ModuleType:
 
 def normalize_provider(value: Any, position: int | None = None) -> dict[str, Any]:
     """A clean provider config, or MarginError("invalid_options") naming the bad field."""
-    where = "The provider" if position is None else f"Provider {position + 1}"
+    where = (
+        sentence("py_error_the_provider")
+        if position is None
+        else sentence("py_error_provider_n", position + 1)
+    )
     if not isinstance(value, dict):
-        raise MarginError(
-            "invalid_options", f"{where} is not a set of settings. Fill in the provider form again."
-        )
+        raise MarginError.said("invalid_options", "py_error_field_not_settings", where)
     name = value.get("name")
     if isinstance(name, str) and name.strip():
-        where = f"{where} (“{_cut(name.strip(), 60)}”)"
+        where = sentence("py_error_provider_named", where, _cut(name.strip(), 60))
 
-    def bad(sentence: str) -> MarginError:
-        return MarginError("invalid_options", f"{where}: {sentence}")
+    def bad(problem: Sentence) -> MarginError:
+        return MarginError.said("invalid_options", "py_error_provider_field", where, problem)
 
     provider_type = value.get("type", "openai")
     if provider_type not in PROVIDER_TYPES:
-        raise bad(f"the type “{provider_type}” is not supported; choose one of: {', '.join(PROVIDER_TYPES)}.")
+        raise bad(sentence("py_error_field_type", provider_type, ", ".join(PROVIDER_TYPES)))
 
     base_url = value.get("baseUrl")
     if not isinstance(base_url, str) or not base_url.strip():
-        raise bad(
-            "the Base URL is empty. Enter one, for example https://api.openai.com/v1 or http://localhost:11434/v1."
-        )
+        raise bad(sentence("py_error_field_base_url_empty"))
     base_url = normalize_base_url(base_url)
     try:
         parts = urlsplit(base_url)
         scheme, hostname = parts.scheme, parts.hostname
     except ValueError:  # "http://[::1" and the like: an address no request could go to
-        raise bad(
-            "the Base URL is not a web address (an IPv6 address goes in brackets: http://[::1]:8080/v1)."
-        ) from None
+        raise bad(sentence("py_error_field_base_url_not_address")) from None
     if scheme not in ("http", "https") or not hostname:
-        raise bad("the Base URL must start with http:// or https://, for example https://api.openai.com/v1.")
+        raise bad(sentence("py_error_field_base_url_scheme"))
 
     model = value.get("model")
     if not isinstance(model, str) or not model.strip():
-        raise bad("the Model is empty. Enter the model's name, for example gpt-4o-mini or llama3.2.")
+        raise bad(sentence("py_error_field_model_empty"))
 
     api_key = value.get("apiKey", "")
     if api_key is None:
         api_key = ""
     if not isinstance(api_key, str):
-        raise bad("the API key must be text.")
+        raise bad(sentence("py_error_field_key_not_text"))
 
     provider_id = value.get("id")
     if provider_id is None or provider_id == "":
         provider_id = uuid.uuid4().hex[:12]
     if not isinstance(provider_id, str):
-        raise bad("its id must be text.")
+        raise bad(sentence("py_error_field_id_not_text"))
 
     if name is None or (isinstance(name, str) and not name.strip()):
         name = f"{model.strip()} at {hostname}"
     if not isinstance(name, str):
-        raise bad("the Name must be text.")
+        raise bad(sentence("py_error_field_name_not_text"))
 
     system_prompt = value.get("systemPrompt", "")
     if system_prompt is None:
         system_prompt = ""
     if not isinstance(system_prompt, str):
-        raise bad("the System prompt must be text.")
+        raise bad(sentence("py_error_field_prompt_not_text"))
     system_prompt = system_prompt.strip()
     if len(system_prompt) > SYSTEM_PROMPT_MAX_CHARS:
         raise bad(
-            f"the System prompt is {len(system_prompt):,} characters long; "
-            f"shorten it to {SYSTEM_PROMPT_MAX_CHARS:,} or fewer."
+            sentence(
+                "py_error_field_prompt_too_long", Number(len(system_prompt)), Number(SYSTEM_PROMPT_MAX_CHARS)
+            )
         )
 
     clean: dict[str, Any] = {
@@ -194,8 +191,8 @@ def normalize_provider(value: Any, position: int | None = None) -> dict[str, Any
         clean["systemPrompt"] = system_prompt
     try:
         prices = clean_prices(value.get("prices"))
-    except ValueError as error:
-        raise bad(str(error)) from None
+    except PriceError as error:
+        raise bad(error.problem) from None
     if prices:
         clean["prices"] = prices
     if value.get("supportsUsage") is False:

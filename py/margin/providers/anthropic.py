@@ -42,7 +42,7 @@ from ..data_urls import parse_data_url
 from ..errors import ProviderError
 from ..history import Record
 from ..ports import HttpRequest, Platform, Transport
-from ..sentences import sentence
+from ..sentences import Sentence, sentence
 from ..sse import SSEEvent
 from ..tool_loop import CallPieces, ToolCall
 from ..tool_wire import (
@@ -56,7 +56,15 @@ from ..tool_wire import (
 )
 from ..usage import normalize as normalize_usage
 from ..wire_json import NotJSON, bad_reply, decode, decode_or_none, kind_name, member
-from . import extract_error_message, host_of, http_error, normalize_base_url, quote, stream_cut
+from . import (
+    DEFAULT_BASE_URLS,
+    extract_error_message,
+    host_of,
+    http_error,
+    normalize_base_url,
+    quote,
+    stream_cut,
+)
 from .streaming import (
     BODY_LIMIT,
     HEADERS_TIMEOUT,
@@ -92,8 +100,8 @@ _STATUS_OF_ERROR_TYPE = {
 }
 
 
-def source_of(provider: dict[str, Any]) -> str:
-    return f"Anthropic's API at {host_of(provider.get('baseUrl', ''))}"
+def source_of(provider: dict[str, Any]) -> Sentence:
+    return sentence("py_error_source_anthropic", host_of(provider.get("baseUrl", "")))
 
 
 def messages_url(base_url: str) -> str:
@@ -264,13 +272,14 @@ class StreamParser:
         try:
             data = decode(event.data, self.source)
         except NotJSON:
-            raise ProviderError(
+            raise ProviderError.said(
                 "bad_stream",
-                f"The provider sent something that is not an Anthropic message stream: {quote(event.data)}. "
-                "Check that the Base URL is https://api.anthropic.com/v1.",
+                "py_error_not_anthropic_stream",
+                quote(event.data),
+                DEFAULT_BASE_URLS["anthropic"],
             ) from None
         if not isinstance(data, dict):
-            raise bad_reply(self.source, f"a stream event is {kind_name(data)}, not an object")
+            raise bad_reply(self.source, sentence("py_error_reply_event", kind_name(data)))
         kind = member(data, "type", str, self.source) or event.event
         if kind == "error" or event.event == "error":
             raise self._stream_error(data)
@@ -320,10 +329,8 @@ async def open_stream(
     await raise_unless_success(response, provider, map_error)
     if content_type := not_an_event_stream(response):
         await read_body(response)  # read what there is, and close the response
-        raise ProviderError(
-            "bad_stream",
-            f"The provider answered, but not with a stream (content type “{content_type}”). Check "
-            "that the Base URL is https://api.anthropic.com/v1.",
+        raise ProviderError.said(
+            "bad_stream", "py_error_not_a_stream_at", content_type, DEFAULT_BASE_URLS["anthropic"]
         )
     return SSEChatStream(response, provider, StreamParser(provider))
 
@@ -346,8 +353,8 @@ async def test_connection(platform: Platform, provider: dict[str, Any]) -> dict[
         provider,
         text,
         lambda answer: isinstance(answer, dict) and answer.get("type") == "message",
-        api="the Anthropic API",
-        usual="it is usually https://api.anthropic.com/v1",
+        api=sentence("py_notice_api_anthropic"),
+        usual=sentence("py_notice_usual_is", DEFAULT_BASE_URLS["anthropic"]),
     )
 
 
@@ -373,10 +380,8 @@ async def list_models(platform: Platform, provider: dict[str, Any]) -> list[str]
         except NotJSON:
             page = None
         if not isinstance(page, dict) or not isinstance(page.get("data"), list):
-            raise ProviderError(
-                "bad_response",
-                f"{host_of(provider['baseUrl'])} did not answer with a model list. Type the model's "
-                "name instead, for example claude-sonnet-4-5.",
+            raise ProviderError.said(
+                "bad_response", "py_error_no_model_list_anthropic", host_of(provider["baseUrl"])
             )
         for item in page["data"]:
             found = member(item, "id", str, source_of(provider), "data[]") if isinstance(item, dict) else None

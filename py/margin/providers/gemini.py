@@ -43,7 +43,7 @@ from urllib.parse import urlencode
 from ..errors import ProviderError
 from ..history import Record
 from ..ports import HttpRequest, Platform, Transport
-from ..sentences import sentence
+from ..sentences import Sentence, sentence
 from ..sse import SSEEvent
 from ..tool_loop import ToolCall
 from ..tool_wire import ToolOffer, flatten, gemini_contents, gemini_part, gemini_tools, rounds_of
@@ -80,8 +80,8 @@ MODEL_PAGES = 10  # a guard against a server that always answers with a next pag
 _DATA_URL = re.compile(r"^data:([\w.+-]+/[\w.+-]+);base64,(.*)$", re.DOTALL)
 
 
-def source_of(provider: dict[str, Any]) -> str:
-    return f"Google's API at {host_of(provider.get('baseUrl', ''))}"
+def source_of(provider: dict[str, Any]) -> Sentence:
+    return sentence("py_error_source_google", host_of(provider.get("baseUrl", "")))
 
 
 def model_url(provider: dict[str, Any], method: str) -> str:
@@ -265,16 +265,12 @@ class StreamParser:
             chunk = decode(data, self.source)
         except NotJSON:
             raise self._fail(
-                ProviderError(
-                    "bad_stream",
-                    f"Google sent something that is not an answer stream: {quote(data)}. Check that the "
-                    f"Base URL is {DEFAULT_BASE_URL}.",
-                )
+                ProviderError.said("bad_stream", "py_error_not_gemini_stream", quote(data), DEFAULT_BASE_URL)
             ) from None
         if isinstance(chunk, list) and len(chunk) == 1:
             chunk = chunk[0]
         if not isinstance(chunk, dict):
-            raise self._fail(bad_reply(self.source, f"a stream item is {kind_name(chunk)}, not an object"))
+            raise self._fail(bad_reply(self.source, sentence("py_error_reply_item", kind_name(chunk))))
         try:
             return self._read(chunk, data)
         except ProviderError as error:
@@ -330,11 +326,7 @@ async def open_stream(
         error = _error_object(body)
         if error:
             raise gemini_error(_status_of(error), body, {}, provider)
-        raise ProviderError(
-            "bad_stream",
-            f"Google answered, but not with a stream (content type “{content_type}”). Check that the "
-            f"Base URL is {DEFAULT_BASE_URL}.",
-        )
+        raise ProviderError.said("bad_stream", "py_error_google_not_a_stream", content_type, DEFAULT_BASE_URL)
     return SSEChatStream(response, provider, StreamParser(provider))
 
 
@@ -358,8 +350,8 @@ async def test_connection(platform: Platform, provider: dict[str, Any]) -> dict[
         provider,
         body,
         lambda answer: isinstance(answer, dict) and ("candidates" in answer or "promptFeedback" in answer),
-        api="the Gemini API",
-        usual=f"usually {DEFAULT_BASE_URL}",
+        api=sentence("py_notice_api_gemini"),
+        usual=sentence("py_notice_usual", DEFAULT_BASE_URL),
     )
 
 
@@ -383,7 +375,7 @@ async def list_models(platform: Platform, provider: dict[str, Any]) -> list[str]
         except NotJSON:
             page = None
         if not isinstance(page, dict):
-            raise ProviderError("bad_response", f"{host_of(provider['baseUrl'])} sent no model list.")
+            raise ProviderError.said("bad_response", "py_error_no_model_list", host_of(provider["baseUrl"]))
         for found in member(page, "models", list, source) or []:
             model = item_of(found, source, "models[]")
             name = member(model, "name", str, source, "models[]")

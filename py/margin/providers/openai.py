@@ -40,11 +40,12 @@ from ..errors import ProviderError
 from ..history import Record
 from ..overflow import ContextOverflowError, context_overflow, too_long_for
 from ..ports import HttpRequest, Platform, Transport
+from ..sentences import Sentence, sentence
 from ..sse import SSEEvent
 from ..tool_loop import CallPieces, ToolCall, refuses_tools
 from ..tool_wire import ToolOffer, flatten, openai_feed, openai_messages, openai_tools, rounds_of
 from ..usage import normalize as normalize_usage
-from ..wire_json import NotJSON, bad_reply, decode, item_of, kind_name, member
+from ..wire_json import NotJSON, Source, bad_reply, decode, item_of, kind_name, member
 from . import (
     extract_error_message,
     host_of,
@@ -147,9 +148,10 @@ def build_chat_request(
 class StreamParser:
     """SSE events of a Chat Completions stream in, text pieces out."""
 
-    def __init__(self, model: str = "", source: str = "The provider") -> None:
+    def __init__(self, model: str = "", source: Source = "") -> None:
         self.model = model
-        self.source = source  # who sent the stream, for rule 10's sentences
+        # Who sent the stream, for rule 10's sentences.
+        self.source = source or sentence("py_error_source_provider")
         self.pieces: list[str] = []
         self.done = False  # "[DONE]" arrived
         self.finish_reason: str | None = None
@@ -191,7 +193,7 @@ class StreamParser:
                 raise ContextOverflowError(too_long_for(self.model), overflow)
             raise ProviderError.said("provider_error", "py_error_stopped_with_error", quote(said))
         if not isinstance(chunk, dict):
-            raise bad_reply(self.source, f"a stream item is {kind_name(chunk)}, not an object")
+            raise bad_reply(self.source, sentence("py_error_reply_item", kind_name(chunk)))
         out: list[str] = []
         usage = chunk.get("usage")
         if isinstance(usage, dict):
@@ -301,8 +303,8 @@ async def test_connection(platform: Platform, provider: dict[str, Any]) -> dict[
         provider,
         body,
         lambda answer: isinstance(answer, dict) and isinstance(answer.get("choices"), list),
-        api="an OpenAI-compatible API",
-        usual="it usually ends in /v1",
+        api=sentence("py_notice_api_openai"),
+        usual=sentence("py_notice_usual_ends_v1"),
     )
 
 
@@ -321,11 +323,11 @@ def models_request(provider: dict[str, Any]) -> HttpRequest:
     )
 
 
-def source_of(provider: dict[str, Any]) -> str:
-    return f"The server at {host_of(provider.get('baseUrl', ''))}"
+def source_of(provider: dict[str, Any]) -> Sentence:
+    return sentence("py_error_source_server", host_of(provider.get("baseUrl", "")))
 
 
-def model_ids(body: str, source: str = "The server") -> list[str] | None:
+def model_ids(body: str, source: Source) -> list[str] | None:
     """`data[].id` of a model list (rule 8), or None when the body is not one (not JSON, or no
     `data` list); JSON that cannot be read is rule 10's error."""
     try:
@@ -344,9 +346,5 @@ async def list_models(platform: Platform, provider: dict[str, Any]) -> list[str]
     body = await fetch_text(platform.transport, models_request(provider), provider, http_error)
     ids = model_ids(body, source_of(provider))
     if ids is None:
-        raise ProviderError(
-            "bad_models",
-            f"{host_of(provider['baseUrl'])} did not send a list of models. Type the model's name "
-            "instead, or check the Base URL (it usually ends in /v1).",
-        )
+        raise ProviderError.said("bad_models", "py_error_no_model_list_v1", host_of(provider["baseUrl"]))
     return ids

@@ -37,12 +37,13 @@ from typing import Any
 from ..errors import ProviderError
 from ..history import Record
 from ..ports import HttpRequest, Platform, Transport
+from ..sentences import sentence
 from ..sse import SSEEvent
 from ..tool_loop import CallPieces, ToolCall
 from ..tool_wire import ToolOffer, flatten, responses_event, responses_items, responses_tools, rounds_of
 from ..usage import normalize as normalize_usage
 from ..wire_json import NotJSON, bad_reply, decode, decode_or_none, kind_name, member
-from . import host_of, http_error, normalize_base_url, quote, stream_cut
+from . import DEFAULT_BASE_URLS, host_of, http_error, normalize_base_url, quote, stream_cut
 from . import openai as openai_provider
 from .streaming import (
     HEADERS_TIMEOUT,
@@ -190,7 +191,7 @@ class StreamParser:
 
     def __init__(self, provider: dict[str, Any]) -> None:
         self.provider = provider
-        self.source = f"The Responses API at {host_of(provider.get('baseUrl', ''))}"
+        self.source = sentence("py_error_source_responses", host_of(provider.get("baseUrl", "")))
         self.pieces: list[str] = []
         self.done = False
         self.finish_reason: str | None = None
@@ -212,13 +213,14 @@ class StreamParser:
         try:
             data = decode(event.data, self.source)
         except NotJSON:
-            raise ProviderError(
+            raise ProviderError.said(
                 "bad_stream",
-                f"The provider sent something that is not a Responses stream: {quote(event.data)}. "
-                "Check that the Base URL is https://api.openai.com/v1.",
+                "py_error_not_responses_stream",
+                quote(event.data),
+                DEFAULT_BASE_URLS["openai-responses"],
             ) from None
         if not isinstance(data, dict):
-            raise bad_reply(self.source, f"a stream event is {kind_name(data)}, not an object")
+            raise bad_reply(self.source, sentence("py_error_reply_event", kind_name(data)))
         kind = member(data, "type", str, self.source) or event.event
         response: dict[str, Any] = member(data, "response", dict, self.source) or {}
         response_id = member(response, "id", str, self.source, "response")
@@ -290,10 +292,8 @@ async def open_stream(
     await raise_unless_success(response, provider, map_error)
     if content_type := not_an_event_stream(response):
         await read_body(response)
-        raise ProviderError(
-            "bad_stream",
-            f"The provider answered, but not with a stream (content type “{content_type}”). Check "
-            "that the Base URL is https://api.openai.com/v1.",
+        raise ProviderError.said(
+            "bad_stream", "py_error_not_a_stream_at", content_type, DEFAULT_BASE_URLS["openai-responses"]
         )
     return ResponsesStream(response, provider, StreamParser(provider))
 
@@ -312,8 +312,8 @@ async def test_connection(platform: Platform, provider: dict[str, Any]) -> dict[
         provider,
         text,
         lambda answer: isinstance(answer, dict) and answer.get("object") == "response",
-        api="the Responses API",
-        usual="it is usually https://api.openai.com/v1",
+        api=sentence("py_notice_api_responses"),
+        usual=sentence("py_notice_usual_is", DEFAULT_BASE_URLS["openai-responses"]),
     )
 
 

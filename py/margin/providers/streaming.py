@@ -32,6 +32,7 @@ from typing import Any, Protocol
 from .. import plain_http
 from ..errors import ProviderError
 from ..ports import HttpRequest, Transport, TransportError
+from ..sentences import Sentence, say, sentence
 from ..sse import LINE_LIMIT, LineTooLong, SSEDecoder, SSEEvent
 from ..wire_json import decode_or_none
 from . import extract_error_message, header, host_of, quote, transport_error
@@ -268,14 +269,20 @@ class SSEChatStream:
 
 
 def connection_verdict(
-    provider: dict[str, Any], body: str, looks_right: Callable[[Any], bool], *, api: str, usual: str
+    provider: dict[str, Any],
+    body: str,
+    looks_right: Callable[[Any], bool],
+    *,
+    api: Sentence,
+    usual: Sentence,
 ) -> dict[str, Any]:
-    """Rule 4, for a successful status: does `body` look like this provider's answer?"""
+    """Rule 4, for a successful status: does `body` look like this provider's answer? (`api` names
+    the API, `usual` hints at its usual Base URL; the caller loaded the user's language.)"""
     host = host_of(provider["baseUrl"])
     answer = decode_or_none(body)
     if looks_right(answer):
-        return {"ok": True, "message": f"Connected to {host}: model {provider['model']} answered."}
+        return {"ok": True, "message": say(sentence("py_notice_connected", host, provider["model"]))}
     said = extract_error_message(body)
     if said:
-        return {"ok": False, "message": f"{host} answered with an error: {quote(said)}."}
-    return {"ok": False, "message": f"{host} answered, but not like {api}. Check the Base URL ({usual})."}
+        return {"ok": False, "message": say(sentence("py_notice_connection_error", host, quote(said)))}
+    return {"ok": False, "message": say(sentence("py_notice_connection_not_api", host, api, usual))}
