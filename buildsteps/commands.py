@@ -47,13 +47,39 @@ def command_build(repo: Path = REPO) -> int:
     return 0
 
 
+# The end-to-end tests spend most of their time waiting on Chromium, Pyodide and the fake
+# providers, so two of them run at a time (pytest-xdist), each file on one worker: a module-scoped
+# browser (the code sandbox's, ~15 s to boot) is then started once per file, as without -n.
+E2E_RUN_IN_PARALLEL = ["-n", "2", "--dist", "loadfile"]
+NO_TESTS_COLLECTED = 5  # pytest's exit status when a -k or a path selects nothing in a run
+
+
 def command_test(args: list[str], repo: Path = REPO) -> int:
+    """Lint, then the CPython suites, then the end-to-end suite; arguments go to both pytest runs.
+
+    Two runs, not one: the end-to-end run is parallel, and the reliability suite's table is made
+    from the one process's ledger. With paths among the arguments, one plain run of just those.
+    """
     if run_lint(ensure_venv(repo), repo):
         return 1
     python, env = prepare(repo)
-    suites = ["tests/unit", "tests/reliability", "tests/e2e"]
-    command = [str(python), "-m", "pytest", *suites, "-q", "-p", "no:cacheprovider", *args]
-    return subprocess.run(command, cwd=repo, env=env).returncode
+    pytest = [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    if any((repo / arg.split("::")[0]).exists() for arg in args if not arg.startswith("-")):
+        return subprocess.run([*pytest, *args], cwd=repo, env=env).returncode
+    runs = [
+        [*pytest, "tests/unit", "tests/reliability", *args],
+        [*pytest, "tests/e2e", *E2E_RUN_IN_PARALLEL, *args],
+    ]
+    statuses = [subprocess.run(run, cwd=repo, env=env).returncode for run in runs]
+    return combined_status(statuses)
+
+
+def combined_status(statuses: list[int]) -> int:
+    """The first failure's status; "no tests collected" only when no run collected any."""
+    failures = [status for status in statuses if status not in (0, NO_TESTS_COLLECTED)]
+    if failures:
+        return failures[0]
+    return NO_TESTS_COLLECTED if all(s == NO_TESTS_COLLECTED for s in statuses) else 0
 
 
 def command_bench(repo: Path = REPO) -> int:
