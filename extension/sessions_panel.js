@@ -22,9 +22,9 @@
 // After a change request the list follows storage.onChanged; it never re-reads the index itself.
 // `session.check` does to storage what `session.list` does, without building a list (whose rows
 // the panel would not use): each show() sends it in the background (Python checks that every body
-// key exists, key names only, and marks a lost one damaged in the index, which onChanged then
-// paints); it repairs a legacy or damaged index; and after a delete it removes the body once the
-// undo window has passed.
+// key exists, key names only, once per browser run, and marks a lost one damaged in the index,
+// which onChanged then paints); it repairs a legacy or damaged index; and after a delete it
+// removes the body once the undo window has passed.
 //
 // Where search runs: in the panel's search worker (extension/sessions/preload.js `findSessions`;
 // on the main thread if the worker fails), over the index read once from storage. Python
