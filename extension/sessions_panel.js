@@ -23,8 +23,8 @@
 // `session.check` does to storage what `session.list` does, without building a list (whose rows
 // the panel would not use): each show() sends it in the background (Python checks that every body
 // key exists, key names only, once per browser run, and marks a lost one damaged in the index,
-// which onChanged then paints); it repairs a legacy or damaged index; and after a delete it
-// removes the body once the undo window has passed.
+// which onChanged then paints); with `repair` it repairs a legacy or damaged index; and after a
+// delete it removes the body once the undo window has passed.
 //
 // Where search runs: in the panel's search worker (extension/sessions/preload.js `findSessions`;
 // on the main thread if the worker fails), over the index read once from storage. Python
@@ -149,7 +149,7 @@ export function mountSessionsPanel(root, options) {
 
   function repair() {
     // Legacy or damaged index: Python migrates and repairs it; onChanged brings the result.
-    repairing ??= call("session.check", {})
+    repairing ??= call("session.check", { repair: true })
       .then(() => (indexEntries() === null ? readStoredIndex() : undefined))
       .finally(() => { repairing = null; });
     return repairing;

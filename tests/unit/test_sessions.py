@@ -8,7 +8,7 @@ import pytest
 from margin import clock, session_index, session_search, sessions, storage
 from margin.errors import MarginError
 from margin.history import Record
-from margin.platform_memory import memory_platform
+from margin.platform_memory import StoreCrashed, memory_platform
 from margin.session_index import stored_entries
 from margin.storage import HISTORY, HISTORY_SESSION_ID, session_body_key, session_digest_key
 
@@ -305,19 +305,19 @@ def test_a_check_stopped_before_its_marks_looks_again_next_time(platform):
     run(platform.local.remove([session_body_key(sid)]))
     _browser_restarts(platform)
     platform.local.fail_after_writes = len(platform.local.writes)  # the worker stops at the marks
-    with pytest.raises(Exception):
+    with pytest.raises(StoreCrashed):
         run(sessions.handle_check(platform, {}))
     platform.local.revive()
     run(sessions.handle_check(platform, {}))
     assert _stored_entry(platform, sid)["damaged"] == "missing"
 
 
-def test_check_repairs_a_lost_entry_every_time_not_once_per_run(platform):
+def test_a_check_asked_to_repair_rebuilds_a_lost_entry_whenever_asked(platform):
     seed(platform, "first", "second")
     sid = listed(platform)[0]["id"]
     run(sessions.handle_check(platform, {}))
-    run(platform.local.remove([storage.session_entry_key(sid)]))
-    run(sessions.handle_check(platform, {}))
+    run(platform.local.remove([storage.session_entry_key(sid)]))  # the panel cannot read the index
+    run(sessions.handle_check(platform, {"repair": True}))
     assert _stored_entry(platform, sid)["id"] == sid  # rebuilt from its body
 
 
