@@ -9,13 +9,15 @@ seeding this module uses). Run alone:
 1. `search_and_open`: 1,000 sessions whose digests are full (100,000 characters each, ~100 MB),
    seeded into chrome.storage.local from a page. Then, in the same run, so that the ratios hold on
    a noisy machine:
-   - the service worker's backfill of the whole copy (its database deleted first), timed;
+   - the service worker's backfill of the whole copy (its database deleted first), timed, and
+     what the copy adds on disk (the origin's IndexedDB usage before and after);
    - the preload's main-thread time (index + every digest ready to search) on a fresh extension
      page with the search worker (reading the copy) and without it (the main-thread path, as
      before the copy): target <= 500 ms with the worker; the ratio is printed;
    - search per keystroke (median, p95) of several queries (Latin, diacritics, Cyrillic, CJK, no
      match) typed at ~16 keys/s into the sessions panel, query to painted rows + layout, in the
-     side panel (worker) and on a page searching on its main thread; target p95 < 20 ms;
+     side panel (worker) and on plain pages (with the panel's stylesheet) searching in the worker
+     and on the main thread; target p95 < 20 ms;
    - "Sessions" click to painted list, preloaded (target < 100 ms), and cold (no preload).
    The load average (/proc/loadavg) before and after is in the notes.
 
@@ -63,8 +65,13 @@ PRELOAD_JS = """async (worker) => {
           heartbeatLateMs: late, heartbeatWorstMs: worst};
 }"""
 
-# The sessions panel mounted in a plain extension page (after PRELOAD_JS there).
+# The sessions panel mounted in a plain extension page (after PRELOAD_JS there), with its
+# stylesheet, as the side panel has it: unstyled rows are cheaper to lay out.
 MOUNT_JS = """async () => {
+  const css = document.createElement('link');
+  css.rel = 'stylesheet';
+  css.href = 'sessions_panel.css';
+  await new Promise((r) => { css.onload = r; css.onerror = r; document.head.append(css); });
   const m = await import('./sessions_panel.js');
   const root = document.createElement('div');
   root.id = 'sessions-root';
@@ -131,6 +138,12 @@ SEARCH_JS = """async (queries) => {
   const timings = (await import('./sessions/preload.js')).sessionsIndexTimings();
   return {samples, inWorker, hops, paints, labels, counts, marks, searchIn: timings.searchIn};
 }"""
+
+# What the extension's origin holds in IndexedDB (the copy, and the Python memory snapshot) and
+# what chrome.storage.local holds, in bytes as each counts them.
+SIZES_JS = """async () => { const e = await navigator.storage.estimate();
+  const storageLocal = await chrome.storage.local.getBytesInUse(null);
+  return {indexedDB: e.usageDetails?.indexedDB ?? null, storageLocal}; }"""
 
 BACKFILL_JS = """() => new Promise((resolve, reject) => {
   const request = indexedDB.deleteDatabase('margin-search');
@@ -249,7 +262,10 @@ def search_and_open(bench: Any) -> list[dict[str, Any]]:
     # Seeded from a page, not through Python's bridge: the copy knows none of it. Its database is
     # deleted (as on a profile from before the copy) and the service worker's backfill timed.
     bench.margin._extension_page().evaluate(BACKFILL_JS)
+    without_copy = bench.margin._extension_page().evaluate(SIZES_JS)
     backfill_ms = _settle_copy(bench)
+    with_copy = bench.margin._extension_page().evaluate(SIZES_JS)
+    copy_mb = (with_copy["indexedDB"] - without_copy["indexedDB"]) / 1e6 if with_copy["indexedDB"] else None
 
     cold_samples = []
     for _ in range(max(1, min(bench.runs, 3))):
@@ -260,7 +276,7 @@ def search_and_open(bench: Any) -> list[dict[str, Any]]:
     with_worker = _preload(bench, worker=True)
     on_main = _preload(bench, worker=False)
     for preloaded in (with_worker, on_main):
-        if preloaded["page"].evaluate(MOUNT_JS) < 20:
+        if preloaded["page"].evaluate(MOUNT_JS) < 10:
             raise RuntimeError("the mounted sessions panel painted no list")
     typed_blank, typed_main = _typed([with_worker["page"], on_main["page"]], rounds=2)
     with_worker["page"].close()
@@ -273,7 +289,7 @@ def search_and_open(bench: Any) -> list[dict[str, Any]]:
     open_samples: list[float] = []
     for run in range(bench.runs + 1):
         shown = page.evaluate(OPEN_JS)
-        if shown["rows"] < 20:
+        if shown["rows"] < 10:
             raise RuntimeError(f"the list painted {shown['rows']} rows")
         open_samples.append(shown["ms"])
         if run < bench.runs:
@@ -298,7 +314,7 @@ def search_and_open(bench: Any) -> list[dict[str, Any]]:
             samples=samples,
             note=(
                 f"p95 {p95} ms, max {round(max(samples), 2)} ms over {len(samples)} keystrokes of {QUERIES} "
-                f"(~16 keys/s, then cleared): the query to the worker, its first page of rows (20) with "
+                f"(~16 keys/s, then cleared): the query to the worker, its first page of rows (10) with "
                 f"previews and highlights painted, layout; slowest: "
                 f"{', '.join(f'{label!r} {v} ms' for v, label in typed['slowest'])}; the worker's own "
                 f"search per keystroke: median {_median(typed['inWorker'])} ms, "
@@ -362,7 +378,10 @@ def search_and_open(bench: Any) -> list[dict[str, Any]]:
             None,
             note=(
                 "its database deleted, then rebuilt from chrome.storage 20 digests at a time, in the "
-                "service worker (off every page's main thread)"
+                "service worker (off every page's main thread); on disk the copy adds "
+                f"{copy_mb if copy_mb is None else round(copy_mb, 1)} MB to the origin's IndexedDB "
+                f"(navigator.storage.estimate, before and after), beside chrome.storage.local's "
+                f"{round(with_copy['storageLocal'] / 1e6, 1)} MB (getBytesInUse: digests, entries, bodies)"
             ),
         ),
     ]

@@ -22,9 +22,9 @@
 // After a change request the list follows storage.onChanged; it never re-reads the index itself.
 // `session.check` does to storage what `session.list` does, without building a list (whose rows
 // the panel would not use): each show() sends it in the background (Python checks that every body
-// key exists, key names only, and marks a lost one damaged in the index, which onChanged then
-// paints); it repairs a legacy or damaged index; and after a delete it removes the body once the
-// undo window has passed.
+// key exists, key names only, once per browser run, and marks a lost one damaged in the index,
+// which onChanged then paints); with `repair` it repairs a legacy or damaged index; and after a
+// delete it removes the body once the undo window has passed.
 //
 // Where search runs: in the panel's search worker (extension/sessions/preload.js `findSessions`;
 // on the main thread if the worker fails), over the index read once from storage. Python
@@ -46,7 +46,11 @@ export { preloadSessions, sessionsIndexTimings } from "./sessions/preload.js";
 
 const UNDO_TOAST_MS = 8000;
 const UNDO_WINDOW_MS = CONTRACT.limits.undoWindowMs;  // margin.sessions.UNDO_MS
-const PAGE_SIZE = 20;  // rows built per page: a side panel shows ~8; more follow as the list scrolls
+// Rows built with each keystroke: a side panel shows 5 to 8, and building and laying out rows
+// is most of a keystroke's main-thread time, so no more than a tall panel shows; the rest follow
+// PAGE_SIZE at a time as the list scrolls (or at once, when the first page does not fill it).
+const FIRST_PAGE = 10;
+const PAGE_SIZE = 20;
 const VERIFY_EVERY_MS = 60_000;
 
 let verifiedAt = -Infinity;  // the last background session.check (bodies checked), once per page
@@ -149,7 +153,7 @@ export function mountSessionsPanel(root, options) {
 
   function repair() {
     // Legacy or damaged index: Python migrates and repairs it; onChanged brings the result.
-    repairing ??= call("session.check", {})
+    repairing ??= call("session.check", { repair: true })
       .then(() => (indexEntries() === null ? readStoredIndex() : undefined))
       .finally(() => { repairing = null; });
     return repairing;
@@ -182,7 +186,7 @@ export function mountSessionsPanel(root, options) {
   }
 
   // Rows are built a page at a time: a query matching 1,000 sessions costs one page of
-  // previews, the rest follow as the list scrolls.
+  // previews (FIRST_PAGE), the rest follow as the list scrolls.
   let matched = [];             // the ids matching renderedQuery, in list order
   let shown = 0;
   let renderedQuery = "";
@@ -218,7 +222,7 @@ export function mountSessionsPanel(root, options) {
   async function render() {
     const token = ++renderToken;
     const asked = query;
-    const found = await findSessions(asked, PAGE_SIZE);
+    const found = await findSessions(asked, FIRST_PAGE);
     if (token !== renderToken || destroyed) return found.ids.length;
     const painting = performance.now();
     const focused = focusedAction();

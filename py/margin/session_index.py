@@ -29,7 +29,8 @@ margin.session_search; the migration's own rules are in margin.session_migration
 3. Listing and searching read the entries, never a body. Listing asks the store for its key
    NAMES (`StorageArea.keys()`, chrome.storage's getKeys()) and marks an entry whose body key is
    gone `damaged: "missing"` (and clears that mark when the body is back), so a lost body shows in
-   the list, not only when the session is opened. Every writer of a digest writes
+   the list, not only when the session is opened (`session.check` does it once per browser run:
+   margin.sessions, rule 8). Every writer of a digest writes
    `sessionDigest_<id>` in the same `set` as the body and the entry, before the header.
 """
 

@@ -25,6 +25,16 @@ Rules (numbered as for every sessions module):
    part (`margin.image_originals.inline`), so the body holds exactly what the user sent and never
    a reference to an `imageOriginal_` key; deleting a session can therefore never strand or
    remove an original, and export and backup copy bodies verbatim.
+8. `session.check` reads every entry (repairing the bad ones) and looks for lost bodies (every
+   key's name listed, every entry marked or unmarked: margin.session_index rule 3) once per
+   browser run, and when the panel asks for a repair (`{"repair": true}`: it could not read the
+   index), not at every call: an entry or a body goes bad when Chrome repairs its database,
+   which it does as it opens it, at a browser or extension start, and chrome.storage.session,
+   cleared by the same starts, holds the marker `sessionBodiesChecked` that says this run was
+   looked at. The marker is written after the marks, so a worker stopped mid-way leaves none and
+   the next check looks again. Every call removes expired bodies and migrates an older index or
+   repairs its header. A body lost later in the same run is marked when the session is opened or
+   exported (margin.session_index `read_body_checked`), or at the next start.
 """
 
 from __future__ import annotations
@@ -58,6 +68,7 @@ from .session_search import list_view
 from .storage import (
     HISTORY,
     HISTORY_SESSION_ID,
+    SESSION_BODIES_CHECKED,
     SESSION_TRASH,
     SESSION_UNDO_PREFIX,
     lock_for,
@@ -201,10 +212,17 @@ async def handle_list(platform: Platform, payload: dict) -> dict:
 
 
 async def handle_check(platform: Platform, payload: dict) -> dict:
-    """What `session.list` does to storage, without building the list: the panel searches its own
-    copy of the index and sees the outcome through storage.onChanged."""
-    async with lock_for(platform.local):
-        await _checked_index(platform.local)
+    """What `session.list` does to storage, without building the list; every entry only once per
+    browser run or when asked (rule 8). The panel searches its own copy of the index and sees the
+    outcome through storage.onChanged."""
+    area = platform.local
+    repair = isinstance(payload, dict) and payload.get("repair") is True
+    async with lock_for(area):
+        await purge_expired_trash(area)
+        index = await read_session_index(area)
+        if repair or not (await platform.session.get([SESSION_BODIES_CHECKED])).get(SESSION_BODIES_CHECKED):
+            await check_bodies_present(area, await index.entries())
+            await platform.session.set({SESSION_BODIES_CHECKED: True})
     return {}
 
 

@@ -59,6 +59,8 @@ EXPLAIN_REQUEST = "explainRequest"
 UNSAVED_ANSWERS = "unsavedAnswers"
 # What undoing a delete needs, per undo token (margin.sessions, rule 5).
 SESSION_UNDO_PREFIX = "sessionUndo_"
+# `true` once session.check has looked for lost bodies in this browser run (margin.sessions, rule 8).
+SESSION_BODIES_CHECKED = "sessionBodiesChecked"
 # The bodies a backup import wrote and has not committed yet (margin.backup_import, rule 3).
 BACKUP_IMPORT_STAGING = "backupImportStaging"
 # The search copy's epoch (a random id), written by the JS bridge only (extension/digest_copy.js):

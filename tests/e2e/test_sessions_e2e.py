@@ -249,6 +249,38 @@ def test_search_narrows_as_you_type_and_highlights(margin: Margin, query, name, 
     )
 
 
+MANY = [
+    legacy(
+        f"m{i:02d}", f"Meeting {i:02d}", 1700000000100 + i, [user(f"Notes of meeting {i:02d}"), answer("ok")]
+    )
+    for i in range(25)
+]
+
+
+def test_a_long_list_and_its_matches_are_all_reached_by_scrolling(margin: Margin):
+    """Each keystroke builds only the rows a panel shows; the rest come as the list scrolls."""
+    seed_legacy(margin, MANY)
+    page = margin.open_panel()
+    open_sessions(page)
+
+    def scrolled_to(count):
+        shown = items(page).count()
+        if shown:
+            items(page).nth(shown - 1).scroll_into_view_if_needed()
+        return shown == count
+
+    newest_first = [f"Meeting {i:02d}" for i in reversed(range(25))]
+    poll(lambda: scrolled_to(25), timeout=COLD_S, message=lambda: f"listed {item_names(page)}")
+    assert item_names(page) == newest_first
+    page.get_by_role("searchbox", name="Search sessions").fill("notes meeting")
+    poll(
+        lambda: item_names(page)[:1] == [newest_first[0]] and scrolled_to(25),
+        timeout=COLD_S,
+        message="matches",
+    )
+    assert item_names(page) == newest_first
+
+
 THREE = [
     legacy("a", "Alpha", 1700000000001, [user("alpha text"), answer("first answer")]),
     legacy("b", "Beta", 1700000000002, [user("beta text"), answer("second answer")]),
@@ -311,7 +343,10 @@ def test_rename_pin_delete_undo_and_export(margin: Margin):
 
 def test_a_missing_body_shows_as_damaged_and_the_list_still_works(margin: Margin):
     migrated_panel(margin, THREE).close()
-    margin._extension_page().evaluate("() => chrome.storage.local.remove('session_b')")  # Chrome lost it
+    # Chrome lost it as it repaired its database at a browser start, which clears the session area.
+    margin._extension_page().evaluate(
+        "() => Promise.all([chrome.storage.local.remove('session_b'), chrome.storage.session.clear()])"
+    )
 
     page = margin.open_panel()
     open_sessions(page)

@@ -8,7 +8,7 @@ import pytest
 from margin import clock, session_index, session_search, sessions, storage
 from margin.errors import MarginError
 from margin.history import Record
-from margin.platform_memory import memory_platform
+from margin.platform_memory import StoreCrashed, memory_platform
 from margin.session_index import stored_entries
 from margin.storage import HISTORY, HISTORY_SESSION_ID, session_body_key, session_digest_key
 
@@ -276,6 +276,49 @@ def test_check_does_the_housekeeping_of_a_listing_without_building_the_list(plat
     assert session_body_key(by_name["deleted"]) not in data  # the undo window has passed
     [entry] = stored_entries(data)
     assert entry["id"] == by_name["fragile"] and entry["damaged"] == "missing"
+
+
+def _stored_entry(platform, sid):
+    return next(e for e in stored_entries(platform.local.snapshot()) if e["id"] == sid)
+
+
+def _browser_restarts(platform):
+    """chrome.storage.session is cleared when the browser or the extension starts again."""
+    run(platform.session.remove(platform.session.stored_keys()))
+
+
+def test_check_looks_for_lost_bodies_once_per_browser_run(platform):
+    seed(platform, "kept", "lost later")
+    sid = {s["name"]: s["id"] for s in listed(platform)}["lost later"]
+    run(sessions.handle_check(platform, {}))
+    run(platform.local.remove([session_body_key(sid)]))  # as Chrome's repair of its database would
+    run(sessions.handle_check(platform, {}))
+    assert "damaged" not in _stored_entry(platform, sid)  # this run was looked at already
+    _browser_restarts(platform)
+    run(sessions.handle_check(platform, {}))
+    assert _stored_entry(platform, sid)["damaged"] == "missing"
+
+
+def test_a_check_stopped_before_its_marks_looks_again_next_time(platform):
+    seed(platform, "lost")
+    sid = listed(platform)[0]["id"]
+    run(platform.local.remove([session_body_key(sid)]))
+    _browser_restarts(platform)
+    platform.local.fail_after_writes = len(platform.local.writes)  # the worker stops at the marks
+    with pytest.raises(StoreCrashed):
+        run(sessions.handle_check(platform, {}))
+    platform.local.revive()
+    run(sessions.handle_check(platform, {}))
+    assert _stored_entry(platform, sid)["damaged"] == "missing"
+
+
+def test_a_check_asked_to_repair_rebuilds_a_lost_entry_whenever_asked(platform):
+    seed(platform, "first", "second")
+    sid = listed(platform)[0]["id"]
+    run(sessions.handle_check(platform, {}))
+    run(platform.local.remove([storage.session_entry_key(sid)]))  # the panel cannot read the index
+    run(sessions.handle_check(platform, {"repair": True}))
+    assert _stored_entry(platform, sid)["id"] == sid  # rebuilt from its body
 
 
 def test_undo_after_deleting_the_open_session_links_the_conversation_again(platform):
