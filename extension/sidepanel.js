@@ -33,7 +33,7 @@
 // panel/code_runs.js     "Run" on an answer's Python blocks, in the code sandbox; their output
 // panel/words.js         the panel's words: static HTML translated, the language followed live
 // panel/render_cache.js  the kept render: the newest answers' sanitized HTML, for the next first paint
-// early_read.js          the first paint's storage read, started while these modules load
+// early_read.js          the first paint's storage reads (history, the language), started while these modules load
 
 import { call, idle } from "./ui_common.js";
 import * as i18n from "./i18n.js";
@@ -156,7 +156,7 @@ function preloadSessionsIndex() {
     .catch((error) => console.warn("sessions preload failed:", error)));
 }
 
-// The language setting is read while the modules wire and storage is read (panel/words.js).
+// The language setting: early_read.js started reading it while the modules loaded; one promise per page.
 const languageRead = i18n.start();
 wirePanel();
 // Follow storage before reading it: a change that lands while we read must not be missed.
