@@ -6,8 +6,12 @@
 //    `chrome.storage.local` change was seen since the read was asked for (`changed`), else it
 //    reads again itself, after it follows storage: a change is never missed.
 // 2. The keys are sidepanel.js's (`FIRST_PAINT_KEYS` in the contract's key names).
+// 3. The language setting is read (and its catalogue fetched) from here too: `i18n.start()` is
+//    one promise per page, so sidepanel.js awaits this same read instead of starting its own once
+//    the modules have run.
 
 import { CONTRACT } from "./generated/contract.js";
+import { start as startLanguage } from "./i18n.js";
 
 const KEYS = CONTRACT.storage.keys;
 export const FIRST_PAINT_KEYS = [KEYS.history, KEYS.providers, KEYS.activeProviderId];
@@ -19,3 +23,4 @@ chrome.storage.onChanged.addListener((_changes, area) => {
 early.read = chrome.storage.local.get(FIRST_PAINT_KEYS);
 early.read.catch(() => {}); // sidepanel.js reports a failed read (it reads again)
 window.__marginEarlyRead = early;
+startLanguage();

@@ -33,7 +33,7 @@
 // panel/code_runs.js     "Run" on an answer's Python blocks, in the code sandbox; their output
 // panel/words.js         the panel's words: static HTML translated, the language followed live
 // panel/render_cache.js  the kept render: the newest answers' sanitized HTML, for the next first paint
-// early_read.js          the first paint's storage read, started while these modules load
+// early_read.js          the first paint's storage reads (history, the language), started while these modules load
 
 import { call, idle } from "./ui_common.js";
 import * as i18n from "./i18n.js";
@@ -110,24 +110,29 @@ async function firstPaint() {
   if (state.historyChanges === changesBefore) conversation.applyHistory(stored[KEYS.history], { initial: true });
   const domReadyAt = performance.now();
   document.body.dataset.ready = "1";
-  // First paint = the frame holding the conversation is drawn: a message posted from a
-  // requestAnimationFrame callback is handled once that frame's rendering is done.
-  requestAnimationFrame(() => {
-    const channel = new MessageChannel();
-    channel.port1.onmessage = () => {
-      window.__marginFirstPaint = performance.now();
-      // htmlParsedAt..moduleStartedAt is the module graph's evaluation; a frame without the
-      // conversation (the header, the composer) may be drawn before (firstContentfulPaintAt).
-      const htmlParsedAt = performance.getEntriesByType("navigation")[0]?.domInteractive ?? null;
-      const firstContentfulPaintAt = performance.getEntriesByName("first-contentful-paint")[0]?.startTime ?? null;
-      const paintedAt = window.__marginFirstPaint;
-      window.__marginPaintBreakdown = { htmlParsedAt, moduleStartedAt, storageReadAt, domReadyAt, firstContentfulPaintAt, paintedAt };
-      conversation.upgradeAfterPaint();
-    };
-    channel.port2.postMessage(null);
-  });
   composer.autosize();
   ui.message.focus();
+  await nextFrameDrawn();
+  window.__marginFirstPaint = performance.now();
+  // htmlParsedAt..moduleStartedAt is the module graph's evaluation; a frame without the
+  // conversation (the header, the composer) may be drawn before (firstContentfulPaintAt).
+  const htmlParsedAt = performance.getEntriesByType("navigation")[0]?.domInteractive ?? null;
+  const firstContentfulPaintAt = performance.getEntriesByName("first-contentful-paint")[0]?.startTime ?? null;
+  const paintedAt = window.__marginFirstPaint;
+  window.__marginPaintBreakdown = { htmlParsedAt, moduleStartedAt, storageReadAt, domReadyAt, firstContentfulPaintAt, paintedAt };
+  conversation.upgradeAfterPaint();
+}
+
+// First paint = the frame holding the conversation is drawn: a message posted from a
+// requestAnimationFrame callback is handled once that frame's rendering is done.
+function nextFrameDrawn() {
+  return new Promise((drawn) =>
+    requestAnimationFrame(() => {
+      const channel = new MessageChannel();
+      channel.port1.onmessage = () => drawn();
+      channel.port2.postMessage(null);
+    }),
+  );
 }
 
 async function wakePython() {
@@ -156,12 +161,13 @@ function preloadSessionsIndex() {
     .catch((error) => console.warn("sessions preload failed:", error)));
 }
 
-// The language setting is read while the modules wire and storage is read (panel/words.js).
+// The language setting: early_read.js started reading it while the modules loaded; one promise per page.
 const languageRead = i18n.start();
 wirePanel();
 // Follow storage before reading it: a change that lands while we read must not be missed.
 followStorage();
-// Paint first, then wake the worker: booting Python competes for the CPU the first paint needs.
+// Paint first, then wake the worker: booting Python competes for the CPU the first frame needs
+// (firstPaint resolves once that frame is drawn, not once it is asked for).
 firstPaint().finally(() => {
   wakePython();
   explain.init();

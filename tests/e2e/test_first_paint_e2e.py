@@ -223,3 +223,46 @@ def test_a_changed_answer_or_a_tampered_kept_render_is_never_shown(margin: Margi
     assert page.evaluate("window.__pwned === undefined")
     assert page.locator("#history article.assistant .md").last.inner_text().startswith("A new answer.")
     page.close()
+
+
+# The words on screen when the panel first puts the stored conversation in, before that frame is drawn.
+FIRST_WORDS = """
+(() => {
+  window.__firstWords = null;
+  const labels = (selector) => [...new Set([...document.querySelectorAll(selector)].map((node) => node.getAttribute("aria-label")))];
+  new MutationObserver((_records, observer) => {
+    if (!document.querySelector("#history article")) return;
+    observer.disconnect();
+    window.__firstWords = {
+      painted: typeof window.__marginFirstPaint === "number",
+      lang: document.documentElement.lang,
+      log: document.getElementById("conversation").getAttribute("aria-label"),
+      message: document.getElementById("message").getAttribute("aria-label"),
+      copy: labels("#history article button[data-action='copy']"),
+      edit: labels("#history article button[data-action='edit']"),
+    };
+  }).observe(document, { childList: true, subtree: true });
+})();
+"""
+
+
+def test_the_first_paint_speaks_the_chosen_language_and_upgrades_to_its_direct_render(margin: Margin):
+    # Japanese chosen in an English browser: the catalogue is fetched before anything is painted.
+    margin.storage_set({"history": HISTORY, "uiLanguage": "ja"})
+    page = margin.launched.context.new_page()
+    page.add_init_script(FIRST_WORDS)
+    page.goto(margin.url("sidepanel.html"))
+    page.wait_for_function("() => typeof window.__marginFirstPaint === 'number'", timeout=30_000)
+    page.wait_for_function(SETTLED, timeout=30_000)
+    assert page.evaluate("window.__firstWords") == {
+        "painted": False,
+        "lang": "ja",
+        "log": "会話",
+        "message": "メッセージ",
+        "copy": ["コピー"],
+        "edit": ["編集"],
+    }
+    assert page.get_by_role("log", name="会話").get_by_role("button", name="再生成").count() == 1
+    assert page.locator("#history table").count() == ANSWERS
+    _assert_same(page.evaluate(SNAPSHOT), _direct_render(page))
+    page.close()

@@ -1,5 +1,5 @@
-"""Convention tests for the extension's JS modules: a one-way import graph, and side-panel modules
-that wire nothing when they are imported.
+"""Convention tests for the extension's JS modules: a one-way import graph, side-panel modules
+that wire nothing when they are imported, and the panel's preload list.
 
 Rules checked:
 1. No cycle among `extension/**/*.js` imports: static `import … from "…"`, `export … from "…"`,
@@ -9,6 +9,8 @@ Rules checked:
    chrome event's `addListener`): its `init()` does, called by sidepanel.js. This is checked by
    running the modules in node against a stub DOM that records every registration with its stack,
    so a registration inside an `if` or a loop at top level is caught as well as a bare one.
+3. sidepanel.html preloads exactly the modules its scripts import statically: one missing is
+   fetched only once its importer has arrived, a round trip more before the first paint.
 """
 
 from __future__ import annotations
@@ -37,21 +39,22 @@ def _without_comments(source: str) -> str:
     return _COMMENTS.sub(" ", source)
 
 
-def import_specifiers(source: str) -> list[str]:
-    """Every module specifier `source` imports, statically or dynamically, in order of appearance."""
+def import_specifiers(source: str, *, dynamic: bool = True) -> list[str]:
+    """Every module specifier `source` imports, statically or (with `dynamic`) dynamically, in order
+    of appearance."""
     code = _without_comments(source)
     found: list[tuple[int, str]] = []
-    for pattern in (_STATIC, _BARE, _DYNAMIC):
+    for pattern in (_STATIC, _BARE, _DYNAMIC) if dynamic else (_STATIC, _BARE):
         found += [(match.start(2), match.group(2)) for match in pattern.finditer(code)]
     return [specifier for _, specifier in sorted(found)]
 
 
-def import_graph(root: Path) -> dict[str, list[str]]:
+def import_graph(root: Path, *, dynamic: bool = True) -> dict[str, list[str]]:
     """{module: [modules it imports]}, paths relative to `root`; only relative specifiers count."""
     graph: dict[str, list[str]] = {}
     for path in sorted(root.rglob("*.js")):
         edges = []
-        for specifier in import_specifiers(path.read_text(encoding="utf-8")):
+        for specifier in import_specifiers(path.read_text(encoding="utf-8"), dynamic=dynamic):
             if not specifier.startswith(("./", "../")):
                 continue
             target = (path.parent / specifier).resolve()
@@ -165,6 +168,25 @@ def test_the_extension_imports_one_way():
 def test_the_turn_imports_no_other_part_of_the_panel():
     panel_imports = [t for t in import_graph(EXTENSION)["panel/turn.js"] if t.startswith("panel/")]
     assert panel_imports == ["panel/state.js"]
+
+
+def test_the_side_panel_preloads_every_module_its_first_paint_waits_for():
+    """A module of sidepanel.js's static graph that sidepanel.html does not preload is found only
+    once the module importing it has arrived: one more round trip before the first paint."""
+    html = (EXTENSION / "sidepanel.html").read_text(encoding="utf-8")
+    preloaded = set(re.findall(r'<link rel="modulepreload" href="([^"]+)">', html))
+    graph = import_graph(EXTENSION, dynamic=False)  # what loads before the panel's code runs
+    entries = re.findall(r'<script type="module"(?: async)? src="([^"]+)">', html)
+    assert entries == ["early_read.js", "sidepanel.js"]
+    needed, frontier = set(), list(entries)
+    while frontier:
+        for target in graph.get(frontier.pop(), []):  # generated/ is written by the build
+            if target not in needed:
+                needed.add(target)
+                frontier.append(target)
+    assert "panel/code_runs.js" in needed, "the graph lost the panel's imports"
+    assert sorted(needed - preloaded - set(entries)) == []
+    assert sorted(preloaded - needed) == []  # nothing fetched that the first paint does not use
 
 
 # --- 2. importing a panel module wires nothing ----------------------------------------------------
