@@ -28,14 +28,17 @@ image = Image.linear_gradient("L").resize((side, side)).convert("RGB")
 image.save(path, fmt, **({"quality": 90} if fmt == "JPEG" else {"compress_level": 1}))
 """
 _HUGE_CHILD = r"""
-import json, resource, sys, time
+import io, json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
+from PIL import Image
 from margin import image_codec
 data = open(sys.argv[2], "rb").read()
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 started = time.perf_counter()
 try:
-    outcome = "thumbnail of %dx%d" % (lambda t: (t.width, t.height))(image_codec.downscale(data, 512))
+    thumb = image_codec.downscale(data, 512)  # its width and height are the source's
+    made = Image.open(io.BytesIO(thumb.data)).size
+    outcome = "thumbnail %dx%d of %dx%d" % (*made, thumb.width, thumb.height)
 except image_codec.CodecError as error:
     outcome = "refused: " + error.kind
 ms = (time.perf_counter() - started) * 1000

@@ -27,6 +27,12 @@ Rule 4: the bound never delays a turn: the turn goes first, the bound after. It 
   collector removes it if nothing refers to it, and only the bound collects, rule 5).
 Rule 5: one bound at a time per process: a second call (two panels opening) waits for the first
   and returns its result, so two bounds never yield the lock to each other forever.
+Rule 6: the pixels and the storage work at the same time: an image's original is written as soon
+  as its thumbnail is planned, and while chrome.storage writes it (in the browser's process)
+  Pillow makes the next thumbnail. One original write is in flight at a time, and every one has
+  ended before `history` is written (rule 3). A turn that comes while the bound waits for an
+  original's write does not wait for it: the bound lets go, the write ends on its own, and the
+  next try waits for it (never writing it twice).
 """
 
 from __future__ import annotations
@@ -70,6 +76,7 @@ class _Work:
     thumbnails: dict[tuple[str, int], tuple[str, dict[str, int]] | None] = field(default_factory=dict)
     bytes_before: int | None = None
     stored_originals: set[str] = field(default_factory=set)  # keys this call has written
+    writing: asyncio.Future[None] | None = None  # the one original write in flight (rule 6)
 
 
 def _unseen_bytes(records: list[Record]) -> int:
@@ -179,39 +186,24 @@ async def _bound(platform: Platform, limit_bytes: int, collect_garbage: bool) ->
 async def _attempt(
     platform: Platform, lock: asyncio.Lock, limit_bytes: int, work: _Work, collect_garbage: bool
 ) -> dict[str, int]:
-    """One try, under the lock: read, shrink, write. Raises _Preempted until the writes start."""
+    """One try, under the lock: read, shrink, write. Raises _Preempted until history's write starts."""
     read = await _unless_preempted(read_history(platform.local), lock)
     records = read.records
     now = _unseen_bytes(records)
     if work.bytes_before is None:
         work.bytes_before = now
     plan: dict[Position, dict[str, Any]] = {}
-    digests: dict[Position, str] = {}
     candidates = _candidates(records)
     if now > limit_bytes and candidates:
         if work.pillow is None:
             work.pillow = asyncio.ensure_future(platform.load_package("pillow"))
         await _unless_preempted(work.pillow, lock)
-        plan, digests = await _plan(records, candidates, now, limit_bytes, work, lock)
+        plan = await _plan(platform, records, candidates, now, limit_bytes, work, lock)
+    await _originals_written(work, lock)  # rule 3: every original stored before `history` changes
     if not plan:
         if collect_garbage:
             await _collect(platform, records)
         return {"changed": 0, "bytesBefore": work.bytes_before, "bytesAfter": now}
-
-    moved = [
-        image_originals.original_item(image_url_of(part), digests[ri, pi])
-        for ri, pi in plan
-        if image_originals.reference_of(part := records[ri].parts[pi]) is None
-    ]
-    # Rule 3: the originals first, so their bytes are never only in memory; one write each, so a
-    # turn that arrives meanwhile waits for one image's write at most (rule 4).
-    for key, value in moved:
-        if key in work.stored_originals:
-            continue
-        if _preempted(lock):
-            raise _Preempted()
-        await platform.local.set({key: value})
-        work.stored_originals.add(key)
     if _preempted(lock):  # the last moment a turn can still go first
         raise _Preempted()
     updated = _applied(records, plan)
@@ -222,22 +214,24 @@ async def _attempt(
 
 
 async def _plan(
+    platform: Platform,
     records: list[Record],
     candidates: list[Position],
     total: int,
     limit_bytes: int,
     work: _Work,
     lock: asyncio.Lock,
-) -> tuple[dict[Position, dict[str, Any]], dict[Position, str]]:
-    """position -> its new part: the oldest candidates shrunk until the total is under the limit;
-    and position -> the sha256 of its original data URL (each hashed once: 3 MB cost ~20 ms)."""
+) -> dict[Position, dict[str, Any]]:
+    """position -> its new part: the oldest candidates shrunk until the total is under the limit.
+    Each one's original starts its write as soon as the part is planned (rule 6); its sha256 is
+    taken once (3 MB cost ~20 ms), on the first visit, which is of the original."""
     current = {(ri, pi): records[ri].parts[pi] for ri, pi in candidates}
     plan: dict[Position, dict[str, Any]] = {}
     digests: dict[Position, str] = {}
     for side in THUMBNAIL_SIDES:
         for position in candidates:
             if total <= limit_bytes:
-                return plan, digests
+                return plan
             part = current[position]
             url = image_url_of(part)
             digest = image_originals.url_digest(url)
@@ -255,13 +249,43 @@ async def _plan(
             meta.setdefault("downscaledFrom", downscaled_from)
             meta.setdefault("originalKey", image_originals.key_of_digest(digests[position]))
             image_url = dict(part["image_url"]) if isinstance(part.get("image_url"), dict) else {}
+            if position not in plan and image_originals.reference_of(part) is None:
+                await _write_original(
+                    platform, image_originals.original_item(url, digests[position]), work, lock
+                )
             plan[position] = current[position] = {
                 **part,
                 "image_url": {**image_url, "url": new_url},
                 "meta": meta,
             }
             total -= len(url) - len(new_url)
-    return plan, digests
+    return plan
+
+
+async def _write_original(
+    platform: Platform, item: tuple[str, dict[str, str]], work: _Work, lock: asyncio.Lock
+) -> None:
+    """Start storing one original once the one before is stored (rules 3, 4 and 6); a turn that
+    arrived meanwhile goes first."""
+    await _originals_written(work, lock)
+    key, value = item
+    if key in work.stored_originals:
+        return
+    await _yield(lock)
+
+    async def write() -> None:
+        await platform.local.set({key: value})
+        work.stored_originals.add(key)
+
+    work.writing = asyncio.ensure_future(write())
+
+
+async def _originals_written(work: _Work, lock: asyncio.Lock) -> None:
+    """Wait for the original write in flight, if any; a refusal is raised here. A turn that comes
+    meanwhile goes first: the write goes on alone, and the next try waits for it (rule 6)."""
+    if work.writing is not None:
+        await _unless_preempted(work.writing, lock)
+        work.writing = None
 
 
 def _thumbnail(url: str, side: int) -> tuple[str, dict[str, int]] | None:

@@ -158,6 +158,93 @@ def test_a_request_waiting_for_the_lock_takes_it_before_the_bound_writes(monkeyp
     assert len(first.calls) == len(set(first.calls))
 
 
+class HeldOriginalWrite:
+    """Wraps platform.local.set: the first original's write waits for `release`."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, platform):
+        self.release = asyncio.Event()
+        self.started = asyncio.Event()
+        real = platform.local.set
+
+        async def set_(items: dict) -> None:
+            if any(image_originals.is_original_key(k) for k in items) and not self.started.is_set():
+                self.started.set()
+                await self.release.wait()
+            await real(items)
+
+        monkeypatch.setattr(platform.local, "set", set_)
+
+
+def original_writes(platform) -> list[str]:
+    return [
+        k for w in platform.local.writes if isinstance(w, dict) for k in w if k.startswith("imageOriginal_")
+    ]
+
+
+def test_pillow_makes_the_next_thumbnail_while_an_original_is_written(monkeypatch):
+    history = parked()
+    platform = memory_platform({HISTORY: history})
+
+    async def scenario():
+        held = HeldOriginalWrite(monkeypatch, platform)
+        thumbnails = FirstThumbnail(monkeypatch)
+        real = image_codec.downscale
+
+        def downscale(data: bytes, side: int):
+            made = real(data, side)
+            if len(thumbnails.calls) == 2:
+                writing_at_second.append(held.started.is_set())
+                held.release.set()
+            return made
+
+        monkeypatch.setattr(image_codec, "downscale", downscale)
+        return await asyncio.wait_for(
+            image_bound.bound_unseen_image_bytes(platform, limit_bytes=limit_for(history)), 30
+        )
+
+    writing_at_second: list[bool] = []
+    result = asyncio.run(scenario())
+    assert writing_at_second == [True], "the second thumbnail waited for the first original's write"
+    assert result["changed"] == 2
+    *originals, last = platform.local.writes
+    assert list(last) == [HISTORY], "history is written after every original"
+    assert len(originals) == 2 and len(set(original_writes(platform))) == 2
+    stored = platform.local.snapshot()
+    for part in image_parts_of(stored[HISTORY][:-2]):
+        assert stored[part["meta"]["originalKey"]]["url"] in sent_urls(history)
+
+
+def test_an_original_written_while_the_bound_let_go_is_not_written_again(monkeypatch):
+    history = parked()
+    platform = memory_platform({HISTORY: history})
+
+    async def scenario():
+        held = HeldOriginalWrite(monkeypatch, platform)
+        bound = asyncio.ensure_future(
+            image_bound.bound_unseen_image_bytes(platform, limit_bytes=limit_for(history))
+        )
+        await held.started.wait()
+        async with lock_for(platform.local):  # another writer comes while the write is in flight
+            held.release.set()
+            read = await read_history(platform.local)
+            await platform.local.set({HISTORY: history_json([*read.records, Record("user", "a note")])})
+        return await asyncio.wait_for(bound, 30)
+
+    result = asyncio.run(asyncio.wait_for(scenario(), 30))
+    assert result["changed"] == 2
+    written = original_writes(platform)
+    assert len(written) == 2 and len(set(written)) == 2, "an original was written twice"
+    stored = platform.local.snapshot()
+    assert stored[HISTORY][-1] == {"role": "user", "content": "a note"}
+    assert sorted(written) == sorted(p["meta"]["originalKey"] for p in image_parts_of(stored[HISTORY][:-3]))
+
+
+def image_parts_of(history: list[dict]) -> list[dict]:
+    return [
+        p for r in history if isinstance(r["content"], list) for p in r["content"] if p["type"] == "image_url"
+    ]
+
+
 def test_the_bound_waits_for_a_running_turn_before_it_reads(monkeypatch):
     history = parked()
     platform = memory_platform({HISTORY: history})
