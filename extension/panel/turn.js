@@ -18,7 +18,9 @@
 //    to unsaved.js ("answer-unsaved"), which keeps it on screen as "Not saved".
 // 7. This module imports only state.js (and the shared helpers): what the rest of the panel does
 //    about a turn, it does by listening to `events` or through what `init` is given.
-// 8. A `tool_call` event (the model's run_python call, py/margin/tool_turn.py) is handed to
+// 8. The streaming bubble is not built again when the language changes: its words carry their
+//    catalogue keys (data-i18n…), which words.js relabels where they stand.
+// 9. A `tool_call` event (the model's run_python call, py/margin/tool_turn.py) is handed to
 //    tool_calls.js as "tool-call" with a slot in the streaming bubble and a `reply` that answers
 //    on this turn's port; the answer goes on streaming after the slot.
 
@@ -51,7 +53,7 @@ export function startTurn(start, restore = null, { quietErrors = [] } = {}) {
     emit("turn-unsent", { restore });
     return;
   }
-  const body = el("div", { class: "md" }, el("span", { class: "typing", role: "img", "aria-label": t("panel_writing") }, el("i"), el("i"), el("i")));
+  const body = el("div", { class: "md" }, typingDots());
   const node = el("article", { class: "msg assistant streaming", "aria-busy": "true", "aria-live": "off", dataset: { role: "assistant", streaming: "1" } }, el("div", { class: "bubble" }, body));
   const turn = {
     port,
@@ -98,6 +100,10 @@ export function startTurn(start, restore = null, { quietErrors = [] } = {}) {
   // Several large images can make the start larger than one port message may be (64 MiB).
   postInPieces(port, start);
 }
+
+// "Margin is writing", until the model's words arrive (the painter replaces it).
+const typingDots = () =>
+  el("span", { class: "typing", role: "img", "aria-label": t("panel_writing"), dataset: { i18nAriaLabel: "panel_writing" } }, el("i"), el("i"), el("i"));
 
 function onTurnEvent(turn, message) {
   if (turn !== state.turn) return;
@@ -146,7 +152,7 @@ function onTurnEvent(turn, message) {
   }
 }
 
-// Rule 8: the text so far is finished where it stands, the call gets a slot of its own under it
+// Rule 9: the text so far is finished where it stands, the call gets a slot of its own under it
 // (tool_calls.js fills it, runs the code and answers on the port), and what the model writes
 // next streams into a fresh part after it.
 function startToolCall(turn, message) {
