@@ -193,6 +193,18 @@ def test_the_worker_s_sentences_follow_the_browser_then_the_setting(
     )
 
 
+def test_the_sessions_dates_tick_while_the_drawer_stays_open(margin: Margin):
+    margin.storage_set({"savedSessions": [legacy("s1", "Recent", three_minutes_ago())]})
+    page = margin.context.new_page()
+    page.clock.install()  # the page's own clock, moved on below instead of waiting two minutes
+    page.goto(margin.url("sidepanel.html"))
+    margin.wait_panel_ready(page)
+    open_drawer(page, "Sessions", "Search sessions")
+    poll(lambda: dates(page) == {"Recent": "3 minutes ago"}, timeout=30, message=lambda: str(dates(page)))
+    page.clock.fast_forward("02:00")
+    poll(lambda: dates(page) == {"Recent": "5 minutes ago"}, timeout=10, message=lambda: str(dates(page)))
+
+
 def test_a_streaming_answer_follows_a_change_of_language(configured_margin: Margin, fake_provider):
     """The streaming bubble is not built again: its words are relabeled where they stand."""
     margin = configured_margin
