@@ -154,7 +154,8 @@ function onTurnEvent(turn, message) {
 
 // Rule 9: the text so far is finished where it stands, the call gets a slot of its own under it
 // (tool_calls.js fills it, runs the code and answers on the port), and what the model writes
-// next streams into a fresh part after it.
+// next streams into a fresh part after it, which shows the typing dots once the model has the
+// call's result (not while the call waits for the user or runs).
 function startToolCall(turn, message) {
   cancelAnimationFrame(turn.frame);
   turn.frame = 0;
@@ -168,10 +169,11 @@ function startToolCall(turn, message) {
     if (state.turn !== turn) return false;
     try {
       turn.port.postMessage(answer);
-      return true;
     } catch {
       return false;
     }
+    if (turn.body === next && !turn.text) next.replaceChildren(typingDots());
+    return true;
   };
   emit("tool-call", { call: message.call, files: message.files, slot, reply, settled: turn.settled });
 }

@@ -221,6 +221,27 @@ def test_a_worker_stopped_mid_call_fails_clearly_and_the_rounds_come_back_with_r
     assert call["id"] == "call_kept" and call["outcome"] == "stopped" and answer["incomplete"] is True
 
 
+def test_the_answer_shows_it_is_being_written_again_once_the_call_is_answered(
+    margin: Margin, provider: FakeProvider
+):
+    panel = margin.open_panel()
+    provider.script(
+        ToolCall("print(1)", text="Let me see.", call_id="call_dots"),
+        Reply("Fine without it.", first_delay=6.0),
+    )
+    margin.send(panel, "Run nothing")
+    box = panel.get_by_role("group", name="Code the model asked to run").first
+    box.get_by_role("button", name="Don't run", exact=True).wait_for(timeout=60_000)
+    writing = panel.get_by_role("img", name="Margin is writing")
+    assert writing.count() == 0, "the call waits for the user, not for the model"
+    box.get_by_role("button", name="Don't run", exact=True).click()
+    panel.locator("article[data-streaming] .tool-call-slot + .md").get_by_role(
+        "img", name="Margin is writing"
+    ).wait_for(timeout=5_000)
+    assert margin.wait_answer(panel).endswith("Fine without it.")
+    assert writing.count() == 0
+
+
 def test_a_change_of_language_relabels_the_waiting_call_and_its_run_where_they_stand(
     margin: Margin, provider: FakeProvider
 ):
