@@ -398,10 +398,18 @@ export function applyHistory(raw, { initial = false } = {}) {
     requestAnimationFrame(() => ui.conversation.removeAttribute("aria-busy"));
   }
   state.bubbles = bubbles;
-  // Reconcile in place: unchanged bubbles stay (and keep their highlighting and scroll).
+  // Reconcile in place: unchanged bubbles stay (and keep their highlighting and scroll). A node
+  // that goes is removed before the next one is placed, so the nodes that stay never move (a
+  // moved node is laid out again whole, and the log announces it again).
   const container = ui.history;
+  const staying = new Set(nodes);
   let cursor = container.firstChild;
   for (const node of nodes) {
+    while (cursor && cursor !== node && !staying.has(cursor)) {
+      const next = cursor.nextSibling;
+      cursor.remove();
+      cursor = next;
+    }
     if (cursor === node) {
       cursor = cursor.nextSibling;
     } else {
