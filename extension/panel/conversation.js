@@ -50,7 +50,6 @@ export function init() {
     if (state.pinned) scrollToBottom();
   });
   keepPinned.observe(ui.history);
-  keepPinned.observe(ui.live);
   ui.conversation.addEventListener("click", onAction);
   events.addEventListener("live-changed", updateEmptyState);
   events.addEventListener("unsaved-changed", () => applyHistory(state.history));
@@ -435,7 +434,7 @@ export function applyHistory(raw, { initial = false } = {}) {
 }
 
 export function updateEmptyState() {
-  const empty = !ui.history.firstChild && !ui.live.firstChild;
+  const empty = !ui.history.firstChild;
   ui.welcome.hidden = !empty;
   ui.conversation.classList.toggle("empty", empty);
   ui.welcomeSetup.hidden = state.providers.length > 0;
