@@ -13,7 +13,9 @@
 //    imported on first need.
 // 5. A streaming answer (`streamingMarkdown`) is painted in linear time: its finished blocks are
 //    rendered once and kept (panel/stream_render.js), only the rest is rendered again, and paints
-//    are spaced by their own cost (at most about a fifth of the main thread). Each piece goes
+//    are spaced by their own cost (at most about a fifth of the main thread), each painting at most
+//    a slice more than the last (text that arrives faster than it is painted waits its turn, rather
+//    than being painted in one long task). Each piece goes
 //    through the same sanitizing as a whole answer (rules 1-3): pieces are joined as DOM nodes,
 //    never as HTML text. The last paint equals `renderMarkdown` of the whole answer.
 
@@ -118,10 +120,10 @@ export function highlightWithin(target) {
 }
 
 // Rule 5. `around(paint)` runs each paint (the caller keeps the view pinned to the bottom).
-// `update(text)` may paint later (the paint's cost spaces them); `finish(text)` paints now and
-// stops; `complete(text)` paints what is left a slice per task (COMPLETE_SLICE_CHARS), then as
-// `finish`, and resolves to true once that last paint is done (false when the target left the
-// page first). All take the whole answer so far.
+// `update(text)` may paint later (the paint's cost spaces them; what is left after a slice is
+// painted next); `finish(text)` paints now and stops; `complete(text)` paints what is left a slice
+// per task (COMPLETE_SLICE_CHARS), then as `finish`, and resolves to true once that last paint is
+// done (false when the target left the page first). All take the whole answer so far.
 const PAINT_SHARE = 5; // wait at least 4x a paint's own duration before the next one
 const COMPLETE_SLICE_CHARS = 25_000;
 
@@ -177,6 +179,13 @@ export function streamingMarkdown(target, { around = (paint) => paint() } = {}) 
     notBefore = performance.now() + (performance.now() - began) * (PAINT_SHARE - 1);
   }
 
+  // The next slice of what arrived (rule 5); the rest is painted after it, spaced as any paint.
+  function paintSlice() {
+    const behind = !failed && latest.length - painted > COMPLETE_SLICE_CHARS;
+    paint(false, behind ? latest.slice(0, painted + COMPLETE_SLICE_CHARS) : latest);
+    if (latest.length > painted && target.isConnected) timer = setTimeout(paintSlice, Math.max(0, notBefore - performance.now()));
+  }
+
   function complete(text) {
     latest = text;
     completing ??= new Promise((resolve) => {
@@ -202,8 +211,8 @@ export function streamingMarkdown(target, { around = (paint) => paint() } = {}) 
       latest = text;
       if (completing) return;
       const wait = notBefore - performance.now();
-      if (wait <= 0) paint(false);
-      else timer ||= setTimeout(() => paint(false), wait);
+      if (wait <= 0) paintSlice();
+      else timer ||= setTimeout(paintSlice, Math.max(0, wait));
     },
     finish(text) {
       latest = text;

@@ -35,7 +35,7 @@
 import { CONTRACT } from "./generated/contract.js";
 import { t, tPlural, formatNumber, formatSize, onLanguageChange } from "./i18n.js";
 import { exportBackup as streamExport, importBackup as streamImport } from "./sessions/backup.js";
-import { dateElement, download, el, marked } from "./sessions/dom.js";
+import { dateElement, download, el, marked, refreshDates } from "./sessions/dom.js";
 import {
   findSessions, followStorage, forgetEntry, indexEntries, onDigests, onIndexChange, readStoredIndex, sessionRows,
   useReadIndex,
@@ -52,6 +52,8 @@ const UNDO_WINDOW_MS = CONTRACT.limits.undoWindowMs;  // margin.sessions.UNDO_MS
 const FIRST_PAGE = 10;
 const PAGE_SIZE = 20;
 const VERIFY_EVERY_MS = 60_000;
+// "3 minutes ago" becomes "4 minutes ago" while the drawer stays open; the timer runs only then.
+const DATES_TICK_MS = 20_000;
 
 let verifiedAt = -Infinity;  // the last background session.check (bodies checked), once per page
 
@@ -433,6 +435,18 @@ export function mountSessionsPanel(root, options) {
     if (indexEntries() === null) await ensureLoaded();
     render();  // from memory: the index was preloaded and followed
     verifyInBackground();
+    tickDates();
+  }
+
+  // The drawer is closed by hiding the root (the panel's header does it too): the next tick sees it and stops.
+  let datesTimer = 0;
+  function tickDates() {
+    datesTimer ||= setInterval(() => {
+      if (destroyed || root.hidden) {
+        clearInterval(datesTimer);
+        datesTimer = 0;
+      } else refreshDates(list);
+    }, DATES_TICK_MS);
   }
 
   const controller = {
@@ -447,6 +461,7 @@ export function mountSessionsPanel(root, options) {
     },
     destroy() {
       destroyed = true;
+      clearInterval(datesTimer);
       observer?.disconnect();
       stopFollowing();
       stopDigests();

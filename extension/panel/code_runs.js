@@ -17,6 +17,9 @@
 // 6. The model's run_python calls run here too (`runForTool`, used by tool_calls.js): the same
 //    sandbox, one run at a time, with the conversation's files under /data/; the run is handed
 //    back to the caller instead of being saved with a block.
+// 7. A change of language relabels a run where it stands: its button and its status from the
+//    catalogue carry their keys (data-i18n…, words.js); a bubble built again in the new language
+//    takes over the run of its block (its output and "Stop").
 import { CONTRACT } from "../generated/contract.js";
 import { call, el } from "../ui_common.js";
 import { t, tPlural, formatNumber } from "../i18n.js";
@@ -86,7 +89,7 @@ function onMessage(event) {
   const text = typeof message.text === "string" ? message.text : "";
   if (message.type === "progress") setStatus(active.output, text);
   else if (message.type === "started") {
-    setStatus(active.output, t("panel_run_running"));
+    setStatusKey(active.output, "panel_run_running");
     armWatchdog(timeLimitMs() + END_GRACE_MS);
   } else if (message.type === "stdout" || message.type === "stderr") appendStream(active, message.type, text);
   else if (message.type === "done") finish(message);
@@ -118,9 +121,21 @@ function outputFor(wrapper) {
   return output;
 }
 
+// The sandbox's own words ("Loading pandas…").
 function setStatus(output, text) {
-  output.querySelector(".code-run-status").textContent = text;
+  const line = output.querySelector(".code-run-status");
+  line.textContent = text;
+  delete line.dataset.i18n;
 }
+
+// Rule 7: a status from the catalogue.
+function setStatusKey(output, key) {
+  const line = output.querySelector(".code-run-status");
+  line.textContent = t(key);
+  line.dataset.i18n = key;
+}
+
+const startingKey = () => (frame?.readyResolve === null ? "panel_run_running" : "panel_starting_python");
 
 function appendStream(run, stream, text) {
   const kept = run.run[stream];
@@ -137,19 +152,19 @@ function appendStream(run, stream, text) {
 async function start(wrapper, button) {
   if (active) {
     if (active.wrapper === wrapper) stop();
-    else setStatus(outputFor(wrapper), t("panel_run_another"));
+    else setStatusKey(outputFor(wrapper), "panel_run_another");
     return;
   }
   const article = wrapper.closest("article");
   const index = Number(article.dataset.index);
   const record = state.history[index];
-  const code = wrapper.querySelector("pre code, pre")?.textContent || "";
+  const code = wrapper.querySelector("pre")?.textContent || "";
   const output = outputFor(wrapper);
   const id = `run-${Date.now()}-${++sequence}`;
   const run = { block: blockIndex(wrapper), code, status: "ok", stdout: "", stderr: "", value: null, tables: [], figures: [], error: "", note: "", startedAt: Date.now(), ms: 0 };
-  active = { id, wrapper, output, run, button, watchdog: 0 };
+  active = { id, index, wrapper, output, run, button, watchdog: 0 };
   setButton(button, true);
-  setStatus(output, frame?.readyResolve === null ? t("panel_run_running") : t("panel_starting_python"));
+  setStatusKey(output, startingKey());
   armWatchdog(START_GRACE_MS);
   await sandboxFrame();
   if (active?.id !== id) return;
@@ -166,7 +181,7 @@ export function runForTool(output, code, files) {
   return new Promise((resolve) => {
     active = { id, wrapper: null, output, run, button: null, watchdog: 0, resolve };
     output.replaceChildren(el("p", { class: "code-run-status", role: "status" }));
-    setStatus(output, frame?.readyResolve === null ? t("panel_run_running") : t("panel_starting_python"));
+    setStatusKey(output, startingKey());
     armWatchdog(START_GRACE_MS);
     sandboxFrame().then(() => {
       if (active?.id !== id) return;
@@ -253,22 +268,38 @@ export function paintRun(output, run) {
 
 function setButton(button, running) {
   if (!button?.isConnected) return;
-  button.textContent = running ? t("panel_stop") : t("panel_run");
-  button.setAttribute("aria-label", running ? t("panel_stop") : t("panel_run"));
+  const key = running ? "panel_stop" : "panel_run";
+  button.textContent = t(key);
+  button.setAttribute("aria-label", t(key));
+  Object.assign(button.dataset, { i18n: key, i18nAriaLabel: key });
   button.classList.toggle("is-running", running);
+}
+
+// Rule 7: the block that runs, in a bubble built again (its answer's index, its code, its place).
+function takesOverRun(article, wrapper) {
+  if (!active?.wrapper || active.wrapper === wrapper || active.index !== Number(article.dataset.index)) return false;
+  return wrapper.querySelector("pre")?.textContent === active.run.code && blockIndex(wrapper) === active.run.block;
 }
 
 function decorate(wrapper) {
   if (wrapper.dataset.runnable) return;
   const article = wrapper.closest("article.msg.assistant[data-index]");
   if (!article || article.dataset.streaming) return;
-  const code = wrapper.querySelector("pre code");
+  // One selector, no combinator: Chrome answered `pre code` in time growing with the block's place
+  // in the page (16 ms for the last of a 1 MB answer's 2,700 blocks: seconds per long answer).
+  const code = wrapper.querySelector("code");
   const language = (code?.className.match(/language-([\w+#.-]+)/) || [])[1] || "";
   if (!PYTHON.test(language)) return;
   wrapper.dataset.runnable = "1";
   const button = el("button", { type: "button", class: "btn ghost code-run-button", "aria-label": t("panel_run"), text: t("panel_run") });
   button.addEventListener("click", () => start(wrapper, button));
   wrapper.querySelector(".code-head")?.append(button);
+  if (takesOverRun(article, wrapper)) {
+    Object.assign(active, { wrapper, button });
+    wrapper.after(active.output);
+    setButton(button, true);
+    return;
+  }
   const record = state.history[Number(article.dataset.index)];
   // Most answers have no runs; a block's position is a walk over its answer's blocks (done for
   // each of a long answer's thousands of blocks, that walk made painting it quadratic).
@@ -291,7 +322,12 @@ export function init() {
     if (area === "local" && TIME_LIMIT_KEY in changes) takeTimeLimit(changes[TIME_LIMIT_KEY].newValue);
   });
   window.addEventListener("message", onMessage);
+  // A streaming bubble that becomes the stored one (turn.js takeStreamingBubble) loses data-streaming:
+  // its blocks were added before, so they are looked at then.
   new MutationObserver((mutations) => {
-    for (const mutation of mutations) for (const node of mutation.addedNodes) scan(node);
-  }).observe(ui.conversation, { childList: true, subtree: true }); // before the first paint (sidepanel.js)
+    for (const mutation of mutations) {
+      if (mutation.type === "attributes") scan(mutation.target);
+      else for (const node of mutation.addedNodes) scan(node);
+    }
+  }).observe(ui.conversation, { childList: true, subtree: true, attributeFilter: ["data-streaming"] }); // before the first paint (sidepanel.js)
 }

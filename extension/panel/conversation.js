@@ -20,10 +20,12 @@
 //    streaming bubble came or went) for the empty state.
 // 8. An answer whose save failed is painted right after its question, in the "Not saved" state
 //    (unsaved.js decides which, and builds it).
-// 9. A long answer is never rendered in one task: just streamed (over the kept render's size), the
-//    stored bubble takes over the streaming bubble's element as it is painted (turn.js
-//    `takeStreamedRender`); read from storage (over PROGRESSIVE_FROM_CHARS), it is painted a
-//    slice per task, as if it streamed in.
+// 9. A long answer is never rendered in one task, nor moved: just streamed, the streaming bubble
+//    becomes the stored bubble where it stands (turn.js `takeStreamingBubble`), and over the kept
+//    render's size its painted answer stays, the rest painted a slice per task (a short one is
+//    rendered again from its record: its render is kept, and the log announces it once); read
+//    from storage (over PROGRESSIVE_FROM_CHARS), it is painted a slice per task, as if it
+//    streamed in.
 
 import { call, el, svg, copyText, idle } from "../ui_common.js";
 import { t, formatNumber } from "../i18n.js";
@@ -31,7 +33,7 @@ import { markdownModule, loadMarkdown } from "../markdown_lite.js";
 import { cachedFragment, keepRenders, recordKey, MAX_ENTRIES, MAX_ENTRY_CHARS } from "./render_cache.js";
 import { KEYS, $, ui, state, events, recordText, recordImages, recordSignature, scrollToBottom, announce, showAlert } from "./state.js";
 import { startEdit, cancelEdit } from "./composer.js";
-import { startTurn, reconcileStreamingWithHistory, takeStreamedRender } from "./turn.js";
+import { startTurn, reconcileStreamingWithHistory, streamingBubble, takeStreamingBubble } from "./turn.js";
 import { isAttachment, isVideoRecord, waitingFrom, attachmentSignature, buildAttachmentCard, updateComposerHint } from "./attachments.js";
 import { addCapsules } from "./capsules.js";
 import { usageLine } from "./usage.js";
@@ -48,7 +50,6 @@ export function init() {
     if (state.pinned) scrollToBottom();
   });
   keepPinned.observe(ui.history);
-  keepPinned.observe(ui.live);
   ui.conversation.addEventListener("click", onAction);
   events.addEventListener("live-changed", updateEmptyState);
   events.addEventListener("unsaved-changed", () => applyHistory(state.history));
@@ -141,15 +142,13 @@ function showNoPreview(button, img, name) {
 // The sanitized HTML of the bubbles rendered from a record, for the kept render: node -> {key, html}.
 const renders = new WeakMap();
 
-// Renders the record's answer into `content`; returns the element to show, which is another one
-// when a just-streamed answer takes over its streaming bubble's element (rule 9).
-function renderAnswer(markdown, node, content, record, { keep }) {
+// Renders the record's answer into `content`; returns the element to show, which is the streamed
+// one when a long just-streamed answer keeps its paint (rule 9).
+function renderAnswer(markdown, node, content, record, { keep, streamed = null }) {
   const text = recordText(record);
-  const newest = record === state.history[state.history.length - 1];
-  const streamed = newest && (!keep || text.length > MAX_ENTRY_CHARS) ? takeStreamedRender(text) : null;
-  if (streamed) {
-    streamed.painted.then((done) => done && markdown.highlightWithin(streamed.element));
-    return streamed.element;
+  if (streamed?.complete && (!keep || text.length > MAX_ENTRY_CHARS)) {
+    streamed.complete().then((done) => done && markdown.highlightWithin(streamed.content));
+    return streamed.content;
   }
   if (text.length > PROGRESSIVE_FROM_CHARS) {
     markdown.streamingMarkdown(content).complete(text).then((done) => done && markdown.highlightWithin(content));
@@ -185,10 +184,18 @@ function showPlainText(content, text) {
   content.replaceChildren(...pieces);
 }
 
+// Rule 9: the newest answer, when it is the one that just streamed, is built in its streaming bubble.
+function streamedBubbleFor(record, { lite }) {
+  if (record.role !== "assistant" || lite || record !== state.history[state.history.length - 1]) return null;
+  return takeStreamingBubble(recordText(record));
+}
+
 function buildBubble(record, index, { regenerate, lite, deferImages, videoIndex, keep }) {
   const role = record.role === "user" ? "user" : "assistant";
-  const article = el("article", { class: `msg ${role}`, dataset: { role, index: String(index) } });
-  const body = el("div", { class: "bubble" });
+  const streamed = streamedBubbleFor(record, { lite });
+  const article = streamed?.article ?? el("article", { class: `msg ${role}`, dataset: { role } });
+  article.dataset.index = String(index);
+  const body = streamed?.bubble ?? el("div", { class: "bubble" });
   if (role === "user") {
     const images = recordImages(record);
     if (images.length) {
@@ -216,11 +223,12 @@ function buildBubble(record, index, { regenerate, lite, deferImages, videoIndex,
       }
       article.dataset.pending = "1";
     } else {
-      content = renderAnswer(markdown, article, content, record, { keep });
+      content = renderAnswer(markdown, article, content, record, { keep, streamed });
       if (videoIndex >= 0) addCapsules(content, videoIndex);
     }
     if (videoIndex >= 0) article.dataset.video = String(videoIndex);
-    body.append(content);
+    if (!streamed) body.append(content);
+    else if (content !== streamed.content) streamed.content.replaceWith(content);
     if (record.stopped) body.append(el("span", { class: "tag", text: t("panel_stopped") }));
     // A turn that failed mid-answer keeps what arrived (py/margin/chat.py rule 3); never let it look whole.
     if (record.incomplete) body.append(el("p", { class: "answer-note", text: t("panel_incomplete") }));
@@ -231,7 +239,7 @@ function buildBubble(record, index, { regenerate, lite, deferImages, videoIndex,
   actions.append(copy);
   if (role === "user") actions.append(actionButton("edit", t("panel_edit"), "edit"));
   if (regenerate) actions.append(actionButton("regenerate", t("panel_regenerate"), "regenerate"));
-  article.append(body);
+  if (!streamed) article.append(body);
   const usage = role === "assistant" ? usageLine(record) : "";
   if (usage) article.append(el("p", { class: "usage-line", text: usage }));
   article.append(actions);
@@ -377,6 +385,8 @@ export function applyHistory(raw, { initial = false } = {}) {
     bubbles.push({ sig, node });
     nodes.push(node, ...(unsaved.get(index) ?? []));
   });
+  const streaming = streamingBubble();
+  if (streaming) nodes.push(streaming);
   // A whole conversation arriving at once (first paint, another session opened) is not news for a
   // screen reader: hold the log's announcements while it is put in (aria-busy), so only what a
   // turn adds later is read out.
@@ -387,10 +397,18 @@ export function applyHistory(raw, { initial = false } = {}) {
     requestAnimationFrame(() => ui.conversation.removeAttribute("aria-busy"));
   }
   state.bubbles = bubbles;
-  // Reconcile in place: unchanged bubbles stay (and keep their highlighting and scroll).
+  // Reconcile in place: unchanged bubbles stay (and keep their highlighting and scroll). A node
+  // that goes is removed before the next one is placed, so the nodes that stay never move (a
+  // moved node is laid out again whole, and the log announces it again).
   const container = ui.history;
+  const staying = new Set(nodes);
   let cursor = container.firstChild;
   for (const node of nodes) {
+    while (cursor && cursor !== node && !staying.has(cursor)) {
+      const next = cursor.nextSibling;
+      cursor.remove();
+      cursor = next;
+    }
     if (cursor === node) {
       cursor = cursor.nextSibling;
     } else {
@@ -416,7 +434,7 @@ export function applyHistory(raw, { initial = false } = {}) {
 }
 
 export function updateEmptyState() {
-  const empty = !ui.history.firstChild && !ui.live.firstChild;
+  const empty = !ui.history.firstChild;
   ui.welcome.hidden = !empty;
   ui.conversation.classList.toggle("empty", empty);
   ui.welcomeSetup.hidden = state.providers.length > 0;

@@ -31,7 +31,6 @@ export const $ = (id) => document.getElementById(id);
 export const ui = {
   conversation: $("conversation"),
   history: $("history"),
-  live: $("live"),
   welcome: $("welcome"),
   welcomeSetup: $("welcome-setup"),
   model: $("model-name"),

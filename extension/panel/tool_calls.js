@@ -14,6 +14,8 @@
 //    text), each call's code and its output (code_runs.js `paintRun`) or outcome. The articles are
 //    found by watching the conversation, as code_runs.js does, so conversation.js needs no hook.
 // 5. Code and output are text, always (textContent); nothing the model sent is parsed as HTML.
+// 6. A live call's words carry their catalogue keys (data-i18n…): a change of language relabels
+//    them where they stand (words.js), as the streaming bubble is not built again.
 import { el } from "../ui_common.js";
 import { t } from "../i18n.js";
 import { ui, state, events } from "./state.js";
@@ -26,15 +28,26 @@ const OUTCOME_KEYS = {
   failed: "panel_tool_failed",
 };
 
-function callBox(code, title) {
-  const box = el("section", { class: "tool-call", role: "group", "aria-label": t("panel_tool_call_label") });
-  box.append(el("p", { class: "tool-call-title", text: title }));
+// Rule 6: a node whose text is the catalogue's `key`.
+const worded = (tag, attrs, key) => el(tag, { ...attrs, text: t(key), dataset: { i18n: key } });
+const outputGroup = () => el("div", { class: "code-run", role: "group", "aria-label": t("panel_tool_output_label"), dataset: { i18nAriaLabel: "panel_tool_output_label" } });
+
+function callBox(code, titleKey) {
+  const box = el("section", { class: "tool-call", role: "group", "aria-label": t("panel_tool_call_label"), dataset: { i18nAriaLabel: "panel_tool_call_label" } });
+  box.append(worded("p", { class: "tool-call-title" }, titleKey));
   if (code) box.append(el("pre", { class: "tool-call-code" }, el("code", { text: code })));
   return box;
 }
 
-function note(box, text) {
-  box.append(el("p", { class: "tool-call-note", text }));
+function setTitle(box, key) {
+  const title = box.querySelector(".tool-call-title");
+  title.textContent = t(key);
+  title.dataset.i18n = key;
+}
+
+// A note from the catalogue: `key` alone is relabeled live (rule 6); one with `args` is not.
+function note(box, key, ...args) {
+  box.append(args.length ? el("p", { class: "tool-call-note", text: t(key, ...args) }) : worded("p", { class: "tool-call-note" }, key));
 }
 
 // --- A live call (rules 1-3) ---------------------------------------------------------------------
@@ -42,16 +55,16 @@ function note(box, text) {
 function onToolCall({ call, files, slot, reply, settled }) {
   if (!call || typeof call !== "object") return;
   const code = typeof call.code === "string" ? call.code : "";
-  const box = callBox(code, t("panel_tool_wants_to_run"));
+  const box = callBox(code, "panel_tool_wants_to_run");
   slot.replaceChildren(box);
   if (typeof call.refusal === "string") {
-    note(box, t("panel_tool_not_run", call.refusal));
+    note(box, "panel_tool_not_run", call.refusal);
     return;
   }
   let ended = false;
   let answered = false; // the result (or the refusal to run) went back: nothing left to stop
   const actions = el("div", { class: "tool-call-actions" });
-  const output = el("div", { class: "code-run", role: "group", "aria-label": t("panel_tool_output_label") });
+  const output = outputGroup();
   const answer = (message) => {
     answered = true;
     reply({ action: "tool_result", callId: call.id, ...message });
@@ -59,17 +72,16 @@ function onToolCall({ call, files, slot, reply, settled }) {
 
   async function run() {
     actions.remove();
-    box.querySelector(".tool-call-title").textContent = t("panel_tool_running");
+    setTitle(box, "panel_tool_running");
     box.append(output);
     const result = await runForTool(output, code, Array.isArray(files) ? files : []);
     if (ended) return;
     if (!result) {
-      const text = t("panel_tool_busy");
-      note(box, text);
-      answer({ outcome: "failed", note: text });
+      note(box, "panel_tool_busy");
+      answer({ outcome: "failed", note: t("panel_tool_busy") });
       return;
     }
-    box.querySelector(".tool-call-title").textContent = t("panel_tool_ran");
+    setTitle(box, "panel_tool_ran");
     answer({ outcome: "ran", run: result });
   }
 
@@ -78,20 +90,20 @@ function onToolCall({ call, files, slot, reply, settled }) {
     if (answered) return;
     if (output.isConnected) stopToolRun();
     actions.remove();
-    note(box, t("panel_tool_stopped"));
+    note(box, "panel_tool_stopped");
   });
 
   if (call.mode === "auto") {
     run();
     return;
   }
-  const runButton = el("button", { type: "button", class: "btn primary", text: t("panel_tool_run") });
-  const skipButton = el("button", { type: "button", class: "btn ghost", text: t("panel_tool_dont_run") });
+  const runButton = worded("button", { type: "button", class: "btn primary" }, "panel_tool_run");
+  const skipButton = worded("button", { type: "button", class: "btn ghost" }, "panel_tool_dont_run");
   runButton.addEventListener("click", run);
   skipButton.addEventListener("click", () => {
     actions.remove();
-    box.querySelector(".tool-call-title").textContent = t("panel_tool_not_run_title");
-    note(box, t("panel_tool_declined"));
+    setTitle(box, "panel_tool_not_run_title");
+    note(box, "panel_tool_declined");
     answer({ outcome: "declined" });
   });
   actions.append(runButton, skipButton);
@@ -103,14 +115,15 @@ function onToolCall({ call, files, slot, reply, settled }) {
 
 function storedCall(call) {
   const ran = call.outcome === "ran" && call.run && typeof call.run === "object";
-  const box = callBox(typeof call.code === "string" ? call.code : "", t(ran ? "panel_tool_ran" : "panel_tool_not_run_title"));
+  const box = callBox(typeof call.code === "string" ? call.code : "", ran ? "panel_tool_ran" : "panel_tool_not_run_title");
   if (ran) {
-    const output = el("div", { class: "code-run", role: "group", "aria-label": t("panel_tool_output_label") });
+    const output = outputGroup();
     box.append(output);
     paintRun(output, call.run);
   } else {
     const key = OUTCOME_KEYS[call.outcome] || "panel_tool_failed";
-    note(box, call.note && call.outcome !== "declined" && call.outcome !== "stopped" ? t("panel_tool_not_run", call.note) : t(key));
+    if (call.note && call.outcome !== "declined" && call.outcome !== "stopped") note(box, "panel_tool_not_run", call.note);
+    else note(box, key);
   }
   return box;
 }

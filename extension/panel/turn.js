@@ -1,9 +1,12 @@
 // A turn: one port (`CONTRACT.turnPort`) from Send to the stored answer; streaming, Stop, keepalive.
 //
 // Rules:
-// 1. A turn's deltas paint only the answer that is streaming, in a bubble of its own in `ui.live`.
-// 2. The streaming bubble leaves as soon as the stored answer is on screen, so one answer is never
-//    shown twice (`reconcileStreamingWithHistory`, called after every history paint).
+// 1. A turn's deltas paint only the answer that is streaming, in a bubble of its own, last in
+//    `ui.history` and quiet for the log (aria-live="off") while it streams.
+// 2. One answer is never shown twice: when its stored record is painted, the streaming bubble
+//    becomes that record's bubble where it stands (`takeStreamingBubble`), or, when it cannot
+//    (a tool call split it), it leaves as soon as the stored bubble is on screen
+//    (`reconcileStreamingWithHistory`, called after every history paint).
 // 3. A turn that fails before anything was stored gives the user their words and images back
 //    (the "turn-unsent" event; the composer puts them in the box).
 // 4. One turn at a time: a turn is started only while `state.turnState` is "idle". It is the
@@ -15,7 +18,9 @@
 //    to unsaved.js ("answer-unsaved"), which keeps it on screen as "Not saved".
 // 7. This module imports only state.js (and the shared helpers): what the rest of the panel does
 //    about a turn, it does by listening to `events` or through what `init` is given.
-// 8. A `tool_call` event (the model's run_python call, py/margin/tool_turn.py) is handed to
+// 8. The streaming bubble is not built again when the language changes: its words carry their
+//    catalogue keys (data-i18n…), which words.js relabels where they stand.
+// 9. A `tool_call` event (the model's run_python call, py/margin/tool_turn.py) is handed to
 //    tool_calls.js as "tool-call" with a slot in the streaming bubble and a `reply` that answers
 //    on this turn's port; the answer goes on streaming after the slot.
 
@@ -48,8 +53,8 @@ export function startTurn(start, restore = null, { quietErrors = [] } = {}) {
     emit("turn-unsent", { restore });
     return;
   }
-  const body = el("div", { class: "md" }, el("span", { class: "typing", role: "img", "aria-label": t("panel_writing") }, el("i"), el("i"), el("i")));
-  const node = el("article", { class: "msg assistant streaming", "aria-busy": "true", dataset: { role: "assistant", streaming: "1" } }, el("div", { class: "bubble" }, body));
+  const body = el("div", { class: "md" }, typingDots());
+  const node = el("article", { class: "msg assistant streaming", "aria-busy": "true", "aria-live": "off", dataset: { role: "assistant", streaming: "1" } }, el("div", { class: "bubble" }, body));
   const turn = {
     port,
     node,
@@ -59,6 +64,7 @@ export function startTurn(start, restore = null, { quietErrors = [] } = {}) {
     sawQuestionLast: false,
     frame: 0,
     renderer: null, // the streaming Markdown painter, made at the first paint
+    handedOver: false, // its bubble became the stored answer's (takeStreamingBubble)
     stopTimer: 0,
     keepAlive: 0,
     ghostTimer: 0,
@@ -67,9 +73,10 @@ export function startTurn(start, restore = null, { quietErrors = [] } = {}) {
     settle: null,
   };
   turn.settled = new Promise((resolve) => (turn.settle = resolve));
+  if (state.lastTurn) removeStreamingBubble(state.lastTurn);
   state.turn = turn;
   setTurnState("starting");
-  ui.live.replaceChildren(node);
+  ui.history.append(node);
   emit("live-changed");
   state.pinned = true;
   scrollToBottom();
@@ -93,6 +100,10 @@ export function startTurn(start, restore = null, { quietErrors = [] } = {}) {
   // Several large images can make the start larger than one port message may be (64 MiB).
   postInPieces(port, start);
 }
+
+// "Margin is writing", until the model's words arrive (the painter replaces it).
+const typingDots = () =>
+  el("span", { class: "typing", role: "img", "aria-label": t("panel_writing"), dataset: { i18nAriaLabel: "panel_writing" } }, el("i"), el("i"), el("i"));
 
 function onTurnEvent(turn, message) {
   if (turn !== state.turn) return;
@@ -141,9 +152,10 @@ function onTurnEvent(turn, message) {
   }
 }
 
-// Rule 8: the text so far is finished where it stands, the call gets a slot of its own under it
+// Rule 9: the text so far is finished where it stands, the call gets a slot of its own under it
 // (tool_calls.js fills it, runs the code and answers on the port), and what the model writes
-// next streams into a fresh part after it.
+// next streams into a fresh part after it, which shows the typing dots once the model has the
+// call's result (not while the call waits for the user or runs).
 function startToolCall(turn, message) {
   cancelAnimationFrame(turn.frame);
   turn.frame = 0;
@@ -152,15 +164,16 @@ function startToolCall(turn, message) {
   const slot = el("div", { class: "tool-call-slot" });
   const next = el("div", { class: "md" });
   turn.body.after(slot, next);
-  Object.assign(turn, { body: next, renderer: null, text: "", handedOver: false });
+  Object.assign(turn, { body: next, renderer: null, text: "" });
   const reply = (answer) => {
     if (state.turn !== turn) return false;
     try {
       turn.port.postMessage(answer);
-      return true;
     } catch {
       return false;
     }
+    if (turn.body === next && !turn.text) next.replaceChildren(typingDots());
+    return true;
   };
   emit("tool-call", { call: message.call, files: message.files, slot, reply, settled: turn.settled });
 }
@@ -175,7 +188,7 @@ function scheduleStreamPaint(turn) {
 
 // The answer so far, painted in linear time (markdown.js rule 5: finished blocks are kept).
 function paintStream(turn, { final = false } = {}) {
-  if (!turn.node.isConnected) return;
+  if (!turn.node.isConnected || turn.handedOver) return;
   const markdown = markdownModule();
   if (!markdown) {
     // The libraries load after the first paint (markdown_lite.js): the text until they are in.
@@ -249,7 +262,7 @@ function historyHoldsAnswer(turn) {
 
 function removeStreamingBubble(turn) {
   clearTimeout(turn.ghostTimer);
-  if (turn.node.isConnected) {
+  if (turn.node.isConnected && !turn.handedOver) {
     const stick = state.pinned;
     turn.node.remove();
     emit("live-changed");
@@ -273,18 +286,26 @@ export function reconcileStreamingWithHistory() {
   }
 }
 
-// The streaming bubble's painted answer, for the stored bubble that takes over from it
-// (conversation.js): its `.md` element, still being painted, and a promise of the last paint; or
-// null. Only when the stored text continues what was streamed and the stored bubble is about to
-// take over (reconcileStreamingWithHistory). The painter paints the rest a slice per task, and
-// its last paint equals a whole render (markdown.js rule 5).
-export function takeStreamedRender(text) {
+// The streaming bubble, while it streams or waits for its stored answer: applyHistory keeps it last.
+export function streamingBubble() {
   const turn = state.turn || state.lastTurn;
-  if (!turn?.renderer || turn.handedOver || !text.startsWith(turn.text)) return null;
-  if (!storedAnswerIsThisTurns(turn)) return null;
-  turn.text = text;
+  return turn && !turn.handedOver && turn.node.isConnected ? turn.node : null;
+}
+
+// The streaming bubble as the stored answer's bubble (conversation.js rule 9), when that answer is
+// this turn's and no tool call split it: {article, bubble, content, complete}, or null. The
+// article is stamped a stored bubble here; the caller gives it its index. `complete()` paints the
+// rest of `text` a slice per task (its last paint equals a whole render, markdown.js rule 5) and
+// resolves to true when done; it is null when what was painted is not the start of `text`.
+export function takeStreamingBubble(text) {
+  const turn = state.turn || state.lastTurn;
+  if (!turn || turn.handedOver || !turn.node.isConnected || !storedAnswerIsThisTurns(turn)) return null;
+  if (turn.node.querySelector(".tool-call-slot")) return null;
+  const painted = turn.renderer && text.startsWith(turn.text) ? turn.renderer : null;
   turn.handedOver = true;
-  const painted = turn.renderer.complete(text);
-  turn.body.remove();
-  return { element: turn.body, painted };
+  turn.text = text;
+  const article = turn.node;
+  article.className = "msg assistant";
+  for (const name of ["aria-busy", "aria-live", "data-streaming"]) article.removeAttribute(name);
+  return { article, bubble: turn.body.parentElement, content: turn.body, complete: painted && (() => painted.complete(text)) };
 }

@@ -4,6 +4,7 @@
 //      marked(text, spans) -> fragment with each [start, end) span in a <mark>
 //      dateElement(row) -> <time> of the row's last activity: "3 minutes ago" within a week, else
 //        the date, in the chosen language (i18n.js); the full date and time as its title
+//      refreshDates(root) -> each such <time> under `root` says it again for now ("4 minutes ago")
 //      download({filename, mimeType, text}) saves a file through a temporary link
 
 import { t, formatDate, formatRelative } from "../i18n.js";
@@ -34,11 +35,19 @@ export function marked(text, spans) {
 }
 
 const RECENT_MS = 7 * 24 * 3600 * 1000;
+const dateText = (ms, now) => (Math.abs(now - ms) < RECENT_MS ? formatRelative(ms, now) : formatDate(ms, { dateStyle: "medium" }));
+
 export function dateElement(row, now = Date.now()) {
   const ms = Math.max(row.savedAt || 0, row.createdAt || 0);
   if (!ms) return el("time", { class: "sp-date", text: t("sessions_date_unknown") });
-  const text = Math.abs(now - ms) < RECENT_MS ? formatRelative(ms, now) : formatDate(ms, { dateStyle: "medium" });
-  return el("time", { class: "sp-date", datetime: new Date(ms).toISOString(), title: formatDate(ms), text });
+  return el("time", { class: "sp-date", datetime: new Date(ms).toISOString(), title: formatDate(ms), text: dateText(ms, now) });
+}
+
+export function refreshDates(root, now = Date.now()) {
+  for (const time of root.querySelectorAll("time.sp-date[datetime]")) {
+    const text = dateText(Date.parse(time.dateTime), now);
+    if (time.textContent !== text) time.textContent = text;
+  }
 }
 
 export function download({ filename, mimeType, text }) {

@@ -119,10 +119,10 @@ def test_reduced_motion_and_one_polite_announcement_of_the_answer(configured_mar
     page.evaluate(WATCH_LOG_JS, "beaver30")
     margin.send(page, "Count beavers")
     margin.wait_turn_state(page, "streaming")
-    page.locator("#live .typing, #live .md").first.wait_for(state="attached")
+    page.locator("article[data-streaming] :is(.typing, .md)").first.wait_for(state="attached")
     assert page.evaluate("document.getAnimations().length") == 0
     assert page.evaluate("getComputedStyle(document.querySelector('.btn')).transitionDuration") == "0s"
-    assert page.locator("#live").get_attribute("aria-live") == "off"
+    assert page.locator("article[data-streaming]").get_attribute("aria-live") == "off"
     assert page.locator("#conversation").get_attribute("aria-live") == "polite"
     margin.wait_answer(page)
     page.wait_for_timeout(300)

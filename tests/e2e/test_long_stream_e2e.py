@@ -43,6 +43,27 @@ SAME_DOM_JS = """async ({ text, cuts }) => {
 }"""
 
 
+# Keeps the streaming bubble, to tell later whether the stored answer is shown in it.
+MARK_STREAMING_BUBBLE_JS = """async () => {
+    while (!document.querySelector('article[data-streaming]')) await new Promise((r) => setTimeout(r, 10));
+    window.__streamingBubble = document.querySelector('article[data-streaming]');
+}"""
+
+# The stored answer is shown in the bubble that streamed it, and the page holds no other answer.
+SHOWN_WHERE_IT_STREAMED_JS = """() => {
+    const answers = document.querySelectorAll('#conversation article[data-role=assistant]');
+    return answers.length === 1 && answers[0] === window.__streamingBubble && answers[0].isConnected
+        && answers[0].dataset.index === '1' && !answers[0].hasAttribute('aria-live');
+}"""
+
+# The Python blocks of the last answer that have "Run", first and last (code_runs.js).
+RUN_BUTTONS_JS = """() => {
+    const blocks = [...document.querySelectorAll('#history article.msg.assistant')].pop().querySelectorAll('.code-block');
+    const hasRun = (block) => !!block?.querySelector('.code-run-button');
+    return { first: hasRun(blocks[0]), last: hasRun(blocks[blocks.length - 1]), blocks: blocks.length };
+}"""
+
+
 def stream_long_answer(margin: Margin, fake_provider: FakeProvider, text: str) -> tuple[Page, list[float]]:
     """Streams `text` as the answer in 4,000 chunks and waits until the stored answer is painted to
     its last line; returns the page and the probe's gaps (shared with the bench)."""
@@ -50,6 +71,7 @@ def stream_long_answer(margin: Margin, fake_provider: FakeProvider, text: str) -
     fake_provider.script(reply=text, chunks=4000)
     page.evaluate(GAP_PROBE_JS)
     margin.send(page, "Write a very long report")
+    page.evaluate(MARK_STREAMING_BUBBLE_JS)
     margin.wait_answer(page, timeout_ms=240_000)
     page.wait_for_function(ANSWER_PAINTED_JS, timeout=120_000)
     gaps = page.evaluate("() => { clearInterval(window.__probe); return window.__gaps; }")
@@ -70,7 +92,12 @@ def test_a_one_megabyte_answer_streams_and_is_painted_whole(
     assert len(gaps) > 10, "the probe saw the answer stream"
     whole = page.evaluate(WHOLE_RENDER_JS, text)
     assert page.evaluate(LAST_ANSWER_JS) == {"blocks": whole["blocks"], "text": whole["text"]}
-    assert page.locator("#live .msg").count() == 0, "the streaming bubble is gone"
+    assert page.locator("article[data-streaming]").count() == 0, "no bubble is still streaming"
+    # The hand-over moved nothing: the bubble that streamed is the stored answer's (moving 1 MB of
+    # painted Markdown froze the panel for seconds), and its Python blocks got "Run" like any.
+    assert page.evaluate(SHOWN_WHERE_IT_STREAMED_JS)
+    runs = page.evaluate(RUN_BUTTONS_JS)
+    assert runs["first"] and runs["last"] and runs["blocks"] > 1000, runs
     page.close()
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from fake_behaviours import bad_key, rate_limited
+from fake_behaviours import bad_key, rate_limited, slow_stream
 from harness import COLD_TIMEOUT_MS, Margin, launch, poll
 
 
@@ -191,6 +191,35 @@ def test_the_worker_s_sentences_follow_the_browser_then_the_setting(
         timeout=COLD_TIMEOUT_MS / 1000,
         message=lambda: margin.wait_alert(page),
     )
+
+
+def test_the_sessions_dates_tick_while_the_drawer_stays_open(margin: Margin):
+    margin.storage_set({"savedSessions": [legacy("s1", "Recent", three_minutes_ago())]})
+    page = margin.context.new_page()
+    page.clock.install()  # the page's own clock, moved on below instead of waiting two minutes
+    page.goto(margin.url("sidepanel.html"))
+    margin.wait_panel_ready(page)
+    open_drawer(page, "Sessions", "Search sessions")
+    poll(lambda: dates(page) == {"Recent": "3 minutes ago"}, timeout=30, message=lambda: str(dates(page)))
+    page.clock.fast_forward("02:00")
+    poll(lambda: dates(page) == {"Recent": "5 minutes ago"}, timeout=10, message=lambda: str(dates(page)))
+
+
+def test_a_streaming_answer_follows_a_change_of_language(configured_margin: Margin, fake_provider):
+    """The streaming bubble is not built again: its words are relabeled where they stand."""
+    margin = configured_margin
+    waits = slow_stream(chunks=10, delay=0.05, word="otter")
+    waits.first_delay = 8.0
+    fake_provider.script(waits)
+    page = margin.open_panel()
+    margin.send(page, "Count otters")
+    page.get_by_role("img", name="Margin is writing").wait_for(timeout=COLD_TIMEOUT_MS)
+    margin.storage_set({"uiLanguage": "ru"})
+    page.get_by_role("img", name="Margin пишет").wait_for(timeout=COLD_TIMEOUT_MS)
+    assert page.get_by_role("img", name="Margin is writing").count() == 0
+    margin.storage_set({"uiLanguage": "auto"})  # the harness finds its buttons by their English names
+    margin.wait_answer(page)
+    assert margin.bubble_texts(page) == ["Count otters", " ".join(f"otter{i}" for i in range(1, 11))]
 
 
 COMPOSING_ENTER_JS = """(composing) => {

@@ -249,6 +249,30 @@ def test_stop_ends_a_run(sandboxed):
     code_block.get_by_role("button", name="Run").wait_for()
 
 
+def test_a_running_block_keeps_its_run_through_a_change_of_language(sandboxed):
+    """The bubbles are built again in the new language: the block's run stays with its block, its
+    status and its "Stop" in the new words."""
+    margin, page = sandboxed
+    code_block = block(page, "loop")
+    code_block.get_by_role("button", name="Run").click()
+    output = code_block.locator("xpath=following-sibling::div[contains(@class,'code-run')][1]")
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.code-run-status')].some((n) => n.textContent === 'Running…')",
+        timeout=RUN_TIMEOUT_MS,
+    )
+    try:
+        margin.storage_set({"uiLanguage": "ru"})
+        code_block.get_by_role("button", name="Стоп").wait_for(timeout=COLD_TIMEOUT_MS)
+        assert output.locator(".code-run-status").inner_text() == "Выполняется…"
+        code_block.get_by_role("button", name="Стоп").click()
+        page.wait_for_function(
+            "(node) => node.dataset.status === 'stopped'", arg=output.element_handle(), timeout=20_000
+        )
+    finally:
+        margin.storage_set({"uiLanguage": "auto"})
+    code_block.get_by_role("button", name="Run").wait_for(timeout=COLD_TIMEOUT_MS)
+
+
 def test_a_2_gb_allocation_gives_a_clear_memory_error(sandboxed):
     _margin, page = sandboxed
     # One 2 GB object cannot exist in a 32-bit Python: said in a sentence, not only OverflowError.

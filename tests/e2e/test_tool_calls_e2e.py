@@ -16,6 +16,7 @@ One browser for the module (the sandbox boots once); each test starts from an em
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import pytest
@@ -218,6 +219,53 @@ def test_a_worker_stopped_mid_call_fails_clearly_and_the_rounds_come_back_with_r
     )
     (call,) = answer["toolRounds"][0]["calls"]
     assert call["id"] == "call_kept" and call["outcome"] == "stopped" and answer["incomplete"] is True
+
+
+def test_the_answer_shows_it_is_being_written_again_once_the_call_is_answered(
+    margin: Margin, provider: FakeProvider
+):
+    panel = margin.open_panel()
+    provider.script(
+        ToolCall("print(1)", text="Let me see.", call_id="call_dots"),
+        Reply("Fine without it.", first_delay=6.0),
+    )
+    margin.send(panel, "Run nothing")
+    box = panel.get_by_role("group", name="Code the model asked to run").first
+    box.get_by_role("button", name="Don't run", exact=True).wait_for(timeout=60_000)
+    writing = panel.get_by_role("img", name="Margin is writing")
+    assert writing.count() == 0, "the call waits for the user, not for the model"
+    box.get_by_role("button", name="Don't run", exact=True).click()
+    panel.locator("article[data-streaming] .tool-call-slot + .md").get_by_role(
+        "img", name="Margin is writing"
+    ).wait_for(timeout=5_000)
+    assert margin.wait_answer(panel).endswith("Fine without it.")
+    assert writing.count() == 0
+
+
+def test_a_change_of_language_relabels_the_waiting_call_and_its_run_where_they_stand(
+    margin: Margin, provider: FakeProvider
+):
+    panel = margin.open_panel()
+    provider.script(ToolCall("import time\ntime.sleep(15)", call_id="call_slow"), Reply("Slept."))
+    margin.send(panel, "Sleep a little")
+    box = panel.get_by_role("group", name="Code the model asked to run").first
+    box.get_by_role("button", name="Run", exact=True).wait_for(timeout=60_000)
+    box = panel.locator("article[data-streaming] .tool-call").first  # whatever its language
+    try:
+        margin.storage_set({"uiLanguage": "ru"})
+        expect(box).to_have_attribute("aria-label", "Код, который модель попросила запустить")
+        expect(box).to_contain_text("Модель хочет запустить этот код на Python")
+        expect(box.get_by_role("button", name="Не запускать", exact=True)).to_be_visible()
+        box.get_by_role("button", name="Запустить", exact=True).click()
+        status = box.get_by_role("status")
+        expect(status).to_have_text(re.compile("^(Запуск Python…|Выполняется…)$"))
+        margin.storage_set({"uiLanguage": "auto"})
+        expect(status).to_have_text(re.compile("^(Starting Python…|Running…)$"))
+        expect(box).to_contain_text("Running the model's code…")
+    finally:
+        margin.storage_set({"uiLanguage": "auto"})
+    panel.get_by_role("button", name="Stop").click()
+    margin.wait_idle(panel)
 
 
 def test_stop_while_a_call_waits_stores_the_answer_stopped_with_the_call(
