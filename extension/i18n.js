@@ -144,7 +144,11 @@ const ATTRIBUTES = { "aria-label": "i18nAriaLabel", title: "i18nTitle", placehol
 export function translatePage(root = document) {
   if (typeof document === "undefined") return;
   document.documentElement.lang = state.tag;
-  for (const node of root.querySelectorAll("[data-i18n]")) node.textContent = t(node.dataset.i18n);
+  for (const node of root.querySelectorAll("[data-i18n]")) {
+    // data-i18n-args: the message's arguments as a JSON array, where a text has any.
+    const args = node.dataset.i18nArgs ? JSON.parse(node.dataset.i18nArgs) : [];
+    node.textContent = t(node.dataset.i18n, ...args);
+  }
   for (const [attribute, data] of Object.entries(ATTRIBUTES)) {
     for (const node of root.querySelectorAll(`[data-i18n-${attribute}]`)) node.setAttribute(attribute, t(node.dataset[data]));
   }

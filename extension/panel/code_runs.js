@@ -87,7 +87,7 @@ function onMessage(event) {
   }
   if (!active || message.id !== active.id) return;
   const text = typeof message.text === "string" ? message.text : "";
-  if (message.type === "progress") setStatus(active.output, text);
+  if (message.type === "progress") setStatusKey(active.output, "panel_run_loading", text);
   else if (message.type === "started") {
     setStatusKey(active.output, "panel_run_running");
     armWatchdog(timeLimitMs() + END_GRACE_MS);
@@ -121,18 +121,13 @@ function outputFor(wrapper) {
   return output;
 }
 
-// The sandbox's own words ("Loading pandas…").
-function setStatus(output, text) {
+// Rule 7: a status from the catalogue, with its arguments (the packages being loaded).
+function setStatusKey(output, key, ...args) {
   const line = output.querySelector(".code-run-status");
-  line.textContent = text;
-  delete line.dataset.i18n;
-}
-
-// Rule 7: a status from the catalogue.
-function setStatusKey(output, key) {
-  const line = output.querySelector(".code-run-status");
-  line.textContent = t(key);
+  line.textContent = t(key, ...args);
   line.dataset.i18n = key;
+  if (args.length) line.dataset.i18nArgs = JSON.stringify(args);
+  else delete line.dataset.i18nArgs;
 }
 
 const startingKey = () => (frame?.readyResolve === null ? "panel_run_running" : "panel_starting_python");

@@ -7,7 +7,8 @@
 //
 // Rules:
 // 1. Messages in: {type: "boot", base, fontList?} once, then {type: "run", id, code, limit, files}, one at
-//    a time. Out: "booted", "progress" {id, text}, "started" {id}, "stdout"/"stderr" {id, text},
+//    a time. Out: "booted", "progress" {id, text: the packages being loaded, "pandas, matplotlib";
+//    the panel says "Loading …" in the user's language}, "started" {id}, "stdout"/"stderr" {id, text},
 //    "fontlist" {text} (matplotlib's font list, for the next worker: runner.py rule 7),
 //    "done" {id, result, ms}, "failed" {text} (Pyodide could not start or suffered a fatal error:
 //    sandbox.js starts a fresh worker).
@@ -41,8 +42,8 @@ async function boot(base) {
   post({ type: "booted", ms: Math.round(performance.now() - started) });
 }
 
-// "Loading pandas, matplotlib…": the packages the code imports, not every dependency pulled in.
-function loadingText(code, names) {
+// "pandas, matplotlib": the packages the code imports, not every dependency pulled in.
+function loadingNames(code, names) {
   const loading = names.split(",").map((n) => n.trim());
   let imported = [];
   try {
@@ -51,7 +52,7 @@ function loadingText(code, names) {
     // a syntax error: Python reports it when the code runs
   }
   const wanted = imported.filter((n) => loading.some((l) => l.toLowerCase() === n.toLowerCase()));
-  return `Loading ${(wanted.length ? wanted : loading).join(", ")}…`;
+  return (wanted.length ? wanted : loading).join(", ");
 }
 
 // Importing these is part of loading them (pandas takes seconds, matplotlib's first import builds
@@ -62,7 +63,7 @@ async function loadImports(id, code) {
   await pyodide.loadPackagesFromImports(code, {
     messageCallback: (text) => {
       const names = /^Loading (.+)$/.exec(String(text).trim());
-      if (names) post({ type: "progress", id, text: loadingText(code, names[1]) });
+      if (names) post({ type: "progress", id, text: loadingNames(code, names[1]) });
     },
     errorCallback: () => {},
   });
@@ -71,7 +72,7 @@ async function loadImports(id, code) {
     const top = name.split(".")[0];
     const statement = PREIMPORTS[top];
     if (!statement || pyodide.runPython(`__import__("sys").modules.get(${JSON.stringify(top)}) is not None`)) continue;
-    post({ type: "progress", id, text: `Loading ${top}…` });
+    post({ type: "progress", id, text: top });
     if (top === "matplotlib") useFontList();
     await pyodide.runPythonAsync(statement);
     if (top === "matplotlib" && !fontList) {

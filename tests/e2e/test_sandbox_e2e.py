@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import io
+import re
 import time
 from collections.abc import Iterator
 
@@ -157,9 +158,28 @@ def stored_run(margin: Margin, name: str, timeout: float = 20.0) -> dict:
     raise AssertionError(f"no stored run of block {name!r}")
 
 
+STATUS_STARTS_JS = "(start) => [...document.querySelectorAll('.code-run-status')].some((n) => n.textContent.startsWith(start))"
+
+
 def test_a_pandas_and_matplotlib_block_gives_a_table_and_a_real_png_that_are_stored(sandboxed):
     margin, page = sandboxed
-    output = run(page, "science")
+    code_block = block(page, "science")
+    code_block.get_by_role("button", name="Run").click()
+    # The panel says what loads in its own words, from the package names the sandbox sends, and
+    # says it again in the new language when the language changes while pandas loads (cold: seconds).
+    page.wait_for_function(STATUS_STARTS_JS, arg="Loading ", timeout=RUN_TIMEOUT_MS)
+    loading = page.locator(".code-run-status").inner_text()
+    assert re.fullmatch(r"Loading (\w+, )*pandas(, \w+)*…", loading), loading
+    try:
+        margin.storage_set({"uiLanguage": "ru"})
+        page.wait_for_function(STATUS_STARTS_JS, arg="Загрузка ", timeout=20_000)
+        assert loading.replace("Loading", "Загрузка") == page.locator(".code-run-status").inner_text()
+    finally:
+        margin.storage_set({"uiLanguage": "auto"})
+    output = code_block.locator("xpath=following-sibling::div[contains(@class,'code-run')][1]")
+    page.wait_for_function(
+        "(node) => node.dataset.status", arg=output.element_handle(), timeout=RUN_TIMEOUT_MS
+    )
     assert output.get_attribute("data-status") == "ok", output.inner_text()
     assert "total 16" in output.locator(".code-run-stdout").inner_text()
     cells = output.locator("table td").all_inner_texts()
