@@ -199,6 +199,13 @@ function stop() {
   armWatchdog(END_GRACE_MS);
 }
 
+// The sandbox's notes come as catalogue keys (it has no chrome.i18n), only these, said here.
+const SANDBOX_NOTES = new Set(["panel_run_out_of_memory_note", "panel_run_python_stopped_note", "panel_run_python_cannot_start_note"]);
+function sandboxNote(message) {
+  if (!SANDBOX_NOTES.has(message.noteKey)) return "";
+  return t(message.noteKey, typeof message.detail === "string" ? message.detail.slice(0, 300) : "");
+}
+
 function finish(message) {
   const current = active;
   if (!current) return;
@@ -208,7 +215,7 @@ function finish(message) {
   const { run } = current;
   run.status = ["ok", "error", "timeout", "stopped", "crashed"].includes(message.status) ? message.status : "crashed";
   run.ms = Number.isFinite(message.ms) ? Math.max(0, Math.round(message.ms)) : 0;
-  run.note = typeof message.note === "string" ? message.note : "";
+  run.note = typeof message.note === "string" ? message.note : sandboxNote(message);
   const result = message.result && typeof message.result === "object" ? message.result : null;
   if (result) {
     for (const key of ["stdout", "stderr", "error"]) if (typeof result[key] === "string") run[key] = result[key];

@@ -10,7 +10,9 @@
 // 2. In: "run" {id, code, timeoutMs, limit, files?} (one at a time; a second is refused as busy), "stop"
 //    {id}. Out: "ready" (the worker's Python is up), "progress", "stdout", "stderr" {id, text},
 //    "started" {id} (the packages are loaded, the code and its time limit start),
-//    "done" {id, status: ok | error | timeout | stopped | crashed, result?, ms, note?}.
+//    "done" {id, status: ok | error | timeout | stopped | crashed, result?, ms, noteKey?, detail?}:
+//    a note is a catalogue key and its detail (Pyodide's own words), said by the panel in the
+//    user's language (this page has no chrome.i18n: an opaque origin).
 // 3. The time limit counts from the moment the code starts (packages loaded); at the limit, or on
 //    "stop", the worker is terminated (a busy loop cannot refuse) and a fresh one is started.
 // 4. What the worker posts is checked too (its type, the running id, text fields as text): the
@@ -40,7 +42,7 @@
   // Pyodide that cannot start twice in a row is not started again (no restart loop); runs are
   // then answered "crashed" with the reason.
   let bootFailures = 0;
-  let broken = "";
+  let broken = ""; // why Python could not start, twice: every later run is refused with it
   // matplotlib's font list, built by the first worker, handed to the next ones (runner.py rule 7)
   let fontList = "";
   const FONT_LIST_MAX_CHARS = 2_000_000;
@@ -80,12 +82,11 @@
   }
 
   function crashed(text) {
-    const note = /memory|allocation|OOM/i.test(text)
-      ? "The sandbox ran out of memory (its Python has at most about 4 GB) and was restarted."
-      : `The sandbox's Python stopped (${String(text).slice(0, 300)}) and was restarted.`;
-    finish("crashed", { note });
+    const detail = String(text).slice(0, 300);
+    const noteKey = /memory|allocation|OOM/i.test(text) ? "panel_run_out_of_memory_note" : "panel_run_python_stopped_note";
+    finish("crashed", { noteKey, detail });
     if (!ready && ++bootFailures >= 2) {
-      broken = `Python could not start in the sandbox (${String(text).slice(0, 300)}). Reload the panel to try again.`;
+      broken = detail;
       worker?.terminate();
       worker = null;
       return;
@@ -163,7 +164,7 @@
       if (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > MAX_TIMEOUT_MS) return refuse("bad timeout");
       if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) return refuse("bad limit");
       if (current) return send({ type: "done", id, status: "busy", ms: 0 });
-      if (broken) return send({ type: "done", id, status: "crashed", ms: 0, note: broken });
+      if (broken) return send({ type: "done", id, status: "crashed", ms: 0, noteKey: "panel_run_python_cannot_start_note", detail: broken });
       current = { id, timeoutMs, started: 0, timer: 0 };
       worker.postMessage({ type: "run", id, code, limit, files });
       return;
