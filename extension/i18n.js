@@ -139,6 +139,15 @@ export function formatRelative(ms, now = Date.now()) {
   return "";
 }
 
+// Rule 5: `node` says the message `key` (with `args`) and keeps them, so `translatePage` says it
+// again in the next language (data-i18n, data-i18n-args).
+export function setWords(node, key, ...args) {
+  node.textContent = t(key, ...args);
+  node.dataset.i18n = key;
+  if (args.length) node.dataset.i18nArgs = JSON.stringify(args);
+  else delete node.dataset.i18nArgs;
+}
+
 // Rule 5: fill the keys of static HTML under `root`.
 const ATTRIBUTES = { "aria-label": "i18nAriaLabel", title: "i18nTitle", placeholder: "i18nPlaceholder" };
 export function translatePage(root = document) {

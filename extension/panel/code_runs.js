@@ -22,7 +22,7 @@
 //    takes over the run of its block (its output and "Stop").
 import { CONTRACT } from "../generated/contract.js";
 import { call, el } from "../ui_common.js";
-import { t, tPlural, formatNumber } from "../i18n.js";
+import { t, tPlural, formatNumber, setWords } from "../i18n.js";
 import { ui, state } from "./state.js";
 
 const CHANNEL = "margin-sandbox";
@@ -123,11 +123,7 @@ function outputFor(wrapper) {
 
 // Rule 7: a status from the catalogue, with its arguments (the packages being loaded).
 function setStatusKey(output, key, ...args) {
-  const line = output.querySelector(".code-run-status");
-  line.textContent = t(key, ...args);
-  line.dataset.i18n = key;
-  if (args.length) line.dataset.i18nArgs = JSON.stringify(args);
-  else delete line.dataset.i18nArgs;
+  setWords(output.querySelector(".code-run-status"), key, ...args);
 }
 
 const startingKey = () => (frame?.readyResolve === null ? "panel_run_running" : "panel_starting_python");

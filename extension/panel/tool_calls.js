@@ -17,7 +17,7 @@
 // 6. A live call's words carry their catalogue keys (data-i18n…): a change of language relabels
 //    them where they stand (words.js), as the streaming bubble is not built again.
 import { el } from "../ui_common.js";
-import { t } from "../i18n.js";
+import { t, setWords } from "../i18n.js";
 import { ui, state, events } from "./state.js";
 import { paintRun, runForTool, stopToolRun } from "./code_runs.js";
 
@@ -29,7 +29,11 @@ const OUTCOME_KEYS = {
 };
 
 // Rule 6: a node whose text is the catalogue's `key`.
-const worded = (tag, attrs, key) => el(tag, { ...attrs, text: t(key), dataset: { i18n: key } });
+function worded(tag, attrs, key) {
+  const node = el(tag, attrs);
+  setWords(node, key);
+  return node;
+}
 const outputGroup = () => el("div", { class: "code-run", role: "group", "aria-label": t("panel_tool_output_label"), dataset: { i18nAriaLabel: "panel_tool_output_label" } });
 
 function callBox(code, titleKey) {
@@ -40,9 +44,7 @@ function callBox(code, titleKey) {
 }
 
 function setTitle(box, key) {
-  const title = box.querySelector(".tool-call-title");
-  title.textContent = t(key);
-  title.dataset.i18n = key;
+  setWords(box.querySelector(".tool-call-title"), key);
 }
 
 // A note from the catalogue: `key` alone is relabeled live (rule 6); one with `args` is not.
