@@ -1,7 +1,7 @@
 """The English of Python's sentences (margin.sentences, rule 2): each `py_error_*` / `py_notice_*`
 key's template, `$1`..`$9` its arguments; and of the words Python writes for the user that are not
 errors or notices: a session's Markdown export (`py_export_*`) and the names Margin shows or
-makes (`py_session_untitled`).
+makes (`py_session_untitled`, `py_import_copy_suffix`).
 
 Invariants: it is the fallback when no catalogue is loaded, so a sentence is always said; the
 English catalogue (extension/_locales/en/messages.json) says exactly these bytes, and they are what
@@ -374,10 +374,9 @@ ENGLISH: dict[str, str] = {
     "py_notice_import_added__one": "Added $1 session",
     "py_notice_import_added__other": "Added $1 sessions",
     "py_notice_import_added_none": "Added no session",
-    "py_notice_import_copies__one": "$1 of them as an “(imported)” copy beside yours, which differs from it",
-    "py_notice_import_copies__other": (
-        "$1 of them as “(imported)” copies beside yours, which differ from them"
-    ),
+    "py_notice_import_copies__one": "$1 of them as an “$2” copy beside yours, which differs from it",
+    "py_notice_import_copies__other": "$1 of them as “$2” copies beside yours, which differ from them",
+    "py_import_copy_suffix": " (imported)",
     "py_notice_import_skipped": "skipped $1 already here",
     "py_notice_import_providers__one": "added $1 provider",
     "py_notice_import_providers__other": "added $1 providers",
