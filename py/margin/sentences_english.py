@@ -1,7 +1,7 @@
 """The English of Python's sentences (margin.sentences, rule 2): each `py_error_*` / `py_notice_*`
 key's template, `$1`..`$9` its arguments; and of the words Python writes for the user that are not
 errors or notices: a session's Markdown export (`py_export_*`) and the names Margin shows or
-makes (`py_session_untitled`, `py_import_copy_suffix`).
+makes (`py_session_untitled`, `py_import_copy_suffix`, `py_provider_default_name`).
 
 Invariants: it is the fallback when no catalogue is loaded, so a sentence is always said; the
 English catalogue (extension/_locales/en/messages.json) says exactly these bytes, and they are what
@@ -129,6 +129,8 @@ ENGLISH: dict[str, str] = {
         "over plain HTTP” for this provider."
     ),
     "py_error_unknown_host": "an unknown host",
+    # margin.providers: the name of a provider saved without one
+    "py_provider_default_name": "$1 at $2",
     # margin.options: the model list's notes on the options page
     "py_notice_no_model_list": "This provider type has no model list. Type the model's name.",
     "py_notice_models_not_offered": "The provider does not offer a list of models (404).",
