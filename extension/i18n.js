@@ -17,7 +17,9 @@
 //    (the sessions list formats two dates a row, twenty rows per keystroke).
 // 5. Static HTML carries keys, not words: `data-i18n` (text), `data-i18n-aria-label`,
 //    `data-i18n-title`, `data-i18n-placeholder`; `translatePage()` fills them and sets
-//    <html lang>.
+//    <html lang>. A text's arguments are kept in `data-i18n-args` (`setWords`); an argument
+//    that is itself words is kept as what makes them, so a change of language says it again too:
+//    `{key, args?}` a message, `{number, options?}` a number formatted in the language.
 
 import { CONTRACT } from "./generated/contract.js";
 
@@ -139,10 +141,20 @@ export function formatRelative(ms, now = Date.now()) {
   return "";
 }
 
+// Rule 5: an argument as said in the current language: a message `{key, args?}`, a number
+// `{number, options?}`, anything else as it is.
+function said(arg) {
+  if (arg && typeof arg === "object") {
+    if (typeof arg.key === "string") return t(arg.key, ...(arg.args || []).map(said));
+    if (typeof arg.number === "number") return formatNumber(arg.number, arg.options);
+  }
+  return arg;
+}
+
 // Rule 5: `node` says the message `key` (with `args`) and keeps them, so `translatePage` says it
 // again in the next language (data-i18n, data-i18n-args).
 export function setWords(node, key, ...args) {
-  node.textContent = t(key, ...args);
+  node.textContent = t(key, ...args.map(said));
   node.dataset.i18n = key;
   if (args.length) node.dataset.i18nArgs = JSON.stringify(args);
   else delete node.dataset.i18nArgs;
@@ -156,7 +168,7 @@ export function translatePage(root = document) {
   for (const node of root.querySelectorAll("[data-i18n]")) {
     // data-i18n-args: the message's arguments as a JSON array, where a text has any.
     const args = node.dataset.i18nArgs ? JSON.parse(node.dataset.i18nArgs) : [];
-    node.textContent = t(node.dataset.i18n, ...args);
+    node.textContent = t(node.dataset.i18n, ...args.map(said));
   }
   for (const [attribute, data] of Object.entries(ATTRIBUTES)) {
     for (const node of root.querySelectorAll(`[data-i18n-${attribute}]`)) node.setAttribute(attribute, t(node.dataset[data]));

@@ -52,6 +52,10 @@ const UNDO_WINDOW_MS = CONTRACT.limits.undoWindowMs;  // margin.sessions.UNDO_MS
 const FIRST_PAGE = 10;
 const PAGE_SIZE = 20;
 const VERIFY_EVERY_MS = 60_000;
+// An unnamed session is stored under this English sentinel (margin.session_entries, rule 3): it is
+// shown as the catalogue's word in the language of the moment, so a change of language relabels it.
+const UNTITLED = CONTRACT.storedNames.untitledSession;
+const shownName = (row) => (!row.named && row.name === UNTITLED ? t("py_session_untitled") : row.name);
 // "3 minutes ago" becomes "4 minutes ago" while the drawer stays open; the timer runs only then.
 const DATES_TICK_MS = 20_000;
 
@@ -266,7 +270,9 @@ export function mountSessionsPanel(root, options) {
   }
 
   function rowElement(row) {
-    const name = row.id === renaming ? renameField(row) : el("span", { class: "sp-name" }, marked(row.name, row.highlights.name));
+    const shown = shownName(row);
+    // Highlights are found in the stored name: a name shown in other words has none.
+    const name = row.id === renaming ? renameField(row) : el("span", { class: "sp-name" }, marked(shown, shown === row.name ? row.highlights.name : []));
     const exportMenu = el("div", { class: "sp-menu", role: "menu", hidden: true, "aria-label": t("sessions_export_format"),
       onkeydown: (event) => menuKey(event, exportButton, exportMenu) },
       el("button", { type: "button", role: "menuitem", text: "Markdown", onclick: () => exportSession(row, "markdown", exportMenu) }),
@@ -297,7 +303,7 @@ export function mountSessionsPanel(root, options) {
 
   function renameField(row) {
     let done = false;
-    const input = el("input", { type: "text", class: "sp-rename", value: row.name, "aria-label": t("sessions_name"),
+    const input = el("input", { type: "text", class: "sp-rename", value: shownName(row), "aria-label": t("sessions_name"),
       "data-action": "rename",
       onkeydown: async (event) => {
         if (event.key === "Enter") {
@@ -305,7 +311,7 @@ export function mountSessionsPanel(root, options) {
           done = true;
           const name = input.value.trim();
           renaming = null;
-          if (name && name !== row.name) await mutate("session.rename", { id: row.id, name });
+          if (name && name !== shownName(row)) await mutate("session.rename", { id: row.id, name });
           else render();
         } else if (event.key === "Escape") {
           event.preventDefault();
@@ -369,7 +375,7 @@ export function mountSessionsPanel(root, options) {
     forgetEntry(row.id);  // onChanged confirms
     render();
     clearTimeout(toastTimer);
-    toastText.textContent = t("sessions_deleted", row.name);
+    toastText.textContent = t("sessions_deleted", shownName(row));
     toast.hidden = false;
     undoButton.onclick = async () => {
       toast.hidden = true;

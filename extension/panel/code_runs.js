@@ -246,10 +246,20 @@ function figureNode(figure, i) {
   return el("figure", { class: "code-run-figure" }, img, el("figcaption", {}, link));
 }
 
+// Rule 7: the status keeps its words' keys ("Done in 1.2 s": the status's key and the seconds as a
+// number), so a run painted in a bubble that still streams is relabeled where it stands too.
+const SECONDS = { minimumFractionDigits: 1, maximumFractionDigits: 1 };
+function statusLine(run) {
+  const line = el("p", { class: "code-run-status", role: "status" });
+  const status = STATUS_KEYS[run.status] ? { key: STATUS_KEYS[run.status] } : String(run.status);
+  if (run.ms) setWords(line, "panel_run_status_in", status, { number: run.ms / 1000, options: SECONDS });
+  else if (typeof status === "object") setWords(line, status.key);
+  else line.textContent = status;
+  return line;
+}
+
 export function paintRun(output, run) {
-  const status = STATUS_KEYS[run.status] ? t(STATUS_KEYS[run.status]) : run.status;
-  const seconds = formatNumber(run.ms / 1000, { minimumFractionDigits: 1, maximumFractionDigits: 1 });
-  output.replaceChildren(el("p", { class: "code-run-status", role: "status", text: run.ms ? t("panel_run_status_in", status, seconds) : status }));
+  output.replaceChildren(statusLine(run));
   output.dataset.status = run.status;
   if (run.stdout) output.append(el("pre", { class: "code-run-stdout", text: run.stdout }));
   if (run.stderr) output.append(el("pre", { class: "code-run-stderr", text: run.stderr }));

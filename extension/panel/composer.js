@@ -81,16 +81,27 @@ function paintSendButton() {
   ui.send.disabled = state.turnState === "stopping";
 }
 
+// A screenshot's stored name is its tab's title (py/margin/screenshot.py); one stored before says
+// "Screenshot of <title>" in English. Either is shown as the catalogue's "Screenshot of $1" in the
+// language of the moment; any other image's name is shown as it is.
+const LEGACY_SCREENSHOT = CONTRACT.storedNames.legacyScreenshotPrefix;
+export function imageName(meta) {
+  const name = typeof meta?.name === "string" ? meta.name : "";
+  if (meta?.source !== "screenshot" || !name) return name;
+  return t("panel_screenshot_of", name.startsWith(LEGACY_SCREENSHOT) ? name.slice(LEGACY_SCREENSHOT.length) : name);
+}
+
 function renderChips() {
   ui.chips.replaceChildren(
     ...state.attachments.map((attachment, i) => {
-      const img = el("img", { alt: attachment.alt || attachment.name || t("panel_attached_image") });
+      const name = imageName(attachment);
+      const img = el("img", { alt: attachment.alt || name || t("panel_attached_image") });
       // Chrome cannot show some formats the model can still get (converted): TIFF, HEIC, ...
       img.addEventListener("error", () => img.replaceWith(chipWithoutPreview(attachment)), { once: true });
       img.src = attachment.dataUrl;
       const remove = el(
         "button",
-        { type: "button", class: "chip-remove", "aria-label": t("panel_remove_image"), title: t("panel_remove_named", attachment.name || t("panel_image_word")) },
+        { type: "button", class: "chip-remove", "aria-label": t("panel_remove_image"), title: t("panel_remove_named", name || t("panel_image_word")) },
         svg("close"),
       );
       remove.addEventListener("click", () => {
@@ -98,7 +109,7 @@ function renderChips() {
         renderChips();
         ui.message.focus();
       });
-      return el("div", { class: "chip", title: attachment.name || "" }, img, remove);
+      return el("div", { class: "chip", title: name }, img, remove);
     }),
   );
   ui.chips.hidden = state.attachments.length === 0;
@@ -108,7 +119,7 @@ function chipWithoutPreview(attachment) {
   const type = /^data:image\/([\w.+-]+)/i.exec(attachment.dataUrl || "")?.[1] || "image";
   return el(
     "span",
-    { class: "chip-no-preview", title: t("panel_chip_no_preview", attachment.name || t("panel_image")) },
+    { class: "chip-no-preview", title: t("panel_chip_no_preview", imageName(attachment) || t("panel_image")) },
     svg("image"),
     el("span", { text: type.replace(/^x-/, "").toUpperCase().slice(0, 5) }),
   );
@@ -155,7 +166,7 @@ async function takeScreenshot(event) {
     const shot = await call("tab.screenshot", {});
     state.attachments.push({
       dataUrl: shot.dataUrl,
-      name: shot.name || t("panel_screenshot"),
+      name: shot.name,  // the tab's title: shown by imageName, stored without words
       alt: shot.title ? t("panel_screenshot_of", shot.title) : t("panel_screenshot"),
       source: "screenshot",
       capturedAt: shot.capturedAt,

@@ -32,7 +32,7 @@ import { t, formatNumber } from "../i18n.js";
 import { markdownModule, loadMarkdown } from "../markdown_lite.js";
 import { cachedFragment, keepRenders, recordKey, MAX_ENTRIES, MAX_ENTRY_CHARS } from "./render_cache.js";
 import { KEYS, $, ui, state, events, recordText, recordImages, recordSignature, scrollToBottom, announce, showAlert } from "./state.js";
-import { startEdit, cancelEdit } from "./composer.js";
+import { startEdit, cancelEdit, imageName } from "./composer.js";
 import { startTurn, reconcileStreamingWithHistory, streamingBubble, takeStreamingBubble } from "./turn.js";
 import { isAttachment, isVideoRecord, waitingFrom, attachmentSignature, buildAttachmentCard, updateComposerHint } from "./attachments.js";
 import { addCapsules } from "./capsules.js";
@@ -102,7 +102,7 @@ const lazyImages = new IntersectionObserver(
 
 function imageThumb(part, index, lazy) {
   const url = part.image_url.url;
-  const alt = part.meta?.alt || part.meta?.name || t("panel_attached_image_numbered", formatNumber(index + 1));
+  const alt = part.meta?.alt || imageName(part.meta) || t("panel_attached_image_numbered", formatNumber(index + 1));
   if (!/^data:image\//i.test(url)) {
     return el("span", { class: "thumb missing", text: t("panel_image_unavailable") });
   }
@@ -111,7 +111,7 @@ function imageThumb(part, index, lazy) {
   // A thumbnail made by images.bound: the viewer opens the original stored under this key.
   if (typeof part.meta?.originalKey === "string") dataset.originalKey = part.meta.originalKey;
   const button = el("button", { type: "button", class: "thumb", "aria-label": t("panel_open_image", alt), dataset }, img);
-  img.addEventListener("error", () => showNoPreview(button, img, part.meta?.name || alt), { once: true });
+  img.addEventListener("error", () => showNoPreview(button, img, imageName(part.meta) || alt), { once: true });
   // Parsing a multi-megabyte data URL is not free: old bubbles get theirs when scrolled near.
   if (lazy) {
     img.dataset.lazy = "1";

@@ -188,7 +188,7 @@ export function rowFor(entry, query, dataOf) {
   }
   const { preview, highlights } = previewFor(digest, foldedDigest, words);
   return {
-    id: entry.id, name: entry.name, createdAt: entry.createdAt, savedAt: entry.savedAt ?? 0,
+    id: entry.id, name: entry.name, named: entry.named === true, createdAt: entry.createdAt, savedAt: entry.savedAt ?? 0,
     pinned: entry.pinned, preview, damaged: Boolean(entry.damaged),
     damagedReason: entry.damaged ?? null,
     highlights: { name: words.length ? ranges(entry.name, words) : [], preview: highlights },

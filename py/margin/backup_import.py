@@ -7,8 +7,11 @@ Rules:
 2. Nothing stored is ever overwritten: a session is written under a key that does not exist yet.
    A session whose id is here already is skipped when its records are the same, and otherwise
    imported as a copy beside ours, under a new id (`<id>-<8 hex of its content's hash>`, so
-   importing the same file twice adds it once) and named “… (imported)”. A file cannot replace
-   local work by claiming a newer `savedAt`.
+   importing the same file twice adds it once) and named “… (imported)”, the suffix
+   (`py_import_copy_suffix`) in the user's language at the time of the import: like any name, it
+   keeps the words it was made with (a copy is told by its id and its body's hash, never by its
+   name). An untitled session's copy takes the catalogue's word for it too. The summary quotes the
+   same suffix. A file cannot replace local work by claiming a newer `savedAt`.
 3. Staging: each session body is written together with its digest (recomputed from the body), its
    index entry (`sessionEntry_<id>`, which no index names yet) and the list of every key staged so
    far (`backupImportStaging`, one atomic `set`). The commit is one `set` of the index's header
@@ -60,7 +63,6 @@ from .storage import (
 
 FORMAT = "margin-backup"
 VERSION = 1
-COPY_SUFFIX = " (imported)"
 
 Progress = Callable[[dict[str, Any]], None]
 
@@ -85,6 +87,11 @@ async def recover(area: StorageArea) -> int:
     drop = [k for k in keys if k.startswith(_STAGED_PREFIXES) and k not in referenced]
     await area.remove([*drop, BACKUP_IMPORT_STAGING])
     return sum(k.startswith(SESSION_BODY_PREFIX) for k in drop)
+
+
+def _copy_suffix() -> str:
+    """Rule 2: " (imported)", in the user's language (the port loaded it: margin.backup)."""
+    return say(sentence("py_import_copy_suffix"))
 
 
 class _Staging:
@@ -134,7 +141,10 @@ class _Staging:
             else:
                 raise bad("py_error_backup_repeats_session", CHOOSE_OURS)
             base = name or s.default_name(item.records)
-            name = base[: s.NAME_MAX - len(COPY_SUFFIX)] + COPY_SUFFIX
+            if s.is_untitled(base, item.named):
+                base = say(sentence("py_session_untitled"))
+            suffix = _copy_suffix()
+            name = base[: s.NAME_MAX - len(suffix)] + suffix
         entry = s.IndexEntry(
             id=sid,
             name=name or s.default_name(item.records),
@@ -315,7 +325,7 @@ def _message(staging: _Staging, providers: int, refused: list[str], first_of_non
             plural("py_notice_import_added", added) if added else sentence("py_notice_import_added_none")
         ]
         if copies:
-            parts.append(plural("py_notice_import_copies", copies))
+            parts.append(plural("py_notice_import_copies", copies, _copy_suffix().strip()))
         if skipped:
             parts.append(sentence("py_notice_import_skipped", Number(skipped)))
         if providers:

@@ -2,8 +2,10 @@
 
 One source of truth: storage key names (the panel reads `history` itself to paint before Python is
 up), the request names of docs/protocol.md (from `margin.api.ROUTES`), the provider types with
-their labels and default Base URLs (`providerTypes`, for the options page), and every limit that the
-pages check before they ask (so the panel and Python can never disagree about a size or a window).
+their labels and default Base URLs (`providerTypes`, for the options page), every limit that the
+pages check before they ask (so the panel and Python can never disagree about a size or a window),
+and the English words stored as data that the pages show in the user's language instead
+(`storedNames`: an untitled session's name, the legacy prefix of a screenshot's name).
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ def for_js(wheel_filename: str) -> dict[str, Any]:
     from .data_files import MAX_FILE_BYTES as DATA_FILE_MAX_BYTES
     from .history import PAGE_CONTEXT_PREFIX
     from .image_attachments import ATTACHMENT_MAX_BYTES
+    from .images import SCREENSHOT_NAME_PREFIX
     from .providers import SYSTEM_PROMPT_MAX_CHARS, provider_types_for_js
+    from .session_entries import UNTITLED
     from .session_search import PREVIEW_LENGTH
     from .sessions import UNDO_MS
     from .slimming import AGING_MIN_CHARS, AGING_MIN_USER_TURNS
@@ -40,6 +44,8 @@ def for_js(wheel_filename: str) -> dict[str, Any]:
         "backupPort": BACKUP_PORT_NAME,
         "pageContextPrefix": PAGE_CONTEXT_PREFIX,
         "contentScriptPrefix": CONTENT_SCRIPT_PREFIX,
+        # Words stored as data that the pages show in the user's language instead (docs/i18n.md).
+        "storedNames": {"untitledSession": UNTITLED, "legacyScreenshotPrefix": SCREENSHOT_NAME_PREFIX},
         "providerTypes": provider_types_for_js(),
         "limits": {
             "attachmentMaxBytes": ATTACHMENT_MAX_BYTES,

@@ -63,9 +63,10 @@ def figure_label(number: int, meta: Any, *, language: str = "en", note: str = ""
     when = format_captured_at(meta.get("capturedAt"))
     title = ""
     if source == "screenshot" and isinstance(meta.get("name"), str):
+        # A screenshot's name is its tab's title (margin.screenshot); one stored before says
+        # "Screenshot of <title>": the same title, so the same placeholder.
         raw = " ".join(meta["name"].split())
-        if raw.startswith(SCREENSHOT_NAME_PREFIX):
-            title, name = _clean_label(raw[len(SCREENSHOT_NAME_PREFIX) :]), ""
+        title, name = _clean_label(raw.removeprefix(SCREENSHOT_NAME_PREFIX)), ""
     if not (source or name or alt or when):
         body = words.text("py_figure_unknown")
     else:

@@ -33,6 +33,8 @@ MAX_PIXELS = 50_000_000
 
 # The `meta.source` values an image part may carry.
 ATTACHMENT_SOURCES = ("file", "paste", "drop", "screenshot")
+# A screenshot stored before its name became the tab's title alone is named "Screenshot of <title>"
+# in English (margin.screenshot): what reads its name takes this prefix off.
 SCREENSHOT_NAME_PREFIX = "Screenshot of "
 
 

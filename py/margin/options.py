@@ -236,6 +236,7 @@ async def handle_get(platform: Platform, payload: dict) -> dict[str, Any]:
 
 async def handle_save(platform: Platform, payload: dict) -> dict[str, Any]:
     """`options.save`: validate all, then write all in one `set`; returns the saved, normalized value."""
+    await catalogue.ensure_spoken(platform)  # a provider saved without a name is named in these words
     raw_providers = payload.get("providers")
     if not isinstance(raw_providers, list):
         raise MarginError.said("invalid_options", "py_error_providers_missing")

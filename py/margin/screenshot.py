@@ -1,8 +1,10 @@
 """`tab.screenshot`: the visible part of the active web tab, as an image attachment.
 
-Rule 1: the reply is an `Attachment` (docs/protocol.md) with `source: "screenshot"` and the name
-  `Screenshot of <tab title>`, which `margin.figures` turns into the figure's title; plus the
-  tab's title and URL. It is checked like any attachment when the user sends it.
+Rule 1: the reply is an `Attachment` (docs/protocol.md) with `source: "screenshot"` and, as its
+  name, the tab's title (its URL when it has none): the source already says it is a screenshot, so
+  no word of any language is stored; `margin.figures` makes the name the figure's title and the
+  panel shows it as "Screenshot of <title>" in the user's language. Plus the tab's title and URL.
+  It is checked like any attachment when the user sends it.
 """
 
 from __future__ import annotations
@@ -11,7 +13,6 @@ from typing import Any
 
 from . import clock
 from .errors import MarginError, screenshot_refused
-from .images import SCREENSHOT_NAME_PREFIX
 from .ports import Platform
 
 
@@ -29,7 +30,7 @@ async def handle_screenshot(platform: Platform, payload: dict) -> dict[str, Any]
     title = " ".join((tab.title or "").split()) or tab.url
     return {
         "dataUrl": data_url,
-        "name": f"{SCREENSHOT_NAME_PREFIX}{title}",
+        "name": title,
         "source": "screenshot",
         "title": tab.title,
         "url": tab.url,

@@ -2,8 +2,10 @@
 catalogue (docs/i18n.md, "Python's sentences").
 
 Rules:
-1. A `Sentence` is a catalogue key (`py_error_*`, `py_notice_*`) and its arguments; an argument
-   may itself be a Sentence (a tail such as "The provider said: …"), said in the same language.
+1. A `Sentence` is a catalogue key (`py_error_*`, `py_notice_*`; also the other words Python
+   writes for the user: the Markdown export's `py_export_*`, the names it makes) and its
+   arguments; an argument may itself be a Sentence (a tail such as "The provider said: …"), said
+   in the same language.
 2. `ENGLISH` (margin.sentences_english) holds each key's English template (`$1`..`$9` the
    arguments): the fallback when no catalogue is loaded, so a sentence never fails to be said.
    The English catalogue says exactly the same bytes (tests/unit/test_i18n_sentences.py).

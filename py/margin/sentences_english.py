@@ -1,5 +1,7 @@
 """The English of Python's sentences (margin.sentences, rule 2): each `py_error_*` / `py_notice_*`
-key's template, `$1`..`$9` its arguments.
+key's template, `$1`..`$9` its arguments; and of the words Python writes for the user that are not
+errors or notices: a session's Markdown export (`py_export_*`) and the names Margin shows or
+makes (`py_session_untitled`, `py_import_copy_suffix`, `py_provider_default_name`).
 
 Invariants: it is the fallback when no catalogue is loaded, so a sentence is always said; the
 English catalogue (extension/_locales/en/messages.json) says exactly these bytes, and they are what
@@ -127,6 +129,8 @@ ENGLISH: dict[str, str] = {
         "over plain HTTP” for this provider."
     ),
     "py_error_unknown_host": "an unknown host",
+    # margin.providers: the name of a provider saved without one
+    "py_provider_default_name": "$1 at $2",
     # margin.options: the model list's notes on the options page
     "py_notice_no_model_list": "This provider type has no model list. Type the model's name.",
     "py_notice_models_not_offered": "The provider does not offer a list of models (404).",
@@ -372,10 +376,9 @@ ENGLISH: dict[str, str] = {
     "py_notice_import_added__one": "Added $1 session",
     "py_notice_import_added__other": "Added $1 sessions",
     "py_notice_import_added_none": "Added no session",
-    "py_notice_import_copies__one": "$1 of them as an “(imported)” copy beside yours, which differs from it",
-    "py_notice_import_copies__other": (
-        "$1 of them as “(imported)” copies beside yours, which differ from them"
-    ),
+    "py_notice_import_copies__one": "$1 of them as an “$2” copy beside yours, which differs from it",
+    "py_notice_import_copies__other": "$1 of them as “$2” copies beside yours, which differ from them",
+    "py_import_copy_suffix": " (imported)",
     "py_notice_import_skipped": "skipped $1 already here",
     "py_notice_import_providers__one": "added $1 provider",
     "py_notice_import_providers__other": "added $1 providers",
@@ -416,6 +419,38 @@ ENGLISH: dict[str, str] = {
     ),
     "py_error_file_empty": "$1 is empty. Attach a file with some text in it.",
     "py_error_export_format": "Choose Markdown or JSON to export a session.",
+    # margin.session_export: the Markdown of one session (its bytes in English are what Margin
+    # always wrote; a status or an outcome is the word the record holds)
+    "py_export_label": "$1:",
+    "py_export_you": "You",
+    "py_export_assistant": "Assistant",
+    "py_export_attached_page": "Attached page",
+    "py_export_attached_video": "Attached video",
+    "py_export_attached_selection": "Attached selection",
+    "py_export_attached_file": "Attached file",
+    "py_export_attached": "Attached $1",
+    "py_export_model_text": "The text the model got",
+    "py_export_model_ran": "The model ran code (run_python)",
+    "py_export_output": "Output",
+    "py_export_block_output": "Output of code block $1",
+    "py_export_run_status": "$1: $2",
+    "py_export_status_ok": "ok",
+    "py_export_status_error": "error",
+    "py_export_status_timeout": "timeout",
+    "py_export_status_stopped": "stopped",
+    "py_export_status_crashed": "crashed",
+    "py_export_not_run": "Not run ($1)",
+    "py_export_not_run_note": "Not run ($1): $2",
+    "py_export_outcome_declined": "declined",
+    "py_export_outcome_refused": "refused",
+    "py_export_outcome_failed": "failed",
+    "py_export_date_unknown": "date unknown",
+    "py_export_unreadable": "(A message Margin could not read.)",
+    "py_export_figure": "figure $1",
+    "py_export_image": "image",
+    "py_export_image_lost": "(an image that could not be exported)",
+    # margin.session_entries: the name the user reads for a session stored as untitled
+    "py_session_untitled": "Untitled session",
     # requests the panel itself got wrong (a bug of the panel; $1 is what was wrong, technical)
     "py_error_run_unreadable": "Margin could not read the code run to save ($1).",
     "py_error_run_result_unreadable": "Margin could not read the code run's result ($1).",

@@ -12,6 +12,11 @@ Rules:
 2. The digest is the conversation's text only (no image bytes; an attachment adds only its
    header), at most DIGEST_CAP characters: text past the cap is not searchable. Its first
    DIGEST_HEAD characters are the entry's `digestHead`.
+3. A session with no question and no titled attachment is stored under the name UNTITLED, an
+   English sentinel kept for compatibility (older Margins and backups hold it). It is not what a
+   user reads: an entry so named and not `named` by the user is shown as the catalogue's
+   `py_session_untitled`, in the language of the moment it is shown (`shown_name`; the panel's
+   sessions list does the same, extension/sessions_panel.js), so a change of language relabels it.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from typing import Any
 
 from .history import Record, canonical_hash
 from .ports import StorageArea
+from .sentences import Sentence, sentence
 from .storage import session_body_key, session_digest_key, session_entry_key
 from .stored_values import is_number as is_number
 
@@ -28,7 +34,7 @@ DIGEST_CAP = 100_000
 DIGEST_HEAD = 140  # = the preview's length (margin.session_search.PREVIEW_LENGTH)
 NAME_LENGTH = 60
 NAME_MAX = 200
-UNTITLED = "Untitled session"
+UNTITLED = "Untitled session"  # rule 3: stored, never shown as it is
 
 _KNOWN_FIELDS = (
     "id",
@@ -205,6 +211,16 @@ def default_name(records: list[Record]) -> str:
         if record.is_attachment and record.fields["attachment"].get("title"):
             return shorten(str(record.fields["attachment"]["title"]))
     return UNTITLED
+
+
+def is_untitled(name: str, named: bool) -> bool:
+    """Rule 3: the stored name is the sentinel Margin wrote, not one the user chose."""
+    return not named and name == UNTITLED
+
+
+def shown_name(entry: IndexEntry) -> str | Sentence:
+    """Rule 3: the name the user reads; a Sentence is said in their language (margin.sentences)."""
+    return sentence("py_session_untitled") if is_untitled(entry.name, entry.named) else entry.name
 
 
 def body_hash(raw_history: Any) -> str:

@@ -15,6 +15,13 @@ Rules:
 4. Code runs are in the Markdown too: an answer's `toolRounds` (the model's own runs) before its
    text, each call's code as a Python block and its output as text (margin.code_runs' compact
    form) with its figures as images; its blocks' `runs` after the text, the same way.
+5. The Markdown's own words (who speaks, what was attached, a run's label and status, "date
+   unknown", an image's alt text) are the catalogue's `py_export_*`, said in the user's language
+   (`say`: the handler, margin.sessions, loads it with `catalogue.ensure_spoken` first); in English
+   they are the bytes Margin always wrote. What the conversation holds is written as it is: its
+   text, a run's output, a call's note, a kind or status Margin does not know. The date is the
+   stamp `%Y-%m-%d %H:%M UTC`, the same in every language; an untitled session's heading is the
+   catalogue's word (margin.session_entries, rule 3).
 """
 
 from __future__ import annotations
@@ -27,12 +34,44 @@ from typing import Any
 from . import code_runs
 from .errors import MarginError
 from .history import Record
-from .session_index import IndexEntry
+from .sentences import Sentence, say, sentence
+from .session_index import IndexEntry, shown_name
+
+# Rule 5: the words of what Margin knows; anything else is written as the record holds it.
+_ATTACHED_KEYS = {
+    "page": "py_export_attached_page",
+    "video": "py_export_attached_video",
+    "selection": "py_export_attached_selection",
+    "file": "py_export_attached_file",
+}
+_ROLE_KEYS = {"user": "py_export_you", "assistant": "py_export_assistant"}
+_STATUS_KEYS = {
+    "ok": "py_export_status_ok",
+    "error": "py_export_status_error",
+    "timeout": "py_export_status_timeout",
+    "stopped": "py_export_status_stopped",
+    "crashed": "py_export_status_crashed",
+}
+_OUTCOME_KEYS = {
+    "declined": "py_export_outcome_declined",
+    "refused": "py_export_outcome_refused",
+    "stopped": "py_export_status_stopped",
+    "failed": "py_export_outcome_failed",
+}
+
+
+def _word(keys: dict[str, str], value: Any) -> Sentence | str:
+    return sentence(keys[value]) if value in keys else str(value)
+
+
+def _label(what: Sentence | str) -> str:
+    """`what` followed by the language's colon: "You:", "あなた："."""
+    return say(sentence("py_export_label", what))
 
 
 def _date(ms: int) -> str:
     if not ms:
-        return "date unknown"
+        return say(sentence("py_export_date_unknown"))
     return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
@@ -45,14 +84,15 @@ def _fenced(text: str, language: str) -> list[str]:
     return [f"```{language}", text.rstrip("\n").replace("```", "ʼʼʼ"), "```", ""]
 
 
-def _run_lines(title: str, run: dict[str, Any]) -> list[str]:
+def _run_lines(title: Sentence, run: dict[str, Any]) -> list[str]:
     """Rule 4: one run's output as text, then its figures."""
     _, _, output = code_runs.run_text(run).partition("\n")
-    lines = [f"_{title}: {run['status']}_", ""]
+    status = say(sentence("py_export_run_status", title, _word(_STATUS_KEYS, run["status"])))
+    lines = [f"_{status}_", ""]
     if output.strip():
         lines += _fenced(output, "text")
     for number, figure in enumerate(run.get("figures", []), start=1):
-        lines += [f"![figure {number}]({figure['dataUrl']})", ""]
+        lines += [f"![{say(sentence('py_export_figure', number))}]({figure['dataUrl']})", ""]
     return lines
 
 
@@ -62,29 +102,43 @@ def _tool_round_lines(record: Record) -> list[str]:
         if round_["text"]:
             lines += [round_["text"], ""]
         for call in round_["calls"]:
-            lines += ["_The model ran code (run_python):_", "", *_fenced(call["code"], "python")]
+            lines += [f"_{_label(sentence('py_export_model_ran'))}_", "", *_fenced(call["code"], "python")]
             if call["outcome"] == "ran" and call["run"]:
-                lines += _run_lines("Output", call["run"])
+                lines += _run_lines(sentence("py_export_output"), call["run"])
             else:
-                lines += [f"_Not run ({call['outcome']}){': ' + call['note'] if call['note'] else ''}_", ""]
+                outcome = _word(_OUTCOME_KEYS, call["outcome"])
+                said = (
+                    sentence("py_export_not_run_note", outcome, call["note"])
+                    if call["note"]
+                    else sentence("py_export_not_run", outcome)
+                )
+                lines += [f"_{say(said)}_", ""]
     return lines
 
 
 def _block_run_lines(record: Record) -> list[str]:
     lines: list[str] = []
     for run in record.fields.get("runs") or []:
-        lines += _run_lines(f"Output of code block {run['block'] + 1}", run)
+        lines += _run_lines(sentence("py_export_block_output", run["block"] + 1), run)
     return lines
 
 
+def _attached(kind: Any) -> Sentence:
+    if kind in _ATTACHED_KEYS:
+        return sentence(_ATTACHED_KEYS[kind])
+    return sentence("py_export_attached", kind)
+
+
 def to_markdown(entry: IndexEntry, raw_history: list[Any]) -> str:
-    lines = [f"# {entry.name}", "", f"_{_date(entry.created_at)}_", ""]
+    """Rules 1, 4 and 5: in the user's language (what `catalogue.ensure` last loaded)."""
+    name = shown_name(entry)
+    lines = [f"# {say(name) if isinstance(name, Sentence) else name}", "", f"_{_date(entry.created_at)}_", ""]
     for item in raw_history:
         try:
             record = Record.from_json(item)
         except ValueError:
             lines += [
-                "**(A message Margin could not read.)**",
+                f"**{say(sentence('py_export_unreadable'))}**",
                 "",
                 "```json",
                 json.dumps(item, ensure_ascii=False)[:2000],
@@ -94,11 +148,11 @@ def to_markdown(entry: IndexEntry, raw_history: list[Any]) -> str:
             continue
         if record.is_attachment:
             meta = record.fields["attachment"]
+            label = _label(_attached(meta.get("kind", "page")))
             lines += [
-                f"**Attached {meta.get('kind', 'page')}:** {meta.get('title') or meta.get('url', '')} "
-                f"({meta.get('url', '')})",
+                f"**{label}** {meta.get('title') or meta.get('url', '')} ({meta.get('url', '')})",
                 "",
-                "<details><summary>The text the model got</summary>",
+                f"<details><summary>{say(sentence('py_export_model_text'))}</summary>",
                 "",
                 "```text",
                 record.text.replace("```", "ʼʼʼ"),
@@ -108,8 +162,8 @@ def to_markdown(entry: IndexEntry, raw_history: list[Any]) -> str:
                 "",
             ]
             continue
-        label = {"user": "You", "assistant": "Assistant"}.get(record.role, record.role.title())
-        lines += [f"**{label}:**", ""]
+        role = sentence(_ROLE_KEYS[record.role]) if record.role in _ROLE_KEYS else record.role.title()
+        lines += [f"**{_label(role)}**", ""]
         if record.role == "assistant":
             lines += _tool_round_lines(record)
         for part in record.parts:
@@ -118,9 +172,9 @@ def to_markdown(entry: IndexEntry, raw_history: list[Any]) -> str:
             elif part.get("type") == "image_url":
                 url = (part.get("image_url") or {}).get("url", "")
                 if isinstance(url, str) and url:
-                    lines += [f"![image]({url})", ""]
+                    lines += [f"![{say(sentence('py_export_image'))}]({url})", ""]
                 else:
-                    lines += ["_(an image that could not be exported)_", ""]
+                    lines += [f"_{say(sentence('py_export_image_lost'))}_", ""]
         if record.role == "assistant":
             lines += _block_run_lines(record)
     return "\n".join(lines).rstrip() + "\n"

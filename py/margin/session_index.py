@@ -55,9 +55,11 @@ from .session_entries import (
     id_of_entry,
     is_clean_entry,
     is_number,
+    is_untitled,
     read_digests,
     searchable_text,
     shorten,
+    shown_name,
     text_digest,
     with_digest,
 )
@@ -86,11 +88,13 @@ __all__ = [
     "is_clean_entry",
     "is_header",
     "is_number",
+    "is_untitled",
     "read_body_checked",
     "read_digests",
     "read_session_index",
     "searchable_text",
     "shorten",
+    "shown_name",
     "stored_entries",
     "text_digest",
     "with_digest",
@@ -228,8 +232,8 @@ async def read_body_checked(area: StorageArea, entry: IndexEntry) -> list[Any]:
     if entry.damaged != reason:
         await write_entry(area, replace(entry, damaged=reason))
     if reason == "missing":
-        raise MarginError.said("session_damaged", "py_error_session_missing", entry.name)
-    raise MarginError.said("session_damaged", "py_error_session_unreadable", entry.name)
+        raise MarginError.said("session_damaged", "py_error_session_missing", shown_name(entry))
+    raise MarginError.said("session_damaged", "py_error_session_unreadable", shown_name(entry))
 
 
 def stored_entries(data: dict[str, Any]) -> list[Any]:

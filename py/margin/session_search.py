@@ -159,6 +159,7 @@ def list_view(
             {
                 "id": entry.id,
                 "name": entry.name,
+                "named": entry.named,
                 "createdAt": entry.created_at,
                 "savedAt": entry.saved_at,
                 "pinned": entry.pinned,

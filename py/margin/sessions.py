@@ -43,7 +43,7 @@ import secrets
 from dataclasses import replace
 from typing import Any
 
-from . import clock, image_originals, stored_values
+from . import catalogue, clock, image_originals, stored_values
 from .errors import MarginError
 from .history import parked_unreadable, parse_history, read_history
 from .ports import Platform, StorageArea
@@ -353,6 +353,7 @@ async def _still_open(area: StorageArea, reopen: Any) -> bool:
 async def handle_export(platform: Platform, payload: dict) -> dict:
     sid = _id_of(payload)
     fmt = check_export_format(payload.get("format"))
+    await catalogue.ensure_spoken(platform)  # the Markdown's words are in the user's language
     async with lock_for(platform.local):
         entry = await (await read_session_index(platform.local)).entry(sid)
         raw = await read_body_checked(platform.local, entry)

@@ -25,6 +25,7 @@ from fake_behaviours import server_error
 from fake_provider import FakeProvider
 from harness import Margin, poll
 from PIL import Image
+from playwright.sync_api import expect
 
 # Parked unseen pixels are bounded to this many data-URL characters (image_bound.UNSEEN_LIMIT_BYTES).
 UNSEEN_LIMIT = 8 * 1024 * 1024
@@ -478,6 +479,15 @@ def test_screenshot_of_the_active_web_tab_is_attached_and_sent_as_png(
     chips(panel).first.wait_for(state="visible", timeout=30_000)
     shot_url = panel.locator(".chip img, #chips img").first.get_attribute("src")
     assert shot_url.startswith("data:image/png;base64,")
+    # Its name is the tab's title; the chip says what it is in the user's language, live.
+    chip = panel.locator(".chip").first
+    assert chip.get_attribute("title") == "Screenshot of Red test page"
+    try:
+        margin.storage_set({"uiLanguage": "ru"})
+        expect(chip).to_have_attribute("title", "Скриншот «Red test page»")
+    finally:
+        margin.storage_set({"uiLanguage": "auto"})
+    expect(chip).to_have_attribute("title", "Screenshot of Red test page")
 
     fake_provider.script(reply="A red page.")
     margin.send(panel, "What page is this?")
@@ -499,3 +509,4 @@ def test_screenshot_of_the_active_web_tab_is_attached_and_sent_as_png(
     assert stored_image_urls(record) == [shot_url]
     (part,) = [p for p in record["content"] if p.get("type") == "image_url"]
     assert part["meta"]["source"] == "screenshot"
+    assert part["meta"]["name"] == "Red test page"  # no word of any language stored

@@ -76,8 +76,19 @@ def dates(page) -> dict[str, str]:
 
 def test_the_panel_speaks_japanese_then_follows_the_setting_to_russian(browser_in, tmp_path):
     margin = browser_in("ja")
+    # Two sessions stored as "Untitled session": Margin's own sentinel is shown in the language of the
+    # moment; the one the user named so keeps its words.
+    untitled = legacy("s3", "Untitled session", LONG_AGO)
+    named = {**legacy("s4", "Untitled session", LONG_AGO), "named": True}
     margin.storage_set(
-        {"savedSessions": [legacy("s1", "Recent", three_minutes_ago()), legacy("s2", "Old", LONG_AGO)]}
+        {
+            "savedSessions": [
+                legacy("s1", "Recent", three_minutes_ago()),
+                legacy("s2", "Old", LONG_AGO),
+                untitled,
+                named,
+            ]
+        }
     )
     page = margin.context.new_page()
     page.goto(margin.url("sidepanel.html"))
@@ -110,11 +121,16 @@ def test_the_panel_speaks_japanese_then_follows_the_setting_to_russian(browser_i
     assert page.locator(".usage-line").inner_text() == "入力 1,234 · 出力 56"
 
     open_drawer(page, "セッション", "セッションを検索")
-    poll(lambda: len(dates(page)) == 2, timeout=COLD_TIMEOUT_MS / 1000, message=lambda: str(dates(page)))
+    poll(lambda: len(dates(page)) == 4, timeout=COLD_TIMEOUT_MS / 1000, message=lambda: str(dates(page)))
     expected_old = page.evaluate(
         "(ms) => new Intl.DateTimeFormat('ja', { dateStyle: 'medium' }).format(ms)", LONG_AGO
     )
-    assert dates(page) == {"Recent": "3 分前", "Old": expected_old}
+    assert dates(page) == {
+        "Recent": "3 分前",
+        "Old": expected_old,
+        "無題のセッション": expected_old,
+        "Untitled session": expected_old,
+    }
     assert expected_old.startswith("2025/03/1")
     page.get_by_role("button", name="開く").first.wait_for()
 
@@ -125,11 +141,12 @@ def test_the_panel_speaks_japanese_then_follows_the_setting_to_russian(browser_i
     page.get_by_role("button", name="Отправить", exact=True).wait_for()
     page.get_by_role("searchbox", name="Поиск по сессиям").wait_for()
     assert dates(page)["Recent"] == "3 минуты назад"
+    assert {"Сессия без названия", "Untitled session"} <= set(dates(page))
     # The bubbles were built again in Russian (their labels are built in).
     page.get_by_role("button", name="Изменить", exact=True).wait_for()
     page.get_by_role("button", name="Повторить", exact=True).wait_for()
     assert page.locator(".usage-line").inner_text() == "1\u00a0234 вход · 56 выход"
-    assert page.get_by_role("button", name="Открыть").count() == 2
+    assert page.get_by_role("button", name="Открыть").count() == 4
     page.get_by_role("button", name="Закрыть сессии").click()
     page.get_by_role("button", name="Новая сессия", exact=True).wait_for()
     margin.storage_set({"history": []})

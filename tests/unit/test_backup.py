@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from margin import backup, backup_export, backup_import, options, sessions
+from margin import backup, backup_export, backup_import, catalogue, options, sessions
 from margin.errors import MarginError
 from margin.platform_memory import memory_platform
 from margin.session_index import stored_entries
@@ -180,6 +180,35 @@ def test_a_conflicting_session_with_a_newer_saved_at_comes_in_as_a_copy_and_ours
     assert copy["name"].endswith(" (imported)")
     assert stored[session_body_key(copy["id"])]["history"][0]["content"] == "written elsewhere"
     assert import_text(platform, json.dumps(data))["added"] == 0  # the copy is not made twice
+
+
+@pytest.mark.parametrize(
+    ("language", "suffix", "quoted"),
+    [
+        ("ru", " (импорт)", "«(импорт)»"),
+        ("ja", "（インポート）", "「（インポート）」"),
+        ("zh-CN", "（已导入）", "“（已导入）”"),
+    ],
+)
+def test_a_copy_is_named_in_the_language_of_the_import_and_the_summary_quotes_that_word(
+    language, suffix, quoted
+):
+    platform = seeded()
+    untitled = {"role": "user", "content": [{"type": "image_url", "image_url": {"url": PIXELS}}]}
+    run(platform.local.set({HISTORY: [untitled]}))
+    run(sessions.handle_new(platform, {}))  # a session with nothing to name it by: "Untitled session"
+    data = json.loads(export(platform))
+    for item in data["sessions"]:
+        item["history"] = [*item["history"], {"role": "assistant", "content": "written elsewhere"}]
+    run(catalogue.ensure(platform, language))  # the port loads the setting's language (margin.backup)
+    result = import_text(platform, json.dumps(data))
+    assert result["copies"] == 3 and quoted in result["message"]
+    copies = sorted(e["name"] for e in stored_entries(platform.local.snapshot()) if e.get("named"))
+    untitled_word = catalogue.words(language).text("py_session_untitled")
+    assert copies == sorted(["chat 0" + suffix, "chat 1" + suffix, untitled_word + suffix])
+    # The copies are told by id and body hash, not by name: importing again in English adds nothing.
+    run(catalogue.ensure(platform, "en"))
+    assert import_text(platform, json.dumps(data))["added"] == 0
 
 
 def test_a_session_deleted_then_imported_again_comes_back_beside_its_trashed_body():

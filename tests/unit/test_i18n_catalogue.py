@@ -60,6 +60,7 @@ CONVERTED = [
             "plain_http",
             "providers/streaming",
             "request_images",
+            "session_export",
             "stoppable",
             "transcripts",
             "unsaved_answers",

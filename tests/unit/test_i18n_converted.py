@@ -123,26 +123,26 @@ CONVERTED_CASES = {
     "file of another type": (
         ("file.attach", {"name": "", "text": "x"}),
         "Margin can attach CSV, TSV, JSON, Markdown and plain text files; this file is none of them.",
-        "このファイル はどれにも当たりません。",
+        "このファイルはどれにも当たりません。",
         "этот файл не подходит ни под один из этих типов.",
     ),
     "file too big": (
         ("file.attach", {"name": "a.csv", "text": "x" * (5 * 1024 * 1024 + 1)}),
         "a.csv is larger than 5 MB. Attach a smaller file, or a part of it.",
-        "a.csv は 5 MB を超えています。",
+        "a.csvは5 MBを超えています。",
         "a.csv больше 5 МБ.",
     ),
     "binary file": (
         ("file.attach", {"name": "a.csv", "text": "a\x00b"}),
         "a.csv is not a text file in UTF-8. Save it as UTF-8 text (CSV, JSON or plain text) and attach "
         "it again.",
-        "a.csv は UTF-8 のテキストファイルではありません。",
+        "a.csvはUTF-8のテキストファイルではありません。",
         "a.csv — не текстовый файл в UTF-8.",
     ),
     "empty file": (
         ("file.attach", {"name": "a.csv", "text": " \n"}),
         "a.csv is empty. Attach a file with some text in it.",
-        "a.csv は空です。",
+        "a.csvは空です。",
         "Файл a.csv пуст.",
     ),
     "seek without a time": (

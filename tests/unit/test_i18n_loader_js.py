@@ -57,11 +57,18 @@ out.ru = {
   size: i18n.formatSize(2500000),
   ago: i18n.formatRelative(Date.now() - 180000),
 };
+// A text whose arguments are words too (a status's message, a number): said again in the next language.
+const status = { dataset: {}, textContent: "" };
+i18n.setWords(status, "panel_run_status_in", { key: "panel_run_done" }, { number: 1.2, options: { minimumFractionDigits: 1 } });
+out.status = [status.textContent];
 let told = null;
 i18n.onLanguageChange((locale) => { told = locale; });
 stored = { uiLanguage: "ja" };
 for (const fn of listeners) fn({ uiLanguage: { newValue: "ja" } }, "local");
 await new Promise((resolve) => setTimeout(resolve, 50));
+globalThis.document = { documentElement: {} };
+i18n.translatePage({ querySelectorAll: (selector) => (selector === "[data-i18n]" ? [status] : []) });
+out.status.push(status.textContent, status.dataset.i18n);
 out.ja = { told, lang: i18n.language(), save: i18n.t("options_save"), over: i18n.tPlural("options_summarize_over", 50000), ago: i18n.formatRelative(Date.now() - 180000) };
 for (const fn of listeners) fn({ uiLanguage: { newValue: "en" } }, "local");
 await new Promise((resolve) => setTimeout(resolve, 50));
@@ -138,3 +145,4 @@ def test_the_loader_speaks_the_settings_language_and_follows_it(tmp_path):
         "models": ["1 model offered. Pick one or type a name.", "2 models offered. Pick one or type a name."],
     }
     assert out["fetched"] == ["ru", "ja"]
+    assert out["status"] == ["Готово за 1,2 с", "完了（1.2 秒）", "panel_run_status_in"]

@@ -532,7 +532,7 @@ def test_screenshot_of_the_active_tab(monkeypatch):
     shot = run(screenshot.handle_screenshot(platform, {}))
     assert shot == {
         "dataUrl": SMALL_PNG,
-        "name": "Screenshot of Example page",
+        "name": "Example page",  # the source says "screenshot": no word of any language stored
         "source": "screenshot",
         "title": "Example page",
         "url": "https://example.com/",
@@ -540,6 +540,17 @@ def test_screenshot_of_the_active_tab(monkeypatch):
     }
     label = figures.figure_label(1, image_attachments.attachment_to_part(shot)["meta"])
     assert label == '[Figure 1: screenshot "Example page", 2026-11-30 14:05 UTC]'
+
+
+@pytest.mark.parametrize("language", ["en", "zh-CN", "ja", "ru"])
+def test_a_screenshot_stored_before_has_the_same_placeholder_as_a_new_one(language):
+    """Old records name a screenshot "Screenshot of <title>" in English, new ones by the title alone:
+    the model reads the same placeholder for both (a request's prefix stays byte for byte)."""
+    new = {"source": "screenshot", "name": "Example page", "alt": "a", "capturedAt": CAPTURED}
+    old = {**new, "name": "Screenshot of Example page"}
+    assert figures.figure_label(2, old, language=language) == figures.figure_label(2, new, language=language)
+    assert "Example page" in figures.figure_label(2, new, language=language)
+    assert "Screenshot of" not in figures.figure_label(2, new, language=language)
 
 
 def test_without_pillow_loaded_the_cheap_check_still_tells_junk_from_images(monkeypatch):

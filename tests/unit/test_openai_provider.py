@@ -5,11 +5,13 @@ import json
 import pytest
 from helpers import run
 
+from margin import options
 from margin.errors import MarginError, ProviderError
 from margin.history import Record
 from margin.platform_memory import ScriptedResponse, ScriptedTransport, memory_platform
 from margin.ports import TransportError
 from margin.providers import extract_error_message, normalize_provider, openai, provider_module
+from margin.storage import UI_LANGUAGE
 
 PROVIDER = {
     "id": "p1",
@@ -549,3 +551,19 @@ def test_stream_usage_is_normalized_with_the_cached_prompt_tokens():
 def test_a_stream_without_a_usage_chunk_has_no_usage():
     stream, _ = run(collect(ScriptedTransport([stream_response(delta("Hi", "stop"), "[DONE]")])))
     assert stream.usage is None
+
+
+@pytest.mark.parametrize(
+    ("language", "name"),
+    [
+        ("en", "qwen at localhost"),
+        ("ja", "localhostのqwen"),
+        ("ru", "qwen на localhost"),
+        ("es", "qwen en localhost"),
+    ],
+)
+def test_a_provider_saved_without_a_name_is_named_in_the_users_language(language, name):
+    platform = memory_platform({UI_LANGUAGE: language})
+    provider = {"id": "p", "type": "openai", "baseUrl": "http://localhost:1234/v1", "model": "qwen"}
+    saved = run(options.handle_save(platform, {"providers": [provider], "activeProviderId": "p"}))
+    assert saved["providers"][0]["name"] == name

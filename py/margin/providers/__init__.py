@@ -7,6 +7,9 @@ Rules:
    `supportsTools: false` once a server has refused the `run_python` tool, `margin.tool_loop`; and
    `allowPlainHttpKey: true` when the user confirmed a key over http://, `margin.plain_http`).
    `normalize_provider` is the only gate into storage: it names the first bad field in a plain sentence.
+   A provider without a name gets one, "<model> at <host>" (`py_provider_default_name`), in the
+   user's language when it is made (the caller loaded it: `catalogue.ensure_spoken`); like any
+   name, it keeps those words.
    `systemPrompt` is trimmed text of at most `SYSTEM_PROMPT_MAX_CHARS` (empty = none), sent as
    the provider's own system instruction; it is kept only when not empty. `prices` (optional)
    is `{input?, cachedInput?, output?}` in US dollars per 1 million tokens, each a finite number
@@ -50,7 +53,7 @@ from ..errors import MarginError, ProviderError
 from ..image_refusal import ImagesRefusedError, images_refused_sentence, refuses_images
 from ..overflow import ContextOverflowError, context_overflow, too_long_for
 from ..ports import TransportError
-from ..sentences import ENGLISH, Number, Sentence, sentence
+from ..sentences import ENGLISH, Number, Sentence, say, sentence
 from ..usage import PriceError, clean_prices
 from ..wire_json import decode_or_none, too_deep
 
@@ -161,7 +164,7 @@ def normalize_provider(value: Any, position: int | None = None) -> dict[str, Any
         raise bad(sentence("py_error_field_id_not_text"))
 
     if name is None or (isinstance(name, str) and not name.strip()):
-        name = f"{model.strip()} at {hostname}"
+        name = say(sentence("py_provider_default_name", model.strip(), hostname))
     if not isinstance(name, str):
         raise bad(sentence("py_error_field_name_not_text"))
 
