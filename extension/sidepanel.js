@@ -35,11 +35,12 @@
 // panel/code_runs.js     "Run" on an answer's Python blocks, in the code sandbox; their output
 // panel/words.js         the panel's words: static HTML translated, the language followed live
 // panel/render_cache.js  the kept render: the newest answers' sanitized HTML, for the next first paint
-// early_read.js          the first paint's storage reads (history, the language), started while these modules load
+// early_read.js          the first paint's storage reads (history, the language), started before the other modules run
 
+// early_read.js first: in the bundle (buildsteps/bundle.py) its reads start before the rest runs.
+import { FIRST_PAINT_KEYS } from "./early_read.js";
 import { call, idle } from "./ui_common.js";
 import * as i18n from "./i18n.js";
-import { FIRST_PAINT_KEYS } from "./early_read.js";
 import { init as initState, KEYS, moduleStartedAt, ui, state, showAlert } from "./panel/state.js";
 import * as turn from "./panel/turn.js";
 import * as composer from "./panel/composer.js";
