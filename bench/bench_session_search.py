@@ -42,7 +42,7 @@ from bench_sessions import DIGEST_CHARS, QUERIES, SESSIONS, _median, _p95, _seed
 # 16 ms heartbeat's lateness summed (what the page could not run: deserializing storage's answers
 # included, which no callback of ours sees). `worker` false: search on the main thread (before).
 PRELOAD_JS = """async (worker) => {
-  const m = await import('./sessions/preload.js');
+  const m = await import('./sessions_panel.js');
   if (!worker) m.useSearchWorker(false);
   const long = [];
   const observer = new PerformanceObserver((list) => {
@@ -135,7 +135,7 @@ SEARCH_JS = """async (queries) => {
   await panel.search('привет');
   const marks = document.querySelectorAll('#sessions-root mark').length;
   await panel.search('');
-  const timings = (await import('./sessions/preload.js')).sessionsIndexTimings();
+  const timings = (await import('./sessions_panel.js')).sessionsIndexTimings();
   return {samples, inWorker, hops, paints, labels, counts, marks, searchIn: timings.searchIn};
 }"""
 

@@ -5,6 +5,7 @@
     wheel       the margin wheel, packed by hand from py/
     icons       the toolbar icons, drawn as PNGs
     extension   dist/margin's files: the copy of extension/, the manifest, the vendored npm files
+    bundle      the side panel's modules as one file in dist (esbuild, pinned like the rest)
     dist        one build of dist/margin from all of the above, and its summary line
     toolchain   what tests need on the machine: .venv (hashed requirements) and Chromium
     lint        the linters `build.py test` runs before pytest

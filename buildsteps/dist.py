@@ -5,7 +5,8 @@ Rules:
    anything is downloaded.
 2. dist/margin/ is deleted and written again by every build; nothing in it is edited by hand.
 3. The output is deterministic: the same sources give the same bytes (the wheel included).
-4. dist holds only what the extension uses at run time: Pyodide's wheels are the ones the service
+4. The side panel's code is bundled (buildsteps/bundle.py): dist's sidepanel.js is one file.
+5. dist holds only what the extension uses at run time: Pyodide's wheels are the ones the service
    worker loads (sources.PYODIDE_PACKAGES) and the ones the code sandbox loads on first import
    (sources.SANDBOX_PACKAGES and their dependencies); test-only wheels come from
    `carried_pyodide_wheels`.
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from buildsteps import REPO, BuildError, Report
+from buildsteps.bundle import bundle_panel, esbuild_binary
 from buildsteps.extension import (
     copy_extension,
     copy_manifest,
@@ -65,6 +67,7 @@ def build(repo: Path = REPO, dist: Path | None = None, cache: Path | None = None
     contract = dist / "generated" / "contract.js"
     contract.parent.mkdir(parents=True, exist_ok=True)
     contract.write_text(render_contract(py_root, wheel.name))
+    bundle_panel(dist, esbuild_binary(repo, cache, report))
 
     lock = place_npm_files(pins, dist, cache, report)
     carrier = pypi_wheel(CARRIER, cache, report)

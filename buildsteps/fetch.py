@@ -148,6 +148,23 @@ def read_tar_members(tarball: Path, members: set[str], label: str) -> dict[str, 
     return found
 
 
+def npm_binary(pin: NpmPin, member: str, cache: Path, report: Report | None = None) -> Path:
+    """The executable at `member` of pin's verified tarball, unpacked once per version into the
+    cache (a stamp holds the integrity it came from; a missing or other stamp unpacks it again)."""
+    binary = cache / "bin" / pin.name.replace("/", "__") / pin.version / Path(member).name
+    stamp = binary.with_name(".integrity")
+    if binary.is_file() and stamp.is_file() and stamp.read_text() == pin.integrity:
+        return binary
+    data = read_tar_members(npm_tarball(pin, cache, report), {member}, f"{pin.name}@{pin.version}")[member]
+    binary.parent.mkdir(parents=True, exist_ok=True)
+    partial = binary.with_name(binary.name + ".part")
+    partial.write_bytes(data)
+    partial.chmod(0o755)
+    partial.replace(binary)
+    stamp.write_text(pin.integrity)
+    return binary
+
+
 # --- PyPI and Pyodide's wheels -----------------------------------------------------------------
 
 

@@ -39,9 +39,10 @@ JS_SKIPPED = ("vendor", "generated")  # not ours: fetched or rendered by the bui
 IMPORT_FROM = re.compile(r"""^\s*(?:import|export)\b[^'"`;]*?\bfrom\s*['"]([^'"]+)['"]""", re.M)
 BARE_IMPORT = re.compile(r"""^\s*import\s*['"]([^'"]+)['"]""", re.M)
 DYNAMIC_IMPORT = re.compile(r"""\bimport\(\s*['"]([^'"]+)['"]\s*\)""")
-# A module Worker started by a module (`new Worker(new URL("./x.js", import.meta.url), {type: "module"})`).
+# A module Worker started by a module (`new Worker(new URL("./x.js", import.meta.url), {type: "module"})`);
+# a path from the extension's root ("/sessions/x.js") is one too (buildsteps/bundle.py rule 3).
 MODULE_WORKER = re.compile(
-    r"""new\s+Worker\(\s*new\s+URL\(\s*["'](\.[^"']+)["']\s*,\s*import\.meta\.url\s*\)\s*,\s*\{\s*type:\s*["']module["']"""
+    r"""new\s+Worker\(\s*new\s+URL\(\s*["']([./][^"']+)["']\s*,\s*import\.meta\.url\s*\)\s*,\s*\{\s*type:\s*["']module["']"""
 )
 MODULE_SCRIPT = re.compile(r"""<script\b[^>]*\btype=["']module["'][^>]*\bsrc=["']([^"']+)["']""")
 
@@ -137,6 +138,8 @@ def es_modules(repo: Path) -> set[Path]:
         ]:
             if specifier.startswith("."):
                 todo.append((path.parent / specifier).resolve())
+            elif specifier.startswith("/"):  # from the extension's root
+                todo.append((repo / JS_ROOT / specifier.lstrip("/")).resolve())
     return seen
 
 

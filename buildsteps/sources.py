@@ -83,3 +83,14 @@ BIOME_BINARY = "biome"
 # dist/margin): this file of the `axe-core` devDependency's tarball, pinned in package-lock.json.
 AXE_PACKAGE = "axe-core"
 AXE_FILE = "axe.min.js"
+
+# The bundler of the side panel's code (buildsteps/bundle.py): esbuild's native binary, shipped
+# inside one npm package per platform (each pinned in the lock as an optional dependency of the
+# `esbuild` devDependency), at this path in its tarball. Keyed by (sys.platform, machine).
+ESBUILD_PACKAGES = {
+    ("linux", "x86_64"): "@esbuild/linux-x64",
+    ("linux", "aarch64"): "@esbuild/linux-arm64",
+    ("darwin", "x86_64"): "@esbuild/darwin-x64",
+    ("darwin", "arm64"): "@esbuild/darwin-arm64",
+}
+ESBUILD_BINARY = "bin/esbuild"

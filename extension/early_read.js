@@ -1,5 +1,5 @@
-// Starts reading what the side panel's first paint needs while its modules are still loading
-// (sidepanel.html loads this as an async module, ahead of the panel's own graph).
+// Starts reading what the side panel's first paint needs while the panel's other modules are still
+// being run (sidepanel.js imports this first; in dist they are one bundle, buildsteps/bundle.py).
 //
 // Rules:
 // 1. It reads only; sidepanel.js uses the result (`window.__marginEarlyRead.read`) only when no

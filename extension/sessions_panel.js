@@ -3,8 +3,10 @@
 // extension/sessions/preload.js, the search it runs in extension/sessions/search.js, the backup's
 // port in extension/sessions/backup.js (the status line shows its progress).
 //
-// API: preloadSessions({storage, readIndex, readDigests}) -> Promise, sessionsIndexTimings()
-//        (from extension/sessions/preload.js, re-exported: the side panel imports this module)
+// API: preloadSessions({storage, readIndex, readDigests}) -> Promise, sessionsIndexTimings(),
+//        useSearchWorker(allowed) (from extension/sessions/preload.js, re-exported: the side panel
+//        imports this module, and in dist the preload's code is bundled into it, so a test or the
+//        bench reaches the panel's own preload through this module, buildsteps/bundle.py)
 //      mountSessionsPanel(root, {call, onOpened, onClose, readIndex, readDigests, storage}) -> controller
 //      activePanel() -> the controller mounted last (the bench drives it)
 //   call(name, payload)  sends a request of docs/protocol.md and returns its `value`, or throws an
@@ -42,7 +44,7 @@ import {
 } from "./sessions/preload.js";
 import { queryWords } from "./sessions/search.js";
 
-export { preloadSessions, sessionsIndexTimings } from "./sessions/preload.js";
+export { preloadSessions, sessionsIndexTimings, useSearchWorker } from "./sessions/preload.js";
 
 const UNDO_TOAST_MS = 8000;
 const UNDO_WINDOW_MS = CONTRACT.limits.undoWindowMs;  // margin.sessions.UNDO_MS

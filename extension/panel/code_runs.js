@@ -48,8 +48,9 @@ function takeTimeLimit(seconds) {
   settingMs = Number.isInteger(seconds) && seconds >= 5 && seconds <= 600 ? seconds * 1000 : LIMITS.timeoutMs;
 }
 
+// From the extension's root: in dist this code is bundled into sidepanel.js (buildsteps/bundle.py).
 function addStyles() {
-  const link = el("link", { rel: "stylesheet", href: new URL("./code_runs.css", import.meta.url).href });
+  const link = el("link", { rel: "stylesheet", href: new URL("/panel/code_runs.css", import.meta.url).href });
   document.head.append(link);
 }
 

@@ -26,6 +26,11 @@
 //    rendered again from its record: its render is kept, and the log announces it once); read
 //    from storage (over PROGRESSIVE_FROM_CHARS), it is painted a slice per task, as if it
 //    streamed in.
+// 10. The first paint puts in only the newest bubbles, enough to fill the view FIRST_FRAME_VIEWS
+//    times over; once that frame is drawn, `paintOlder` puts the older ones above them in one
+//    task, the bottom kept in view, before `body[data-ready]` is set: the DOM is then the one a
+//    one-shot paint gives (tests/e2e/test_first_paint_e2e.py). Building and styling 200 bubbles
+//    held the first frame for ~40 + ~30 ms; the ones above the view are not in it anyway.
 
 import { call, el, svg, copyText, idle } from "../ui_common.js";
 import { t, formatNumber } from "../i18n.js";
@@ -335,16 +340,46 @@ function newestAnswersFrom(records) {
   return 0;
 }
 
+// Rule 10: the first frame's bubbles are built a batch at a time, newest first, until they fill
+// the view FIRST_FRAME_VIEWS times; the records before `olderFrom` wait for `paintOlder`. Before
+// the first frame a bubble is measured at the size guessed for it (90 px, sidepanel.css), and the
+// smallest real one (a one-line question) is ~70 px: the margin keeps the view filled.
+const FIRST_FRAME_BATCH = 12;
+const FIRST_FRAME_VIEWS = 1.5;
+let olderFrom = 0;
+
 export function applyHistory(raw, { initial = false } = {}) {
   const records = Array.isArray(raw) ? raw : [];
+  olderFrom = 0;
+  if (!initial) {
+    paint(records, { from: 0, firstPaint: false, stickToBottom: state.pinned });
+    return;
+  }
+  let from = records.length;
+  do {
+    from = Math.max(0, from - FIRST_FRAME_BATCH);
+    paint(records, { from, firstPaint: true, stickToBottom: true });
+  } while (from > 0 && ui.history.scrollHeight < ui.conversation.clientHeight * FIRST_FRAME_VIEWS);
+  olderFrom = from;
+}
+
+// Rule 10: called once the first frame is drawn; the bubbles it adds are those a one-shot first
+// paint would have built, and their upgrades come after those of the bubbles in view.
+export function paintOlder() {
+  if (!olderFrom) return;
+  olderFrom = 0;
+  paint(state.history, { from: 0, firstPaint: true, stickToBottom: state.pinned, older: true });
+}
+
+// Builds (or keeps) the bubbles of records[from..]; those before `from` are left out.
+function paint(records, { from, firstPaint, stickToBottom, older = false }) {
   keepFrom = newestAnswersFrom(records);
-  const stickToBottom = initial || state.pinned;
   state.history = records;
   const regen = regenerateIndex(records);
   const nodes = [];
   const bubbles = [];
-  const eagerFrom = initial ? records.length - EAGER_BUBBLES : 0;
-  const eagerImagesFrom = initial ? records.length - EAGER_IMAGE_BUBBLES : 0;
+  const eagerFrom = firstPaint ? records.length - EAGER_BUBBLES : 0;
+  const eagerImagesFrom = firstPaint ? records.length - EAGER_IMAGE_BUBBLES : 0;
   const lite = [];
   const waiting = waitingFrom(records);
   const unsaved = unsavedAfter(records); // answers not saved, painted after their question (rule 8)
@@ -354,8 +389,12 @@ export function applyHistory(raw, { initial = false } = {}) {
       bubbles.push(null);
       return;
     }
+    if (isAttachment(record) && isVideoRecord(record)) videoIndex = index;
+    if (index < from) {
+      bubbles.push(null); // not built yet (rule 10): a later paint builds it
+      return;
+    }
     if (isAttachment(record)) {
-      if (isVideoRecord(record)) videoIndex = index;
       const sig = attachmentSignature(record, index >= waiting);
       const old = state.bubbles[index];
       const entry = old && old.sig === sig ? old : { sig, node: buildAttachmentCard(record, index, { waiting: index >= waiting }) };
@@ -420,8 +459,10 @@ export function applyHistory(raw, { initial = false } = {}) {
     cursor.remove();
     cursor = next;
   }
-  // Newest first: the bubbles nearest to what the user sees become Markdown first.
-  pendingUpgrades.unshift(...lite.reverse());
+  // Newest first: the bubbles nearest to what the user sees become Markdown first (older ones,
+  // put in above the first frame's, after those).
+  if (older) pendingUpgrades.push(...lite.reverse());
+  else pendingUpgrades.unshift(...lite.reverse());
   scheduleUpgrades();
 
   reconcileStreamingWithHistory();

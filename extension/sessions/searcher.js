@@ -32,7 +32,8 @@ const requestIdle = (fn) => (globalThis.requestIdleCallback ? requestIdleCallbac
 export function startSearchWorker({ readEpoch, readDigests, onProgress = () => {}, onFail = () => {}, retryMs = RETRY_MS }) {
   let worker;
   try {
-    worker = new Worker(new URL("./search_worker.js", import.meta.url), { type: "module" });
+    // From the extension's root: in dist this code is bundled into a chunk at the root (buildsteps/bundle.py).
+    worker = new Worker(new URL("/sessions/search_worker.js", import.meta.url), { type: "module" });
   } catch {
     return null;
   }

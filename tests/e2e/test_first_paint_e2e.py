@@ -266,3 +266,76 @@ def test_the_first_paint_speaks_the_chosen_language_and_upgrades_to_its_direct_r
     assert page.locator("#history table").count() == ANSWERS
     _assert_same(page.evaluate(SNAPSHOT), _direct_render(page))
     page.close()
+
+
+# What the conversation looks like when the first frame is drawn (the moment sidepanel.js sets
+# `window.__marginFirstPaint`), when the panel says it is ready (the older bubbles are in) and a
+# frame later: how many bubbles, whether the view is at the bottom, where the newest bubble sits.
+FRAMES = """
+(() => {
+  window.__frames = [];
+  const look = (at) => {
+    const log = document.getElementById("conversation");
+    const articles = [...document.querySelectorAll("#history > article")];
+    const rect = articles.at(-1)?.getBoundingClientRect();
+    const fill = articles.reduce((sum, a) => sum + a.getBoundingClientRect().height, 0);
+    window.__frames.push({
+      at, articles: articles.length, fill, view: log.clientHeight, newestTop: rect?.top, newestBottom: rect?.bottom,
+      bottom: log.scrollHeight - log.scrollTop - log.clientHeight, busy: log.getAttribute("aria-busy"),
+    });
+  };
+  let value;
+  Object.defineProperty(window, "__marginFirstPaint", {
+    configurable: true,
+    get: () => value,
+    set: (painted) => { value = painted; look("painted"); },
+  });
+  new MutationObserver((_records, observer) => {
+    if (!document.body?.dataset.ready) return;
+    observer.disconnect();
+    look("ready");
+    requestAnimationFrame(() => requestAnimationFrame(() => look("after")));
+  }).observe(document, { attributes: true, subtree: true, attributeFilter: ["data-ready"] });
+})();
+"""
+
+LONG = realistic_history(200)
+# Each of its answers is taller than the view: only the newest code block is highlighted (in view).
+SETTLED_LONG = """() => !document.querySelector("#history [data-pending]")
+  && document.querySelector("#history article:last-child pre > code")?.dataset.highlighted"""
+
+
+def test_the_first_frame_holds_the_newest_bubbles_and_the_older_ones_come_without_a_jump(margin: Margin):
+    """conversation.js rule 10: the first frame builds only the bubbles that fill the view; the
+    older ones go in above them once it is drawn, the view pinned to the bottom, and the panel
+    ends with the DOM a one-shot render gives."""
+    margin.storage_set({"history": LONG})
+    page = margin.launched.context.new_page()
+    page.add_init_script(FRAMES)
+    page.goto(margin.url("sidepanel.html"))
+    page.wait_for_function("() => window.__frames.length === 3", timeout=30_000)
+    painted, ready, after = page.evaluate("window.__frames")
+    # The first frame: the newest bubbles only, more than fill the view, the view at the bottom.
+    assert 0 < painted["articles"] < len(LONG) // 2
+    assert painted["fill"] > painted["view"] > 0
+    assert painted["bottom"] < 1
+    # Once ready, every bubble is in; the newest did not move and the view is still at the bottom.
+    assert ready["articles"] == after["articles"] == len(LONG)
+    assert ready["newestTop"] == painted["newestTop"] == after["newestTop"]
+    assert ready["newestBottom"] == painted["newestBottom"]
+    assert ready["bottom"] < 1 and after["bottom"] < 1
+    # Putting in the older bubbles is not news for a screen reader (aria-busy for that frame).
+    assert ready["busy"] == "true" and after["busy"] is None
+    page.wait_for_function(SETTLED_LONG, timeout=60_000)
+    assert page.evaluate(AT_BOTTOM)
+    assert page.locator("#history table").count() == len(LONG) // 2
+    upgraded = page.evaluate(SNAPSHOT)
+    page.evaluate("() => chrome.storage.local.set({history: []})")
+    page.wait_for_function("() => !document.getElementById('history').firstChild")
+    page.evaluate(f"() => chrome.storage.local.set({{history: {json.dumps(LONG)}}})")
+    page.wait_for_function(f"() => document.getElementById('history').children.length === {len(LONG)}")
+    page.wait_for_function(SETTLED_LONG, timeout=60_000)
+    direct = page.evaluate(SNAPSHOT)
+    assert upgraded["html"] == direct["html"]
+    assert upgraded["highlighted"] and upgraded["highlighted"] == direct["highlighted"]
+    page.close()

@@ -9,8 +9,8 @@ Rules checked:
    chrome event's `addListener`): its `init()` does, called by sidepanel.js. This is checked by
    running the modules in node against a stub DOM that records every registration with its stack,
    so a registration inside an `if` or a loop at top level is caught as well as a bare one.
-3. sidepanel.html preloads exactly the modules its scripts import statically: one missing is
-   fetched only once its importer has arrived, a round trip more before the first paint.
+3. sidepanel.html loads sidepanel.js as its one module (the build bundles its static graph,
+   buildsteps/bundle.py), and early_read.js is its first import.
 """
 
 from __future__ import annotations
@@ -170,23 +170,25 @@ def test_the_turn_imports_no_other_part_of_the_panel():
     assert panel_imports == ["panel/state.js"]
 
 
-def test_the_side_panel_preloads_every_module_its_first_paint_waits_for():
-    """A module of sidepanel.js's static graph that sidepanel.html does not preload is found only
-    once the module importing it has arrived: one more round trip before the first paint."""
+def test_the_side_panel_loads_one_module_and_reads_storage_first():
+    """The build bundles sidepanel.js's static graph into one file (buildsteps/bundle.py): the page
+    loads that one module and preloads none of its own (an unbundled copy would run twice), and
+    early_read.js is the first import, so its reads start before the other modules run."""
     html = (EXTENSION / "sidepanel.html").read_text(encoding="utf-8")
-    preloaded = set(re.findall(r'<link rel="modulepreload" href="([^"]+)">', html))
-    graph = import_graph(EXTENSION, dynamic=False)  # what loads before the panel's code runs
-    entries = re.findall(r'<script type="module"(?: async)? src="([^"]+)">', html)
-    assert entries == ["early_read.js", "sidepanel.js"]
-    needed, frontier = set(), list(entries)
+    assert re.findall(r'<script type="module"(?: async)? src="([^"]+)">', html) == ["sidepanel.js"]
+    assert "modulepreload" not in re.sub(r"<!--.*?-->", "", html, flags=re.S)
+    graph = import_graph(EXTENSION, dynamic=False)
+    assert graph["sidepanel.js"][0] == "early_read.js"
+    needed, frontier = set(), ["sidepanel.js"]
     while frontier:
-        for target in graph.get(frontier.pop(), []):  # generated/ is written by the build
+        for target in graph.get(frontier.pop(), []):
             if target not in needed:
                 needed.add(target)
                 frontier.append(target)
     assert "panel/code_runs.js" in needed, "the graph lost the panel's imports"
-    assert sorted(needed - preloaded - set(entries)) == []
-    assert sorted(preloaded - needed) == []  # nothing fetched that the first paint does not use
+    # The Markdown libraries and the sessions panel stay out of the bundle: imported with import().
+    assert not needed & {"markdown.js", "sessions_panel.js"}
+    assert not any(target.startswith("vendor/") for target in needed)
 
 
 # --- 2. importing a panel module wires nothing ----------------------------------------------------

@@ -65,11 +65,14 @@ def test_node_checks_each_script_the_way_the_extension_loads_it(tmp_path):
     )
     scripts = {
         "background.js": "import { a } from './a.js';\nexport {\n  a,\n} from './a.js';\n",
-        "a.js": "export const a = 1;\nconst later = () => import('./panel/lazy.js');\n",
+        "a.js": "export const a = 1;\nconst later = () => import('./panel/lazy.js');\nimport('./panel/part.js');\n",
         "panel/lazy.js": "export default 1;\n",
         "page.js": "import { a } from './a.js';\n"
         'const w = new Worker(new URL("./work/worker.js", import.meta.url), { type: "module" });\n',
         "work/worker.js": "import { a } from '../a.js';\n",
+        # from the extension's root, as a module bundled elsewhere writes it (buildsteps/bundle.py)
+        "panel/part.js": 'new Worker(new URL("/work/other.js", import.meta.url), { type: "module" });\n',
+        "work/other.js": "export {};\n",
         "content/extract.js": "globalThis.x = 1;\n",
         "vendor/lib.js": "export default 1;\n",
     }
@@ -85,6 +88,8 @@ def test_node_checks_each_script_the_way_the_extension_loads_it(tmp_path):
         "extension/page.js": "--input-type=module",
         "extension/panel/lazy.js": "--input-type=module",
         "extension/work/worker.js": "--input-type=module",  # a module Worker the page starts
+        "extension/panel/part.js": "--input-type=module",
+        "extension/work/other.js": "--input-type=module",  # one started by a root-absolute URL
         "extension/content/extract.js": "--input-type=commonjs",
     }  # vendor/ is not ours: skipped
     assert (
