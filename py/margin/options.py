@@ -236,7 +236,14 @@ async def handle_get(platform: Platform, payload: dict) -> dict[str, Any]:
 
 async def handle_save(platform: Platform, payload: dict) -> dict[str, Any]:
     """`options.save`: validate all, then write all in one `set`; returns the saved, normalized value."""
-    await catalogue.ensure_spoken(platform)  # a provider saved without a name is named in these words
+    # Rule 9: the lock comes before any await (margin.worker rule 6: a turn that arrived after this
+    # save must not take the lock first and read the providers from before it).
+    async with lock_for(platform.local):
+        await catalogue.ensure_spoken(platform)  # a provider saved without a name is named in these words
+        return await _save_locked(platform, payload)
+
+
+async def _save_locked(platform: Platform, payload: dict) -> dict[str, Any]:
     raw_providers = payload.get("providers")
     if not isinstance(raw_providers, list):
         raise MarginError.said("invalid_options", "py_error_providers_missing")
@@ -290,13 +297,12 @@ async def handle_save(platform: Platform, payload: dict) -> dict[str, Any]:
             )
         items[CODE_TIME_LIMIT] = payload[CODE_TIME_LIMIT]
 
-    async with lock_for(platform.local):  # rule 9
-        reads = read_settings(await platform.local.get(list(OPTION_KEYS)))
-        before = _values(reads)
-        _keep_learned_usage(providers, before[PROVIDERS])
-        # What was stored unreadable under a key this save replaces is parked in the same write.
-        parked = {k: v for key in items for k, v in park(key, reads[key]).items()}
-        await platform.local.set({**items, **parked})  # a refusal: the StorageError, sent as it is
+    reads = read_settings(await platform.local.get(list(OPTION_KEYS)))
+    before = _values(reads)
+    _keep_learned_usage(providers, before[PROVIDERS])
+    # What was stored unreadable under a key this save replaces is parked in the same write.
+    parked = {k: v for key in items for k, v in park(key, reads[key]).items()}
+    await platform.local.set({**items, **parked})  # a refusal: the StorageError, sent as it is
     return {
         PROVIDERS: providers,
         ACTIVE_PROVIDER_ID: active_id,

@@ -353,8 +353,8 @@ async def _still_open(area: StorageArea, reopen: Any) -> bool:
 async def handle_export(platform: Platform, payload: dict) -> dict:
     sid = _id_of(payload)
     fmt = check_export_format(payload.get("format"))
-    await catalogue.ensure_spoken(platform)  # the Markdown's words are in the user's language
-    async with lock_for(platform.local):
+    async with lock_for(platform.local):  # before any await (margin.worker rule 6)
+        await catalogue.ensure_spoken(platform)  # the Markdown's words are in the user's language
         entry = await (await read_session_index(platform.local)).entry(sid)
         raw = await read_body_checked(platform.local, entry)
     return export_session(entry, raw, fmt)

@@ -1,5 +1,6 @@
 """The options page's settings: validate everything before writing anything; the active provider."""
 
+import asyncio
 import json
 
 import pytest
@@ -8,6 +9,7 @@ from helpers import run
 from margin import options
 from margin.errors import MarginError
 from margin.platform_memory import ScriptedResponse, ScriptedTransport, memory_platform
+from margin.storage import lock_for
 
 OPENAI = {
     "id": "a",
@@ -55,6 +57,32 @@ def test_save_then_get_round_trips_keys_included():
     }
     assert run(options.handle_get(platform, {})) == saved
     assert platform.local.snapshot()["providers"][0]["apiKey"] == "sk-abcdefghijklmnop"
+
+
+def test_a_turn_that_arrives_after_a_save_reads_the_saved_provider():
+    # margin.worker rule 6: tasks start in arrival order and take the storage lock before any
+    # await. In the browser every storage call yields to the event loop; here too.
+    platform = memory_platform()
+    for name in ("get", "set"):
+        call = getattr(platform.local, name)
+
+        async def yielding(*args, _call=call):
+            await asyncio.sleep(0)
+            return await _call(*args)
+
+        setattr(platform.local, name, yielding)
+
+    async def turn_reads_its_provider():  # as margin.chat does at a turn's start
+        async with lock_for(platform.local):
+            return options.active_provider_of(await options.read_options(platform))
+
+    async def save_then_turn():
+        save = asyncio.create_task(options.handle_save(platform, {"providers": [{**OLLAMA, "name": ""}]}))
+        turn = asyncio.create_task(turn_reads_its_provider())
+        await save
+        return await turn
+
+    assert run(save_then_turn())["model"] == "llama3.2"
 
 
 def test_save_writes_once_and_all_together():
