@@ -42,7 +42,7 @@ def test_the_cpython_suites_run_first_then_the_e2e_suite_two_files_at_a_time(run
     assert commands.command_test(["-k", "sessions"]) == 0
     core, e2e = started
     assert core[-4:] == ["tests/unit", "tests/reliability", "-k", "sessions"] and "-n" not in core
-    assert e2e[e2e.index("tests/e2e") :] == ["tests/e2e", "-n", "2", "--dist", "loadfile", "-k", "sessions"]
+    assert e2e[e2e.index("tests/e2e") :] == ["tests/e2e", "-n", "3", "--dist", "loadfile", "-k", "sessions"]
 
 
 @pytest.mark.parametrize(
