@@ -19,7 +19,9 @@
 //    `data-i18n-title`, `data-i18n-placeholder`; `translatePage()` fills them and sets
 //    <html lang>. A text's arguments are kept in `data-i18n-args` (`setWords`); an argument
 //    that is itself words is kept as what makes them, so a change of language says it again too:
-//    `{key, args?}` a message, `{number, options?}` a number formatted in the language.
+//    `{key, args?}` a message, `{plural, count, args?}` a plural message, `{number, options?}` a
+//    number formatted in the language. An attribute with arguments (an image's alt, a link's
+//    aria-label) keeps its message in `data-i18n-attrs` (`setAttributeWords`).
 
 import { CONTRACT } from "./generated/contract.js";
 
@@ -141,11 +143,12 @@ export function formatRelative(ms, now = Date.now()) {
   return "";
 }
 
-// Rule 5: an argument as said in the current language: a message `{key, args?}`, a number
-// `{number, options?}`, anything else as it is.
+// Rule 5: an argument as said in the current language: a message `{key, args?}`, a plural message
+// `{plural, count, args?}`, a number `{number, options?}`, anything else as it is.
 function said(arg) {
   if (arg && typeof arg === "object") {
     if (typeof arg.key === "string") return t(arg.key, ...(arg.args || []).map(said));
+    if (typeof arg.plural === "string") return tPlural(arg.plural, arg.count, ...(arg.args || []).map(said));
     if (typeof arg.number === "number") return formatNumber(arg.number, arg.options);
   }
   return arg;
@@ -160,6 +163,14 @@ export function setWords(node, key, ...args) {
   else delete node.dataset.i18nArgs;
 }
 
+// Rule 5: `node`'s `attribute` says the message `key` (with `args`), kept so `translatePage` says
+// it again (data-i18n-attrs: {attribute: [key, ...args]}).
+export function setAttributeWords(node, attribute, key, ...args) {
+  node.setAttribute(attribute, t(key, ...args.map(said)));
+  const kept = node.dataset.i18nAttrs ? JSON.parse(node.dataset.i18nAttrs) : {};
+  node.dataset.i18nAttrs = JSON.stringify({ ...kept, [attribute]: [key, ...args] });
+}
+
 // Rule 5: fill the keys of static HTML under `root`.
 const ATTRIBUTES = { "aria-label": "i18nAriaLabel", title: "i18nTitle", placeholder: "i18nPlaceholder" };
 export function translatePage(root = document) {
@@ -172,6 +183,11 @@ export function translatePage(root = document) {
   }
   for (const [attribute, data] of Object.entries(ATTRIBUTES)) {
     for (const node of root.querySelectorAll(`[data-i18n-${attribute}]`)) node.setAttribute(attribute, t(node.dataset[data]));
+  }
+  for (const node of root.querySelectorAll("[data-i18n-attrs]")) {
+    for (const [attribute, [key, ...args]] of Object.entries(JSON.parse(node.dataset.i18nAttrs))) {
+      node.setAttribute(attribute, t(key, ...args.map(said)));
+    }
   }
 }
 

@@ -22,7 +22,7 @@
 //    takes over the run of its block (its output and "Stop").
 import { CONTRACT } from "../generated/contract.js";
 import { call, el } from "../ui_common.js";
-import { t, tPlural, formatNumber, setWords } from "../i18n.js";
+import { t, setAttributeWords, setWords } from "../i18n.js";
 import { ui, state } from "./state.js";
 
 const CHANNEL = "margin-sandbox";
@@ -236,14 +236,20 @@ function tableNode(table) {
   const head = el("tr", {}, el("th", { text: "" }), ...table.columns.map((c) => el("th", { text: String(c) })));
   const rows = table.rows.map((row, i) => el("tr", {}, el("th", { text: String(table.index?.[i] ?? "") }), ...row.map((v) => el("td", { text: String(v) }))));
   const [count, width] = table.shape;
-  const size = t("panel_run_table_size", tPlural("panel_run_rows", count), tPlural("panel_run_columns", width));
-  const caption = el("caption", { text: count > rows.length ? t("panel_run_first_shown", size, formatNumber(rows.length)) : size });
+  // Rule 7: the caption and the figure's words keep their keys, relabeled where they stand.
+  const size = { key: "panel_run_table_size", args: [{ plural: "panel_run_rows", count }, { plural: "panel_run_columns", count: width }] };
+  const caption = el("caption");
+  if (count > rows.length) setWords(caption, "panel_run_first_shown", size, { number: rows.length });
+  else setWords(caption, size.key, ...size.args);
   return el("div", { class: "table-scroll" }, el("table", { class: "code-run-table" }, caption, el("thead", {}, head), el("tbody", {}, ...rows)));
 }
 
 function figureNode(figure, i) {
-  const img = el("img", { src: figure.dataUrl, alt: t("panel_run_figure", formatNumber(i + 1), `${figure.width}×${figure.height}`), width: figure.width, height: figure.height });
-  const link = el("a", { href: figure.dataUrl, download: `figure-${i + 1}.png`, "aria-label": t("panel_run_download_figure", formatNumber(i + 1)), text: t("panel_run_download_png") });
+  const img = el("img", { src: figure.dataUrl, width: figure.width, height: figure.height });
+  setAttributeWords(img, "alt", "panel_run_figure", { number: i + 1 }, `${figure.width}×${figure.height}`);
+  const link = el("a", { href: figure.dataUrl, download: `figure-${i + 1}.png` });
+  setAttributeWords(link, "aria-label", "panel_run_download_figure", { number: i + 1 });
+  setWords(link, "panel_run_download_png");
   return el("figure", { class: "code-run-figure" }, img, el("figcaption", {}, link));
 }
 

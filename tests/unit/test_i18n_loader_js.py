@@ -61,14 +61,22 @@ out.ru = {
 const status = { dataset: {}, textContent: "" };
 i18n.setWords(status, "panel_run_status_in", { key: "panel_run_done" }, { number: 1.2, options: { minimumFractionDigits: 1 } });
 out.status = [status.textContent];
+const caption = { dataset: {}, textContent: "" };
+i18n.setWords(caption, "panel_run_table_size", { plural: "panel_run_rows", count: 5 }, { plural: "panel_run_columns", count: 2 });
+const img = { dataset: {}, attributes: {}, setAttribute(name, value) { this.attributes[name] = value; } };
+i18n.setAttributeWords(img, "alt", "panel_run_figure", { number: 1 }, "640×480");
+out.figure = [caption.textContent, img.attributes.alt];
 let told = null;
 i18n.onLanguageChange((locale) => { told = locale; });
 stored = { uiLanguage: "ja" };
 for (const fn of listeners) fn({ uiLanguage: { newValue: "ja" } }, "local");
 await new Promise((resolve) => setTimeout(resolve, 50));
 globalThis.document = { documentElement: {} };
-i18n.translatePage({ querySelectorAll: (selector) => (selector === "[data-i18n]" ? [status] : []) });
+i18n.translatePage({
+  querySelectorAll: (selector) => ({ "[data-i18n]": [status, caption], "[data-i18n-attrs]": [img] })[selector] || [],
+});
 out.status.push(status.textContent, status.dataset.i18n);
+out.figure.push(caption.textContent, img.attributes.alt);
 out.ja = { told, lang: i18n.language(), save: i18n.t("options_save"), over: i18n.tPlural("options_summarize_over", 50000), ago: i18n.formatRelative(Date.now() - 180000) };
 for (const fn of listeners) fn({ uiLanguage: { newValue: "en" } }, "local");
 await new Promise((resolve) => setTimeout(resolve, 50));
@@ -146,3 +154,5 @@ def test_the_loader_speaks_the_settings_language_and_follows_it(tmp_path):
     }
     assert out["fetched"] == ["ru", "ja"]
     assert out["status"] == ["Готово за 1,2 с", "完了（1.2 秒）", "panel_run_status_in"]
+    # A plural argument and an attribute with arguments are said again in the next language too.
+    assert out["figure"] == ["5 строк × 2 столбца", "Рисунок 1 (640×480)", "5 行 × 2 列", "図 1（640×480）"]
