@@ -29,6 +29,8 @@ export function paintModel() {
     ui.model.title = state.providers.length ? t("panel_switch_model") : t("panel_set_up_in_settings");
     ui.model.classList.add("unset");
   }
+  // Its name holds its visible text (WCAG 2.5.3, label in name) after the words scripts find it by.
+  ui.model.setAttribute("aria-label", t("panel_switch_model_current", ui.modelCurrent.textContent));
   updateEmptyState();
 }
 

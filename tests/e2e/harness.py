@@ -65,6 +65,10 @@ VISIBLE_ALERT_TEXT_JS = """(nodes) => {
 }"""
 
 
+# The model chip's name (docs/interface.md): "Switch model: " and its visible text.
+MODEL_CHIP_NAME = re.compile(r"^Switch model: ")
+
+
 def chromium_path() -> str:
     return os.environ.get("CHROMIUM", "/usr/bin/chromium")
 
@@ -477,7 +481,7 @@ class Margin:
     @staticmethod
     def switch_model(page: Page, item_name: str) -> None:
         """In the panel: open the model chip's menu and choose "<provider name> — <model>"."""
-        page.get_by_role("button", name="Switch model", exact=True).click()
+        page.get_by_role("button", name=MODEL_CHIP_NAME).click()
         page.get_by_role("menuitemradio", name=item_name, exact=True).click()
 
     # --- the side panel ------------------------------------------------------------------------

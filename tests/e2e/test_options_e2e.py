@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 
 from fake_provider import FakeProvider
-from harness import Margin, poll
+from harness import MODEL_CHIP_NAME, Margin, poll
+from playwright.sync_api import expect
 
 
 def announced(page) -> str:
@@ -195,7 +196,7 @@ def test_several_providers_and_the_panel_switches_in_two_clicks(margin: Margin, 
         options_page.close()
 
         panel = margin.open_panel()
-        chip = panel.get_by_role("button", name="Switch model", exact=True)
+        chip = panel.get_by_role("button", name=MODEL_CHIP_NAME)
         poll(lambda: "First" in chip.inner_text(), timeout=30, message="the chip does not show the provider")
         assert "fake-model" in chip.inner_text()
 
@@ -206,6 +207,10 @@ def test_several_providers_and_the_panel_switches_in_two_clicks(margin: Margin, 
             message="the menu did not switch the provider",
         )
         poll(lambda: "Second" in chip.inner_text(), timeout=30, message="the chip was not repainted")
+        # Its name holds what it shows (WCAG 2.5.3): a voice-control user can say what they see.
+        expect(
+            panel.get_by_role("button", name="Switch model: Second · other-model", exact=True)
+        ).to_be_visible()
         assert panel.get_by_role("menu", name="Switch model").is_hidden()
 
         margin.send(panel, "Which one?")
@@ -216,7 +221,7 @@ def test_several_providers_and_the_panel_switches_in_two_clicks(margin: Margin, 
 
 def test_the_model_menu_is_keyboard_navigable_and_closes(margin: Margin, configured_margin: Margin):
     panel = margin.open_panel()
-    chip = panel.get_by_role("button", name="Switch model", exact=True)
+    chip = panel.get_by_role("button", name=MODEL_CHIP_NAME)
     chip.click()
     menu = panel.get_by_role("menu", name="Switch model")
     assert menu.is_visible()
