@@ -199,6 +199,24 @@ def test_placeholders_agree_across_languages():
                     assert not re.search(r"\{[a-z_]+\}|%s|%d", entry["message"]), (locale, key)
 
 
+# Japanese keeps one convention (docs/i18n.md, "How to add a string"): a Latin word written in a
+# message stands apart from the Japanese beside it by a half-width space ("Margin は", "UTF-8 の");
+# a placeholder does not, since its value may be Japanese.
+JAPANESE = "\u3040-\u30ff\u4e00-\u9fff"
+LATIN_WORD_TOUCHING_JAPANESE = re.compile(
+    rf"[{JAPANESE}](?:[A-Za-z][A-Za-z0-9.\-]*)|(?<![$\w])[A-Za-z][A-Za-z0-9.\-]*[{JAPANESE}]"
+)
+
+
+def test_japanese_sets_latin_words_apart_with_one_convention():
+    touching = {
+        key: entry["message"]
+        for key, entry in CATALOGUES["ja"].items()
+        if LATIN_WORD_TOUCHING_JAPANESE.search(re.sub(r"\$[a-z_0-9]+\$", "\u2060", entry["message"]))
+    }
+    assert touching == {}
+
+
 def test_the_substitution_is_chromes():
     entry = {"message": "Edit “$name$” ($$5) $unknown$", "placeholders": {"NAME": {"content": "$1"}}}
     assert catalogue.render(entry, ("$2 a",)) == "Edit “$2 a” ($5) "

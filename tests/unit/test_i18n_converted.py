@@ -129,14 +129,14 @@ CONVERTED_CASES = {
     "file too big": (
         ("file.attach", {"name": "a.csv", "text": "x" * (5 * 1024 * 1024 + 1)}),
         "a.csv is larger than 5 MB. Attach a smaller file, or a part of it.",
-        "a.csvは5 MBを超えています。",
+        "a.csvは5 MB を超えています。",
         "a.csv больше 5 МБ.",
     ),
     "binary file": (
         ("file.attach", {"name": "a.csv", "text": "a\x00b"}),
         "a.csv is not a text file in UTF-8. Save it as UTF-8 text (CSV, JSON or plain text) and attach "
         "it again.",
-        "a.csvはUTF-8のテキストファイルではありません。",
+        "a.csvは UTF-8 のテキストファイルではありません。",
         "a.csv — не текстовый файл в UTF-8.",
     ),
     "empty file": (

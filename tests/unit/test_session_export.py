@@ -284,7 +284,7 @@ def test_english_is_what_margin_always_wrote():
                 "_未実行（拒否）_",
                 "_未実行（実行不可）：bad arguments_",
                 "_コードブロック1の出力：時間切れ_",
-                "**（Marginが読み取れなかったメッセージ）**",
+                "**（Margin が読み取れなかったメッセージ）**",
             ],
         ),
     ],
