@@ -153,10 +153,12 @@ def _page_first_paint(bench: Bench, path: str) -> tuple[float, dict | None, int]
         page.wait_for_function("() => typeof window.__marginFirstPaint === 'number'", timeout=30_000)
         value = page.evaluate("window.__marginFirstPaint")
         breakdown = page.evaluate("window.__marginPaintBreakdown || null")
-        bubbles = page.locator("article[data-role]").count()
+        bubbles = page.locator(".app:not(.first-frame) article[data-role]").count()
         if path == "sidepanel.html":
-            # Wait for the upgrade so the next run starts from the kept render of this one.
+            # Wait for the upgrade and the kept frame, so the next run starts from this one's
+            # (localStorage written just before the page closes can be lost).
             page.wait_for_function("() => !document.querySelector('[data-pending]')", timeout=30_000)
+            page.wait_for_function("() => window.__marginFirstFrameKept > 0", timeout=30_000)
             breakdown = page.evaluate("window.__marginPaintBreakdown")
     finally:
         page.close()

@@ -17,7 +17,8 @@ Rules:
    change): it builds one from the extension's root instead.
 4. sidepanel.html loads sidepanel.js as its one module script, with no modulepreload of its own
    (either would load an unbundled copy of a module, run a second time); the build adds a
-   modulepreload for each chunk the bundle imports statically, fetched with the bundle, not after.
+   modulepreload for each chunk the bundle imports statically, fetched with the bundle, not after,
+   right before the module script (at the end of <body>, after first_frame.js: sidepanel.html).
 5. esbuild's native binary comes from its platform's npm package, pinned in package-lock.json and
    checked against the lock's sha512 like every download (fetch.npm_binary). Its output is
    deterministic (chunk names are hashes of their content).

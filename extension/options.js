@@ -380,6 +380,12 @@ $("ui-language").addEventListener("change", async (event) => {
   });
   try {
     await save(state.providers, state.activeProviderId, { uiLanguage: language });
+    // The side panel's kept first frame speaks the old language (panel/kept_frame.js): not shown again.
+    try {
+      localStorage.removeItem("margin.firstFrame");
+    } catch {
+      /* no storage, no frame */
+    }
     await followed;
     say(t("options_language_saved"));
   } catch (error) {

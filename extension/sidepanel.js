@@ -6,12 +6,17 @@
 // 1. The conversation on screen is `history` from chrome.storage.local, read directly on load
 //    (before Python is up) and kept in step with storage.onChanged. The panel never writes storage:
 //    every change goes through the service worker (docs/protocol.md).
-// 2. First paint comes first: Python is woken and the sessions index read only after it. Only what
+// 2. First paint comes first. When the panel kept a frame of the conversation as it last looked
+//    (panel/kept_frame.js), first_frame.js shows it before this module has loaded, and the first
+//    paint builds the real one in the task that takes it down. Python is woken and the sessions index read only after it. Only what
 //    the first paint needs is imported statically (sessions_panel.js is a dynamic import); the
 //    Markdown and highlighting libraries load after the first frame (markdown_lite.js).
 // 3. Accessible names are the contract of docs/interface.md ("Message", "Send"/"Stop", "Copy", "Edit",
 //    "Regenerate", "Attach image", "Screenshot", "New session", "Sessions", role=alert for errors).
-// 4. `window.__marginFirstPaint`, `window.__marginPaintBreakdown`, `body[data-ready]` and
+// 4. `window.__marginFirstPaint` (when the first frame showing the stored conversation was drawn:
+//    the kept frame's, when it showed this conversation), `window.__marginPaintBreakdown` (its
+//    `keptFrame` is "current", "stale" or "none"), `window.__marginFirstFrameKept` (how many times
+//    the frame was kept), `body[data-ready]` and
 //    `body[data-turn-state]` (idle | starting | streaming | stopping, panel/state.js) are read by
 //    the benchmark and the end-to-end tests. `body[data-ready]` is set once the whole stored
 //    conversation is in the DOM: after the first frame (the newest bubbles) and the older bubbles
@@ -35,6 +40,7 @@
 // panel/code_runs.js     "Run" on an answer's Python blocks, in the code sandbox; their output
 // panel/words.js         the panel's words: static HTML translated, the language followed live
 // panel/render_cache.js  the kept render: the newest answers' sanitized HTML, for the next first paint
+// panel/kept_frame.js    the kept first frame: the settled panel's HTML, shown on the next open (first_frame.js)
 // early_read.js          the first paint's storage reads (history, the language), started before the other modules run
 
 // early_read.js first: in the bundle (buildsteps/bundle.py) its reads start before the rest runs.
@@ -53,8 +59,10 @@ import * as codeRuns from "./panel/code_runs.js";
 import * as words from "./panel/words.js";
 import * as toolCalls from "./panel/tool_calls.js";
 import * as dataFiles from "./panel/data_files.js";
+import { keptFrame, takeOver } from "./panel/kept_frame.js";
 
 const PING_GRACE_MS = 250;
+const KEPT_FRAME_WAIT_MS = 250;
 
 function wirePanel() {
   initState();
@@ -109,20 +117,28 @@ async function firstPaint() {
   state.providers = providerList(stored[KEYS.providers]);
   state.activeProviderId = stored[KEYS.activeProviderId] ?? null;
   header.paintModel();
+  // The kept frame (first_frame.js) is drawn before this task builds the panel's own, and leaves
+  // in it: the two are never on screen together, and nothing shows between them.
+  const kept = keptFrame();
+  // (A page that is not drawn, a background tab, gets no frame callbacks: it does not wait for one.)
+  if (kept) await Promise.race([kept.drawn, new Promise((later) => setTimeout(later, KEPT_FRAME_WAIT_MS))]);
   // A change that arrived while we read is newer than what we read.
   if (state.historyChanges === changesBefore) conversation.applyHistory(stored[KEYS.history], { initial: true });
+  const keptFrameCurrent = kept ? takeOver(kept, state.history) : false;
   const domReadyAt = performance.now();
   const firstFrameBubbles = ui.history.childElementCount;
   composer.autosize();
   ui.message.focus();
   await nextFrameDrawn();
-  window.__marginFirstPaint = performance.now();
+  // A kept frame that showed this very conversation was its first paint (kept_frame.js rule 3).
+  window.__marginFirstPaint = keptFrameCurrent ? kept.drawnAt : performance.now();
   // htmlParsedAt..moduleStartedAt is the module graph's evaluation; a frame without the
   // conversation (the header, the composer) may be drawn before (firstContentfulPaintAt).
   const htmlParsedAt = performance.getEntriesByType("navigation")[0]?.domInteractive ?? null;
   const firstContentfulPaintAt = performance.getEntriesByName("first-contentful-paint")[0]?.startTime ?? null;
   const paintedAt = window.__marginFirstPaint;
-  window.__marginPaintBreakdown = { htmlParsedAt, moduleStartedAt, storageReadAt, domReadyAt, firstContentfulPaintAt, paintedAt, firstFrameBubbles };
+  const keptFrameState = kept ? (keptFrameCurrent ? "current" : "stale") : "none";
+  window.__marginPaintBreakdown = { htmlParsedAt, moduleStartedAt, storageReadAt, domReadyAt, firstContentfulPaintAt, paintedAt, firstFrameBubbles, keptFrame: keptFrameState, keptFrameAt: kept?.drawnAt ?? null };
   // The bubbles above the first frame's (conversation.js rule 10), then the panel is ready.
   conversation.paintOlder();
   window.__marginPaintBreakdown.olderAt = performance.now();

@@ -36,6 +36,7 @@ import { call, el, svg, copyText, idle } from "../ui_common.js";
 import { t, formatNumber } from "../i18n.js";
 import { markdownModule, loadMarkdown } from "../markdown_lite.js";
 import { cachedFragment, keepRenders, recordKey, MAX_ENTRIES, MAX_ENTRY_CHARS } from "./render_cache.js";
+import { keepSoon as keepFirstFrame } from "./kept_frame.js";
 import { KEYS, $, ui, state, events, recordText, recordImages, recordSignature, scrollToBottom, announce, showAlert } from "./state.js";
 import { startEdit, cancelEdit, imageName } from "./composer.js";
 import { startTurn, reconcileStreamingWithHistory, streamingBubble, takeStreamingBubble } from "./turn.js";
@@ -270,6 +271,7 @@ function scheduleUpgrades() {
   if (!pendingUpgrades.length) {
     markPaint("upgradedAt");
     keepNewestRenders();
+    keepFirstFrame();
     return;
   }
   upgradeScheduled = true;

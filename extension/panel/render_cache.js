@@ -24,7 +24,7 @@ export const MAX_ENTRY_CHARS = 64 * 1024;
 const MAX_TOTAL_CHARS = 512 * 1024;
 
 // cyrb53: a fast 53-bit string hash (not cryptographic: rule 4 does not rely on it).
-function hash53(text) {
+export function hash53(text) {
   let h1 = 0xdeadbeef;
   let h2 = 0x41c6ce57;
   for (let i = 0; i < text.length; i++) {
