@@ -292,6 +292,12 @@ class Margin:
     def storage_set(self, items: dict[str, Any], area: str = "local") -> None:
         self._extension_page().evaluate("([items, area]) => chrome.storage[area].set(items)", [items, area])
 
+    def page_storage_remove(self, *keys: str) -> None:
+        """Removes `keys` from the extension pages' localStorage (the side panel's caches)."""
+        self._extension_page().evaluate(
+            "(keys) => keys.forEach((key) => localStorage.removeItem(key))", list(keys)
+        )
+
     def storage_clear(self) -> None:
         self._extension_page().evaluate(
             "() => Promise.all([chrome.storage.local.clear(), chrome.storage.session.clear()])"
