@@ -131,7 +131,7 @@ async function firstPaint() {
   ui.message.focus();
   await nextFrameDrawn();
   // A kept frame that showed this very conversation was its first paint (kept_frame.js rule 3).
-  window.__marginFirstPaint = keptFrameCurrent ? kept.drawnAt : performance.now();
+  window.__marginFirstPaint = keptFrameCurrent && kept.drawnAt !== null ? kept.drawnAt : performance.now();
   // htmlParsedAt..moduleStartedAt is the module graph's evaluation; a frame without the
   // conversation (the header, the composer) may be drawn before (firstContentfulPaintAt).
   const htmlParsedAt = performance.getEntriesByType("navigation")[0]?.domInteractive ?? null;
