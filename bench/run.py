@@ -154,7 +154,7 @@ def _page_first_paint(bench: Bench, path: str) -> tuple[float, dict | None, int]
         value = page.evaluate("window.__marginFirstPaint")
         breakdown = page.evaluate("window.__marginPaintBreakdown || null")
         bubbles = page.locator(".app:not(.first-frame) article[data-role]").count()
-        if path == "sidepanel.html":
+        if path != "blank.html":  # the side panel (or a variant of its page, for an A/B run)
             # Wait for the upgrade and the kept frame, so the next run starts from this one's
             # (localStorage written just before the page closes can be lost).
             page.wait_for_function("() => !document.querySelector('[data-pending]')", timeout=30_000)
