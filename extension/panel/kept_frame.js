@@ -14,8 +14,9 @@
 //    at most `MAX_FRAME_CHARS` in all (fewer bubbles until it fits, else nothing is kept).
 // 3. `stamp` says which conversation the frame shows: the number of records, the first record it
 //    shows, and a hash of the signatures of the records from there on. `takeOver` counts the frame
-//    as the panel's first paint only when the history it read has the same stamp and the page
-//    speaks the same language; otherwise the frame was stale, and the first paint is the panel's own.
+//    as the panel's first paint only when the history it read has the same stamp, the page speaks
+//    the same language and the header says the same (the model chip); otherwise the frame was
+//    stale, and the first paint is the panel's own.
 // 4. A storage that throws (full, disabled) means no frame kept, never an error.
 
 import { idle } from "../ui_common.js";
@@ -126,10 +127,13 @@ export function keptFrame() {
 export function takeOver(kept, records) {
   kept.node.remove();
   const from = Number(kept.stamp.split(":")[1]);
+  const header = (app) => app?.querySelector(".topbar")?.textContent ?? null;
   return (
     Number.isInteger(from) &&
     from >= 0 &&
     kept.lang === document.documentElement.lang &&
+    header(kept.node) === header(document.querySelector(".app:not(.first-frame)")) && // the model chip
+
     kept.stamp === historyStamp(records, Math.min(from, records.length))
   );
 }

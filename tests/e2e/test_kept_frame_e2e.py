@@ -142,6 +142,20 @@ def test_a_frame_of_another_conversation_is_replaced_and_not_counted_as_the_firs
     page = _open(margin)
     assert page.evaluate("window.__marginPaintBreakdown.keptFrame") == "current"
     page.close()
+    # Another model chosen in the options while the panel was closed: the chip it showed is stale.
+    provider = {
+        "id": "p1",
+        "type": "openai",
+        "name": "Local",
+        "baseUrl": "http://localhost:11434/v1",
+        "model": "llama3.2",
+    }
+    margin.storage_set({"providers": [provider], "activeProviderId": "p1"})
+    page = _open(margin)
+    assert page.evaluate("window.__marginPaintBreakdown.keptFrame") == "stale"
+    assert "llama3.2" in page.get_by_role("button", name="Switch model", exact=False).inner_text()
+    page.close()
+    margin.storage_set({"providers": [], "activeProviderId": None})
 
 
 HOSTILE = (
