@@ -17,10 +17,11 @@
 //    page's ids stay unique). The panel removes it in the same task in which it builds its own
 //    first frame (panel/kept_frame.js `takeOver`), so the two never show at once.
 // 4. A frame kept by another version of the extension is not shown (its DOM may differ).
-// 5. `window.__marginKeptFrame` = {node, stamp, lang, shownAt, drawnAt, drawn}: `drawn` resolves
+// 5. `window.__marginKeptFrame` = {node, stamp, lang, startedAt, shownAt, drawnAt, drawn}: `drawn` resolves
 //    once the frame holding the overlay is drawn (drawnAt). Whether the frame was current is decided
 //    by the panel, which compares `stamp` with the history it read.
 (() => {
+  const startedAt = performance.now();
   const KEY = "margin.firstFrame";
   const DROPPED = "script, iframe, frame, frameset, object, embed, link, meta, base, style, noscript, template, portal";
   const URL_ATTRIBUTES = ["href", "src", "srcset", "action", "formaction", "xlink:href", "poster", "background", "ping"];
@@ -75,7 +76,7 @@
   real.after(node);
   const conversation = node.querySelector(".conversation");
   if (conversation) conversation.scrollTop = conversation.scrollHeight;
-  const kept = { node, stamp: frame.stamp, lang: frame.lang, shownAt: performance.now(), drawnAt: null, drawn: null };
+  const kept = { node, stamp: frame.stamp, lang: frame.lang, startedAt, shownAt: performance.now(), drawnAt: null, drawn: null };
   // Drawn = a message posted from a requestAnimationFrame callback is handled (as sidepanel.js measures).
   kept.drawn = new Promise((drawn) =>
     requestAnimationFrame(() => {

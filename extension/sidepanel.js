@@ -138,7 +138,7 @@ async function firstPaint() {
   const firstContentfulPaintAt = performance.getEntriesByName("first-contentful-paint")[0]?.startTime ?? null;
   const paintedAt = window.__marginFirstPaint;
   const keptFrameState = kept ? (keptFrameCurrent ? "current" : "stale") : "none";
-  window.__marginPaintBreakdown = { htmlParsedAt, moduleStartedAt, storageReadAt, domReadyAt, firstContentfulPaintAt, paintedAt, firstFrameBubbles, keptFrame: keptFrameState, keptFrameAt: kept?.drawnAt ?? null };
+  window.__marginPaintBreakdown = { htmlParsedAt, moduleStartedAt, storageReadAt, domReadyAt, firstContentfulPaintAt, paintedAt, firstFrameBubbles, keptFrame: keptFrameState, keptFrameStartedAt: kept?.startedAt ?? null, keptFrameShownAt: kept?.shownAt ?? null, keptFrameAt: kept?.drawnAt ?? null };
   // The bubbles above the first frame's (conversation.js rule 10), then the panel is ready.
   conversation.paintOlder();
   window.__marginPaintBreakdown.olderAt = performance.now();
