@@ -81,6 +81,18 @@ export async function storageKeys(areaName) {
   }
 }
 
+// What these keys take (chrome.storage.<area>.getBytesInUse: each key's name plus its value as
+// JSON), without reading the values: lets Python check that a heavy value is stored whole.
+export async function storageBytesInUse(areaName, keysJson) {
+  try {
+    const keys = JSON.parse(keysJson);
+    if (!Array.isArray(keys)) return failed('bad_request', 'storageBytesInUse takes a list of keys');
+    return reply(await area(areaName).getBytesInUse(keys));
+  } catch (error) {
+    return failed('storage', error);
+  }
+}
+
 // -- HTTP: fetch with a streaming body reader and abort --------------------------------------
 
 const responses = new Map(); // handle -> {reader, decoder, controller}; reader null until headers

@@ -72,6 +72,12 @@ class ChromeStorageArea:
         except _BridgeFailure as failure:
             raise storage_refused(failure.message) from None
 
+    async def bytes_in_use(self, keys: list[str]) -> int:
+        try:
+            return int(await _call("storageBytesInUse", self.area, wire.dumps(list(keys))))
+        except _BridgeFailure as failure:
+            raise storage_refused(failure.message) from None
+
 
 class FetchResponse:
     def __init__(self, handle: int, status: int, headers: dict[str, str]):

@@ -6,8 +6,10 @@ Rule 2: a storage area behaves like chrome.storage: values are JSON (they round-
 JSON), absent keys are absent from the result, a multi-key `set` is all or nothing, and there is
 no "get everything" call at all (see the GET_ALL_KEYS contract in `margin.storage`); `keys()` lists
 the stored key NAMES only (chrome.storage's `getKeys()`), so a caller can check that a body exists
-without reading it. A refused read or write raises the `StorageError` that `storage_refused` builds
-from Chrome's own words, on both platforms, so callers catch `StorageError` and nothing broader.
+without reading it; `bytes_in_use()` is chrome.storage's `getBytesInUse()`, so a caller can check a
+heavy value's size without reading it. A refused read or write raises the `StorageError` that
+`storage_refused` builds from Chrome's own words, on both platforms, so callers catch
+`StorageError` and nothing broader.
 Rule 3: HTTP is one method, `open()`, which resolves once the status and headers arrived; the
 body is then read chunk by chunk (decoded text) until `None`, or abandoned with `aclose()`.
 Rule 4: a transport never follows a redirect (a redirect could send the conversation, and its
@@ -38,6 +40,12 @@ class StorageArea(Protocol):
 
     async def keys(self) -> list[str]:
         """The names of every stored key (no values are read)."""
+        ...
+
+    async def bytes_in_use(self, keys: list[str]) -> int:
+        """What these keys take, as chrome.storage's getBytesInUse counts it: for each present
+        key, its name's length plus the length of its value written as compact JSON (no value
+        is read into the caller)."""
         ...
 
 
