@@ -16,23 +16,35 @@ Rules:
    `margin.sessions` saves bodies through it; backups must export `history` through it too. So a
    body, an export or a backup is self-contained, whatever happens to the keys.
 4. `collect_garbage` removes an original only when no `history` value references it: `history`
-   and every parked copy of it (`historyUnreadable...`); by rule 3 nothing else can. The caller
+   and every parked copy of it (`historyUnreadable...`); by rule 3 nothing else can. An unseen
+   part whose image is still inline references the key of its data URL (rule 7). The caller
    holds `storage.lock_for(area)`, so no bound is between its two writes meanwhile.
 5. The request gets the best copy: `for_request` swaps each UNSEEN thumbnail for its original
    (margin.request_images converts the original when it is over the provider's limits).
 6. `images.original` (`handle_original`) reads one original by address for the panel's viewer.
+7. Stored ahead, off the bound's path: after a turn that leaves images UNSEEN (failed or stopped:
+   they stay parked), `store_unseen` stores each one's original under its key, in the background,
+   once the turn has ended (margin.chat), one write at a time and never while a turn runs (it
+   stops when one starts; the bound stores what it left). It never writes `history`, so a crash
+   between its writes loses nothing, and it holds no lock (content-addressed: writing a key twice
+   writes the same value). The part is not changed: its reference is added by the bound, which
+   then only checks the original is there whole (`is_stored`: its size, by getBytesInUse, without
+   reading it) and so writes only the smaller `history`. While its image is still inline in an
+   unseen part, an original is kept (rule 4 counts it as referenced: the key of the part's data
+   URL), so what was stored ahead is not collected before the bound uses it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from .errors import MarginError
-from .history import Record
-from .images import is_image_part, is_seen
+from .history import Record, parse_history
+from .images import image_url_of, is_image_part, is_seen
 from .ports import Platform, StorageArea
 from .storage import HISTORY, HISTORY_UNREADABLE, IMAGE_ORIGINAL_PREFIX
 
@@ -75,6 +87,84 @@ def originals_items(urls: Iterable[str]) -> dict[str, dict[str, str]]:
 def original_item(url: str, digest: str) -> tuple[str, dict[str, str]]:
     """(key, value) storing one original whose sha256 the caller has (a 3 MB hash costs)."""
     return key_of_digest(digest), {"url": url, "sha256": digest}
+
+
+# Printable ASCII that Chromium's JSON writer may escape (it writes `<` as \u003C); the others are
+# copied as they are, so a value made of them alone has a known size.
+_ESCAPED = ('"', "\\", "<", ">", "&")
+
+
+def _plain(text: str) -> bool:
+    return text.isascii() and text.isprintable() and not any(c in text for c in _ESCAPED)
+
+
+def stored_size(key: str, value: dict[str, str]) -> int | None:
+    """What chrome.storage's getBytesInUse counts for this item (the key's length plus the value's
+    compact JSON), or None when the value holds a character a JSON writer may escape."""
+    if not all(_plain(text) for text in (*value, *value.values())):
+        return None
+    return len(key) + 2 + sum(len(name) + len(text) + 6 for name, text in value.items()) - 1
+
+
+async def is_stored(area: StorageArea, url: str, digest: str) -> bool:
+    """Whether the original of `url` is stored whole under its key (rule 7). The key is content-
+    addressed and only this module writes it, always as `{url, sha256}`: a stored value of exactly
+    that size is that original, so its size is checked (getBytesInUse), not the 3 MB value read.
+    A URL with characters whose escaping is not known is read and checked instead (rule 2)."""
+    key, value = original_item(url, digest)
+    size = stored_size(key, value)
+    if size is None:
+        return (await read_originals(area, [key])).get(key) == url
+    return await area.bytes_in_use([key]) == size
+
+
+def inline_keys(records: list[Record], digests: dict[str, str] | None = None) -> set[str]:
+    """The keys of the originals of the UNSEEN parts whose image is still inline (rules 4 and 7).
+    `digests` (data URL -> sha256) is a cache the caller may share; it is filled here."""
+    cache = {} if digests is None else digests
+    keys: set[str] = set()
+    for record in records:
+        if is_seen(record) or not isinstance(record.content, list):
+            continue
+        for part in record.content:
+            if not is_image_part(part) or reference_of(part) is not None:
+                continue
+            url = image_url_of(part)
+            if url:
+                if url not in cache:
+                    cache[url] = url_digest(url)
+                keys.add(key_of_digest(cache[url]))
+    return keys
+
+
+async def store_unseen(
+    area: StorageArea, records: list[Record], *, turn_running: Callable[[], bool]
+) -> list[str]:
+    """Rule 7: store the original of every unseen inline image of `records` that is not stored
+    yet, one write at a time; stop as soon as `turn_running()` (the turn goes first). Returns the
+    keys written. Never writes `history`."""
+    written: list[str] = []
+    seen_urls: set[str] = set()
+    for record in records:
+        if is_seen(record) or not isinstance(record.content, list):
+            continue
+        for part in record.content:
+            url = image_url_of(part) if is_image_part(part) and reference_of(part) is None else ""
+            if not url or url in seen_urls:
+                continue
+            seen_urls.add(url)
+            await asyncio.sleep(0)  # a message that arrived starts its task first
+            if turn_running():
+                return written
+            digest = url_digest(url)
+            if await is_stored(area, url, digest):
+                continue
+            if turn_running():
+                return written
+            key, value = original_item(url, digest)
+            await area.set({key: value})
+            written.append(key)
+    return written
 
 
 def _trusted_url(key: str, value: Any) -> str | None:
@@ -172,8 +262,9 @@ def references_in(records: list[Record]) -> set[str]:
 async def collect_garbage(area: StorageArea, *, history_references: set[str] | None = None) -> list[str]:
     """Remove the originals no `history` value references (rule 4); returns the keys removed.
 
-    `history_references`: what `history` refers to, when the caller holds the lock and knows
-    what is stored (`images.bound` just read or wrote it), so the heavy value is not read again."""
+    `history_references`: what `history` refers to (its references and `inline_keys`), when the
+    caller holds the lock and knows what is stored (`images.bound` just read or wrote it), so the
+    heavy value is not read again."""
     names = await area.keys()
     originals = [k for k in names if is_original_key(k)]
     if not originals:
@@ -183,7 +274,10 @@ async def collect_garbage(area: StorageArea, *, history_references: set[str] | N
     ]
     referenced: set[str] = set(history_references or ())
     for key in holders:  # one value at a time: a parked history can be as heavy as history
-        referenced |= _raw_references((await area.get([key])).get(key))
+        raw = (await area.get([key])).get(key)
+        referenced |= _raw_references(raw)
+        if key == HISTORY:
+            referenced |= inline_keys(parse_history(raw).records)
     orphans = [k for k in originals if k not in referenced]
     if orphans:
         await area.remove(orphans)

@@ -350,6 +350,39 @@ def test_images_are_sent_with_pixels_then_stamped_and_later_sent_as_a_placeholde
     assert turn.history[0]["content"][1]["image_url"]["url"] == PNG  # pixels never destroyed
 
 
+def test_a_failed_turn_stores_its_unseen_originals_ahead_once_it_has_ended_and_a_done_one_does_not():
+    from margin import image_originals
+    from margin.ports import TransportError
+
+    turn = Turn(responses=[TransportError("connect", "offline"), answer("A dot.")])
+    writes_at_the_end: list[int] = []
+    emit = turn.emit
+
+    def emit_counting(event: dict) -> None:  # nothing is stored ahead before the turn has ended
+        if event["event"] in ("error", "done"):
+            writes_at_the_end.append(len(turn.platform.local.writes))
+        emit(event)
+
+    turn.emit = emit_counting
+
+    async def scenario() -> tuple[list, list]:
+        await turn.run(send("What is this?", [{"dataUrl": PNG, "name": "dot.png"}]))
+        assert turn.kinds[-1] == "error" and not chat.turn_running()
+        assert chat._storing_ahead is not None
+        await chat._storing_ahead
+        failed = turn.platform.local.writes[writes_at_the_end[0] :]
+        await turn.run(send("And now?"))  # done: the stamp, nothing stored ahead
+        done = chat._storing_ahead
+        await done
+        return failed, turn.platform.local.writes
+
+    failed, writes = asyncio.run(scenario())
+    key = image_originals.original_key(PNG)
+    assert failed == [{key: {"url": PNG, "sha256": image_originals.url_digest(PNG)}}]
+    assert [k for w in writes if isinstance(w, dict) for k in w].count(key) == 1
+    assert turn.history[0]["content"][1]["image_url"]["url"] == PNG  # the part is not changed
+
+
 @pytest.mark.parametrize(
     "ui_language, browser_language, label",
     [

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import io
+import json
 import random
 
 import pytest
@@ -169,3 +170,98 @@ def test_the_route_returns_the_original_and_refuses_a_missing_or_damaged_one():
         if image_originals.reference_of(p) == key
     )
     assert thumb["image_url"]["url"] not in sent_urls(history)
+
+
+# -- stored ahead (rule 7): after a turn that leaves images unseen ------------------------------------
+
+
+def turn_never_runs() -> bool:
+    return False
+
+
+async def store_ahead_then_bound(platform) -> None:
+    records = (await read_history(platform.local)).records
+    await image_originals.store_unseen(platform.local, records, turn_running=turn_never_runs)
+    await bound_then_collect(platform)
+
+
+def test_originals_stored_ahead_leave_the_bound_only_history_to_write():
+    history, platform = bound_platform()
+    records = run(read_history(platform.local)).records
+    written = run(image_originals.store_unseen(platform.local, records, turn_running=turn_never_runs))
+    assert len(written) == 4 and all(isinstance(w, dict) and HISTORY not in w for w in platform.local.writes)
+    assert platform.local.snapshot()[HISTORY] == history  # the parts are not changed
+    # Stored ahead and still inline: the collector keeps them (only the stale orphan goes).
+    removed = run(image_originals.collect_garbage(platform.local))
+    assert len(removed) == 1 and removed[0] not in written
+    before = len(platform.local.writes)
+    run(image_bound.bound_unseen_image_bytes(platform, limit_bytes=LIMIT))
+    assert [list(w) for w in platform.local.writes[before:]] == [[HISTORY]], "the bound wrote an original"
+    # The same result as a bound that stored the originals itself, and nothing read to check them.
+    assert not any(image_originals.is_original_key(k) for k in platform.local.reads)
+    _, plain = bound_platform()
+    run(bound_then_collect(plain))
+    run(image_originals.collect_garbage(platform.local))
+    shrunk = {k for k in plain.local.snapshot() if image_originals.is_original_key(k)}
+    stored = platform.local.snapshot()
+    assert stored[HISTORY] == plain.local.snapshot()[HISTORY]
+    # The originals of the images left inline (unseen, not shrunk) stay for a later bound.
+    assert shrunk < {k for k in stored if image_originals.is_original_key(k)} == set(written)
+
+
+def test_a_crash_at_every_write_ahead_and_of_the_bound_loses_no_original():
+    history, probe = bound_platform()
+    run(store_ahead_then_bound(probe))
+    total = len(probe.local.writes)
+    assert total == 6  # four originals ahead, history, the orphan's removal
+    for k in range(total + 1):
+        _, platform = bound_platform(fail_after_writes=k)
+        if k < total:
+            with pytest.raises(StoreCrashed):
+                run(store_ahead_then_bound(platform))
+        else:
+            run(store_ahead_then_bound(platform))
+        platform.local.revive()
+        for attempt in ("after the crash", "after the re-run"):
+            stored = platform.local.snapshot()
+            resolved = run(image_originals.inline(platform.local, stored[HISTORY]))
+            assert sent_urls(resolved) == sent_urls(history), f"crash after {k} writes, {attempt}"
+            run(store_ahead_then_bound(platform))
+        assert platform.local.snapshot() == probe.local.snapshot()
+
+
+def test_storing_ahead_stops_when_a_turn_starts_and_skips_what_is_stored_or_seen():
+    _, platform = bound_platform()
+    records = run(read_history(platform.local)).records
+    calls = iter([False, False, True])  # a turn starts before the second write
+    written = run(image_originals.store_unseen(platform.local, records, turn_running=lambda: next(calls)))
+    assert len(written) == 1
+    seen = [r.with_fields(imagesSeen=True) if i < 4 else r for i, r in enumerate(records)]
+    again = run(image_originals.store_unseen(platform.local, seen, turn_running=turn_never_runs))
+    assert len(again) == 2 and written[0] not in again  # the two seen images are left out
+    # Once its image is seen, an original stored ahead is garbage.
+    run(platform.local.set({HISTORY: history_json(seen)}))
+    removed = run(image_originals.collect_garbage(platform.local))
+    assert written[0] in removed and not set(again) & set(removed)
+
+
+def test_an_original_stored_ahead_but_damaged_is_written_again_by_the_bound():
+    _, platform = bound_platform()
+    records = run(read_history(platform.local)).records
+    written = run(image_originals.store_unseen(platform.local, records, turn_running=turn_never_runs))
+    damaged = platform.local.snapshot()[written[0]]
+    run(platform.local.set({written[0]: {"url": damaged["url"][:-8], "sha256": damaged["sha256"]}}))
+    assert not run(image_originals.is_stored(platform.local, damaged["url"], damaged["sha256"]))
+    before = len(platform.local.writes)
+    run(bound_then_collect(platform))
+    written_now = [next(iter(w)) for w in platform.local.writes[before:] if isinstance(w, dict)]
+    assert written_now == [written[0], HISTORY]
+    assert platform.local.snapshot()[written[0]] == damaged
+
+
+def test_the_stored_size_is_chromes_count_of_the_compact_json():
+    key, value = image_originals.original_item(noisy_png(3, 8), "ab" * 32)
+    assert image_originals.stored_size(key, value) == len(key) + len(json.dumps(value, separators=(",", ":")))
+    assert (
+        image_originals.stored_size(key, {"url": 'data:image/png;name="x";base64,AA', "sha256": ""}) is None
+    )
