@@ -13,10 +13,11 @@ run.py, or None where no browser is needed, and returns a list of dicts with `Re
    protected), timed from an extension page in Chromium: cold (worker stopped: Pyodide boot +
    Pillow load + work), first call with Python up (Pillow load + work), warm (Pillow loaded).
    Storage is re-seeded before every call, with the originals the failed turns that parked the
-   images stored ahead (margin.image_originals rule 7: written by the worker's own
-   `store_unseen`, once, untimed); the seeding is not timed. Also timed: the same warm bound when
-   nothing was stored ahead (a worker stopped mid-turn, a session opened: the bound stores the
-   originals itself), and what storing ahead costs after a failed turn, per image.
+   images stored ahead with their thumbnails (margin.image_originals rule 7: written by the
+   worker's own `image_bound.store_ahead`, once, untimed); the seeding is not timed. Also
+   timed: the same warm bound when nothing was stored ahead (a worker stopped mid-turn, a
+   session opened: the bound stores the originals and makes the thumbnails itself), and what
+   storing ahead costs after a failed turn, per image.
 3. `bound_in_cpython`: the same bound on the same data under CPython, in a fresh subprocess so the
    first call includes importing Pillow.
 4. (huge images under CPython: bench_huge_images.py.)
@@ -266,18 +267,21 @@ def _ping(margin: Any) -> None:
         raise RuntimeError(f"app.ping failed: {reply!r}")
 
 
-# The worker stores the originals ahead as a failed turn's end does (margin.chat rule 13), timed.
+# The worker stores the originals and thumbnails ahead as a failed turn's end does (margin.chat
+# rule 13), timed; Pillow is loaded first, untimed, as the turn's attachment check loaded it.
 STORE_AHEAD_JS = """async () => {
     const {pyodide} = await marginPython();
     const seconds = await pyodide.runPythonAsync(`
 import time
-from margin import image_originals
+from margin import image_bound
 from margin.history import read_history
-from margin.platform import ChromeStorageArea
-_area = ChromeStorageArea("local")
-_records = (await read_history(_area)).records
+from margin.platform import browser_platform
+_platform = browser_platform()
+await _platform.load_package("pillow")
+import margin.image_codec
+_records = (await read_history(_platform.local)).records
 _t = time.perf_counter()
-_written = await image_originals.store_unseen(_area, _records, turn_running=lambda: False)
+_written = await image_bound.store_ahead(_platform, _records, turn_running=lambda: False)
 [time.perf_counter() - _t, len(_written)]
 `);
     return seconds.toJs();
@@ -285,7 +289,7 @@ _written = await image_originals.store_unseen(_area, _records, turn_running=lamb
 
 
 def _store_ahead(margin: Any) -> tuple[float, int]:
-    """Store every parked image's original ahead; (ms, how many were written)."""
+    """Store every parked image's original and thumbnail ahead; (ms, how many keys were written)."""
     seconds, written = margin.worker().evaluate(STORE_AHEAD_JS)
     return float(seconds) * 1000, int(written)
 
@@ -303,12 +307,12 @@ def _originals_ahead(margin: Any, history: list[dict[str, Any]]) -> tuple[dict[s
         margin.storage_clear()
         _seed(margin, history)
         elapsed, written = _store_ahead(margin)
-        if written != BOUND_PHOTOS:
-            raise RuntimeError(f"storing ahead wrote {written} originals, not {BOUND_PHOTOS}")
-        per_image.append(elapsed / written)
-    keys = [k for k in margin._extension_page().evaluate("() => chrome.storage.local.getKeys()")]
-    originals = margin.storage_get([k for k in keys if k.startswith("imageOriginal_")])
-    return originals, per_image
+        if written != 2 * BOUND_PHOTOS:
+            raise RuntimeError(f"storing ahead wrote {written} keys, not {2 * BOUND_PHOTOS}")
+        per_image.append(elapsed / BOUND_PHOTOS)
+    keys = margin._extension_page().evaluate("() => chrome.storage.local.getKeys()")
+    ahead = [k for k in keys if k.startswith(("imageOriginal_", "imageThumbnail_"))]
+    return margin.storage_get(ahead), per_image
 
 
 def bound_in_browser(bench: Any) -> list[dict[str, Any]]:
@@ -380,12 +384,12 @@ def bound_in_browser(bench: Any) -> list[dict[str, Any]]:
             note=f"images.bound warm / this floor = {_median(warm) / floor:.2f}x (same run)",
         ),
         result(
-            "storing a parked image's original ahead, after the failed turn (3 MB; background)",
+            "storing a parked image's original and thumbnail ahead, after the failed turn (3 MB; background)",
             _median(ahead),
             "ms",
             samples=ahead,
-            note=f"per image: sha256, a size check, the write; the {BOUND_PHOTOS} images of this"
-            " history stored one after another by store_unseen",
+            note=f"per image: sha256, a size check, the original's write, the thumbnail (Pillow"
+            f" loaded) and its write; the {BOUND_PHOTOS} images of this history one after another",
         ),
     ]
 

@@ -77,7 +77,6 @@ from . import (
     catalogue,
     clock,
     figures,
-    image_originals,
     images,
     options,
     rescue,
@@ -151,8 +150,10 @@ def _store_originals_ahead(platform: Platform, records: list[Record]) -> None:
         if before is not None:
             with contextlib.suppress(Exception):
                 await before
+        from . import image_bound  # it imports this module
+
         with contextlib.suppress(StorageError):  # only an optimisation is lost: the bound stores it
-            await image_originals.store_unseen(platform.local, records, turn_running=turn_running)
+            await image_bound.store_ahead(platform, records, turn_running=turn_running)
 
     _storing_ahead = asyncio.ensure_future(store())
 

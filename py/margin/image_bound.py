@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -196,9 +197,6 @@ async def _attempt(
     plan: dict[Position, dict[str, Any]] = {}
     candidates = _candidates(records)
     if now > limit_bytes and candidates:
-        if work.pillow is None:
-            work.pillow = asyncio.ensure_future(platform.load_package("pillow"))
-        await _unless_preempted(work.pillow, lock)
         plan = await _plan(platform, records, candidates, now, limit_bytes, work, lock)
     await _originals_written(work, lock)  # rule 3: every original stored before `history` changes
     if not plan:
@@ -241,7 +239,14 @@ async def _plan(
             digests.setdefault(position, digest)  # the first visit is of the original
             if (digest, side) not in work.thumbnails:
                 await _yield(lock)
-                work.thumbnails[digest, side] = _thumbnail(url, side)
+                ahead = None
+                if position not in plan:  # the original: its thumbnail may be made ahead (rule 7)
+                    ahead = await _unless_preempted(
+                        image_originals.read_thumbnail(platform.local, digest, url, side), lock
+                    )
+                if ahead is None:
+                    await _pillow(platform, work, lock)
+                work.thumbnails[digest, side] = ahead or _thumbnail(url, side)
             made = work.thumbnails[digest, side]
             if made is None:
                 continue
@@ -292,6 +297,13 @@ async def _originals_written(work: _Work, lock: asyncio.Lock) -> None:
         work.writing = None
 
 
+async def _pillow(platform: Platform, work: _Work, lock: asyncio.Lock) -> None:
+    """Pillow, loaded once per call and only when a thumbnail must be made here (rule 7)."""
+    if work.pillow is None:
+        work.pillow = asyncio.ensure_future(platform.load_package("pillow"))
+    await _unless_preempted(work.pillow, lock)
+
+
 def _thumbnail(url: str, side: int) -> tuple[str, dict[str, int]] | None:
     from . import image_codec  # loaded: the caller awaited Pillow (margin.images, rule 3)
 
@@ -322,8 +334,30 @@ def _applied(records: list[Record], plan: dict[Position, dict[str, Any]]) -> lis
 async def _collect(platform: Platform, stored: list[Record], work: _Work) -> None:
     """Rule 3: the originals nothing refers to go; `stored` is what `history` holds now. The
     originals of its unseen inline images stay (stored ahead: margin.image_originals, rule 7)."""
-    references = image_originals.references_in(stored) | image_originals.inline_keys(stored, work.digests)
-    await image_originals.collect_garbage(platform.local, history_references=references)
+    await image_originals.collect_garbage(
+        platform.local,
+        history_references=image_originals.references_in(stored),
+        inline=image_originals.inline_keys(stored, work.digests),
+    )
+
+
+async def store_ahead(platform: Platform, records: list[Record], *, turn_running: Any) -> list[str]:
+    """Rule 7: after a turn that left images unseen (margin.chat rule 13), store each one's
+    original and, when Pillow is loaded (the turn's attachment check loaded it; it is not loaded
+    for this), the thumbnail this bound would make, so that the bound reads and writes `history`
+    and little else. Returns the keys written."""
+    maker = _thumbnail_ahead if "PIL.Image" in sys.modules else None
+    return await image_originals.store_unseen(
+        platform.local, records, turn_running=turn_running, thumbnail=maker
+    )
+
+
+def _thumbnail_ahead(url: str) -> dict[str, Any] | None:
+    side = THUMBNAIL_SIDES[0]
+    made = _thumbnail(url, side)
+    if made is None or len(made[0]) >= len(url):
+        return None
+    return {"url": made[0], "side": side, "from": made[1]}
 
 
 async def handle_bound(platform: Platform, payload: dict) -> dict[str, int]:

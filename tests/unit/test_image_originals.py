@@ -265,3 +265,103 @@ def test_the_stored_size_is_chromes_count_of_the_compact_json():
     assert (
         image_originals.stored_size(key, {"url": 'data:image/png;name="x";base64,AA', "sha256": ""}) is None
     )
+
+
+# -- thumbnails made ahead (rule 7) -------------------------------------------------------------------
+
+
+async def store_ahead_with_thumbnails(platform) -> list[str]:
+    records = (await read_history(platform.local)).records
+    return await image_bound.store_ahead(platform, records, turn_running=turn_never_runs)
+
+
+async def thumbnails_ahead_then_bound(platform) -> None:
+    await store_ahead_with_thumbnails(platform)
+    await image_bound.bound_unseen_image_bytes(platform, limit_bytes=LIMIT, collect_garbage=True)
+
+
+def no_pillow_work(monkeypatch):
+    """The bound may not load Pillow nor make a thumbnail: those made ahead must do."""
+    from margin import image_codec
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the bound made a thumbnail that was made ahead")
+
+    monkeypatch.setattr(image_codec, "downscale", refuse)
+
+
+def test_thumbnails_made_ahead_spare_the_bound_pillow_and_give_the_same_history(monkeypatch):
+    _, plain = bound_platform()
+    run(image_bound.bound_unseen_image_bytes(plain, limit_bytes=LIMIT, collect_garbage=True))
+    _, platform = bound_platform()
+    written = run(store_ahead_with_thumbnails(platform))
+    thumbnails = [k for k in written if image_originals.is_thumbnail_key(k)]
+    assert len(thumbnails) == 4 and len(written) == 8
+    loads: list[str] = []
+
+    async def load_package(name: str) -> None:
+        loads.append(name)
+
+    monkeypatch.setattr(platform, "load_package", load_package)
+    no_pillow_work(monkeypatch)
+    before = len(platform.local.writes)
+    run(image_bound.bound_unseen_image_bytes(platform, limit_bytes=LIMIT, collect_garbage=True))
+    assert loads == []
+    stored = platform.local.snapshot()
+    assert stored[HISTORY] == plain.local.snapshot()[HISTORY]
+    history_write, removal = platform.local.writes[before:]
+    assert list(history_write) == [HISTORY]
+    # The collector: the stale orphan, and the thumbnails of the images now thumbnailed in history.
+    assert isinstance(removal, tuple) and len(removal[1]) == 1 + len(
+        [
+            p
+            for r in stored[HISTORY]
+            if isinstance(r["content"], list)
+            for p in r["content"]
+            if image_originals.reference_of(p)
+        ]
+    )
+    kept = {k for k in stored if image_originals.is_thumbnail_key(k)}
+    assert kept and all(image_originals.original_key_of_thumbnail(k) in stored for k in kept)
+
+
+def test_a_crash_at_every_write_ahead_with_thumbnails_and_of_the_bound_loses_no_original():
+    history, probe = bound_platform()
+    run(thumbnails_ahead_then_bound(probe))
+    total = len(probe.local.writes)
+    assert total == 10  # four originals and four thumbnails ahead, history, the collector's removal
+    for k in range(total + 1):
+        _, platform = bound_platform(fail_after_writes=k)
+        if k < total:
+            with pytest.raises(StoreCrashed):
+                run(thumbnails_ahead_then_bound(platform))
+        else:
+            run(thumbnails_ahead_then_bound(platform))
+        platform.local.revive()
+        for attempt in ("after the crash", "after the re-run"):
+            stored = platform.local.snapshot()
+            resolved = run(image_originals.inline(platform.local, stored[HISTORY]))
+            assert sent_urls(resolved) == sent_urls(history), f"crash after {k} writes, {attempt}"
+            run(thumbnails_ahead_then_bound(platform))
+        assert platform.local.snapshot() == probe.local.snapshot()
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda v: {**v, "side": 256},
+        lambda v: {**v, "url": "not a data url"},
+        lambda v: {**v, "from": {**v["from"], "bytes": v["from"]["bytes"] + 1}},
+        lambda v: {**v, "url": v["url"] + "A" * 2_000_000},
+        lambda v: [v],
+    ],
+)
+def test_a_thumbnail_made_ahead_that_does_not_fit_is_made_again_by_the_bound(damage):
+    _, plain = bound_platform()
+    run(image_bound.bound_unseen_image_bytes(plain, limit_bytes=LIMIT))
+    _, platform = bound_platform()
+    written = run(store_ahead_with_thumbnails(platform))
+    for key in (k for k in written if image_originals.is_thumbnail_key(k)):
+        run(platform.local.set({key: damage(platform.local.snapshot()[key])}))
+    run(image_bound.bound_unseen_image_bytes(platform, limit_bytes=LIMIT))
+    assert platform.local.snapshot()[HISTORY] == plain.local.snapshot()[HISTORY]
