@@ -11,6 +11,7 @@ what was sent and what was stored (docs/storage-model.md, "Images: pixels are ne
 from __future__ import annotations
 
 import base64
+import hashlib
 import io
 import json
 import random
@@ -223,6 +224,13 @@ def test_a_failed_turn_stamps_nothing_so_the_next_send_carries_the_pixels_again(
     assert not history[0].get("imagesSeen"), "a failed turn stamped the image as seen"
     (failed,) = fake_provider.wait_for_chat_requests(1)
     assert image_urls_in(user_messages(failed.body)[0]) == [expected_url]
+    # The parked image's original is stored ahead once the turn has ended (margin.chat rule 13),
+    # byte for byte, under its content address; the part in history is not changed.
+    digest = hashlib.sha256(expected_url.encode()).hexdigest()
+    key = "imageOriginal_" + digest[:32]
+    ahead = poll(lambda: margin.storage_get([key]).get(key), timeout=10, message="no original stored ahead")
+    assert ahead == {"url": expected_url, "sha256": digest}
+    assert margin.history()[0]["content"] == history[0]["content"]
 
     fake_provider.script(reply="Now I see it.")
     margin.send(page, "Try again please")
