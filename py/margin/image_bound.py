@@ -8,12 +8,14 @@ Rule 2: an image Pillow cannot read is kept as it is (never destroyed), and hist
   once, only when something changed, against what is stored at that moment: the bound reads
   `history`, shrinks and writes it in one hold of `storage.lock_for(local)`, so no other writer
   is between its read and its write (every writer of `history` holds that lock).
-Rule 3: nothing is degraded: the exact data URL of each image it shrinks is first stored under its
-  own key (margin.image_originals: `imageOriginal_<digest>`, read by address), and only then is
-  `history` written with the thumbnail and `meta.originalKey`; a part that already refers to an
-  original keeps that reference. `handle_bound` then removes the originals nothing refers to any
-  more, in the same hold of the lock (what `history` refers to is known: it was just read or
-  written, so it is not read again).
+Rule 3: nothing is degraded: the exact data URL of each image it shrinks is stored under its own
+  key (margin.image_originals: `imageOriginal_<digest>`, read by address) before `history` is
+  written with the thumbnail and `meta.originalKey`: usually it was stored ahead, after the turn
+  that parked the image (rule 7), and the bound checks it is there whole by its size
+  (getBytesInUse, no read); else the bound writes it. A part that already refers to an original
+  keeps that reference. `handle_bound` then removes the originals nothing refers to any more (and
+  the thumbnails made ahead whose image is no longer inline), in the same hold of the lock (what
+  `history` refers to is known: it was just read or written, so it is not read again).
 Rule 4: the bound never delays a turn: the turn goes first, the bound after. It starts only when
   no turn runs (`chat.turn_running()`), and while it holds the lock it yields to the event loop
   between images and polls every `POLL_SECONDS` during its reads and Pillow's load; when a turn
@@ -27,12 +29,18 @@ Rule 4: the bound never delays a turn: the turn goes first, the bound after. It 
   collector removes it if nothing refers to it, and only the bound collects, rule 5).
 Rule 5: one bound at a time per process: a second call (two panels opening) waits for the first
   and returns its result, so two bounds never yield the lock to each other forever.
-Rule 6: the pixels and the storage work at the same time: an image's original is written as soon
-  as its thumbnail is planned, and while chrome.storage writes it (in the browser's process)
-  Pillow makes the next thumbnail. One original write is in flight at a time, and every one has
-  ended before `history` is written (rule 3). A turn that comes while the bound waits for an
-  original's write does not wait for it: the bound lets go, the write ends on its own, and the
-  next try waits for it (never writing it twice).
+Rule 6: when it must write originals itself, the pixels and the storage work at the same time:
+  an image's original is written as soon as its thumbnail is planned, and while chrome.storage
+  writes it (in the browser's process) Pillow makes the next thumbnail. One original write is in
+  flight at a time, and every one has ended before `history` is written (rule 3). A turn that
+  comes while the bound waits for an original's write does not wait for it: the bound lets go,
+  the write ends on its own, and the next try waits for it (never writing it twice).
+Rule 7: the bound's work is done ahead where it can be: after a turn that leaves images unseen,
+  `store_ahead` (margin.chat rule 13; margin.image_originals rule 7) stores each one's original
+  and, when Pillow is loaded, the 512-pixel thumbnail this bound would make
+  (`imageThumbnail_<digest>`). The bound then takes that thumbnail (checked by `read_thumbnail`)
+  and loads Pillow only for a thumbnail it must make itself, so with everything stored ahead it
+  reads `history`, hashes the images it shrinks, checks sizes, and writes the smaller `history`.
 """
 
 from __future__ import annotations
