@@ -57,10 +57,11 @@ Rules:
    every request stream as one answer. Without the tool, stored rounds are sent as text. Until
    the answer is stored, the rounds so far are kept in chrome.storage.session before and after
    each call (margin.unsaved_answers rule 6), so a worker that stops mid-call loses none of them.
-13. A turn that leaves images unseen (failed, stopped, or its answer not stored) has their
-   originals stored ahead once it has ended, in the background (margin.image_originals rule 7):
-   never while a turn runs, never writing `history`, so the later `images.bound` only checks them
-   and writes the smaller `history`.
+13. A turn that leaves images unseen (failed, stopped, or its answer not stored) has the
+   originals (and thumbnails) of the parked images the next `images.bound` will shrink stored
+   ahead once it has ended, in the background (margin.image_bound rule 7, margin.image_originals
+   rule 7): never while a turn runs, never writing `history`, so the bound only checks them and
+   writes the smaller `history`.
 """
 
 from __future__ import annotations

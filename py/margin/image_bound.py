@@ -36,7 +36,9 @@ Rule 6: when it must write originals itself, the pixels and the storage work at 
   comes while the bound waits for an original's write does not wait for it: the bound lets go,
   the write ends on its own, and the next try waits for it (never writing it twice).
 Rule 7: the bound's work is done ahead where it can be: after a turn that leaves images unseen,
-  `store_ahead` (margin.chat rule 13; margin.image_originals rule 7) stores each one's original
+  `store_ahead` (margin.chat rule 13; margin.image_originals rule 7) picks the images this bound
+  will shrink (as it does: oldest first, the newest record with images left out, until what
+  stays is under the limit; nothing while the total is under it), and stores each one's original
   and, when Pillow is loaded, the 512-pixel thumbnail this bound would make
   (`imageThumbnail_<digest>`). The bound then takes that thumbnail (checked by `read_thumbnail`)
   and loads Pillow only for a thumbnail it must make itself, so with everything stored ahead it
@@ -342,22 +344,37 @@ def _applied(records: list[Record], plan: dict[Position, dict[str, Any]]) -> lis
 async def _collect(platform: Platform, stored: list[Record], work: _Work) -> None:
     """Rule 3: the originals nothing refers to go; `stored` is what `history` holds now. The
     originals of its unseen inline images stay (stored ahead: margin.image_originals, rule 7)."""
-    await image_originals.collect_garbage(
-        platform.local,
-        history_references=image_originals.references_in(stored),
-        inline=image_originals.inline_keys(stored, work.digests),
-    )
+    await image_originals.collect_garbage(platform.local, history=stored, digests=work.digests)
 
 
-async def store_ahead(platform: Platform, records: list[Record], *, turn_running: Any) -> list[str]:
-    """Rule 7: after a turn that left images unseen (margin.chat rule 13), store each one's
-    original and, when Pillow is loaded (the turn's attachment check loaded it; it is not loaded
-    for this), the thumbnail this bound would make, so that the bound reads and writes `history`
-    and little else. Returns the keys written."""
+async def store_ahead(
+    platform: Platform, records: list[Record], *, turn_running: Any, limit_bytes: int | None = None
+) -> list[str]:
+    """Rule 7: after a turn that left images unseen (margin.chat rule 13), store the original of
+    each image the next bound will shrink and, when Pillow is loaded (the turn's attachment check
+    loaded it; it is not loaded for this), the thumbnail it would make, so that the bound reads
+    and writes `history` and little else. Those images are the bound's own choice: the oldest
+    unseen ones outside the newest record with images, until what stays (thumbnails counted) is
+    under the limit; none while the total is under it. Returns the keys written."""
+    limit_bytes = UNSEEN_LIMIT_BYTES if limit_bytes is None else limit_bytes
+    total = _unseen_bytes(records)
     maker = _thumbnail_ahead if "PIL.Image" in sys.modules else None
-    return await image_originals.store_unseen(
-        platform.local, records, turn_running=turn_running, thumbnail=maker
-    )
+    written: list[str] = []
+    for ri, pi in _candidates(records):
+        if total <= limit_bytes:
+            break
+        part = records[ri].parts[pi]
+        url = image_url_of(part)
+        if image_originals.reference_of(part) is not None:
+            continue  # thumbnailed already: its original is stored
+        try:
+            shrunk = await image_originals.store_one_ahead(
+                platform.local, url, turn_running=turn_running, thumbnail=maker, written=written
+            )
+        except image_originals.TurnStarted:
+            break
+        total -= len(url) - shrunk
+    return written
 
 
 def _thumbnail_ahead(url: str) -> dict[str, Any] | None:

@@ -23,9 +23,12 @@ Rules:
    (margin.request_images converts the original when it is over the provider's limits).
 6. `images.original` (`handle_original`) reads one original by address for the panel's viewer.
 7. Stored ahead, off the bound's path: after a turn that leaves images UNSEEN (failed or stopped:
-   they stay parked), `store_unseen` stores each one's original under its key, in the background,
-   once the turn has ended (margin.chat), one write at a time and never while a turn runs (it
-   stops when one starts; the bound stores what it left). When Pillow is loaded (the turn's
+   they stay parked), the originals of the images the next bound will shrink (its choice:
+   margin.image_bound `store_ahead`; `store_one_ahead` stores one, `store_unseen` every unseen
+   one) are stored under their keys, in the background, once the turn has ended (margin.chat),
+   one write at a time and never while a turn runs (it stops when one starts, so a turn that
+   starts meanwhile waits at most for the write or the thumbnail in progress; the bound stores
+   what it left). When Pillow is loaded (the turn's
    attachment check loaded it) it also stores the bound's thumbnail of the image under
    `imageThumbnail_<the same 32 hex>` (`{url, side, from}`): derived data, never the only copy of
    anything. It never writes `history`, so a crash between its writes loses nothing, and it holds
@@ -42,6 +45,7 @@ Rules:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import re
 from collections.abc import Callable, Iterable
@@ -150,6 +154,66 @@ def inline_keys(records: list[Record], digests: dict[str, str] | None = None) ->
 ThumbnailMaker = Callable[[str], "dict[str, Any] | None"]
 
 
+class TurnStarted(Exception):
+    """Storing ahead stops: a turn started (rule 7)."""
+
+
+async def store_one_ahead(
+    area: StorageArea,
+    url: str,
+    *,
+    turn_running: Callable[[], bool],
+    thumbnail: ThumbnailMaker | None = None,
+    written: list[str],
+) -> int:
+    """Rule 7 for one image: its original, unless stored whole, and (with `thumbnail`) the
+    thumbnail the bound would make of it, unless one is stored. Appends the keys it writes to
+    `written`; returns the length of the image's data URL once thumbnailed (the thumbnail's,
+    about, when one is stored; the whole URL when none is made). Raises TurnStarted before any
+    write or Pillow work when a turn runs."""
+
+    def look() -> None:
+        if turn_running():
+            raise TurnStarted()
+
+    await asyncio.sleep(0)  # a message that arrived starts its task first
+    look()
+    digest = url_digest(url)
+    if not await is_stored(area, url, digest):
+        look()
+        key, value = original_item(url, digest)
+        await area.set({key: value})
+        written.append(key)
+    made_key = thumbnail_key(digest)
+    stored = await area.bytes_in_use([made_key])
+    if stored:
+        return min(len(url), stored)
+    if thumbnail is None:
+        return len(url)
+    await asyncio.sleep(0)
+    look()
+    made = thumbnail(url)  # Pillow's work (~50 ms for a 3 MB photo in Pyodide)
+    if made is None:
+        return len(url)
+    look()
+    await area.set({made_key: made})
+    written.append(made_key)
+    return len(made["url"])
+
+
+def unseen_inline_urls(records: list[Record]) -> list[str]:
+    """The data URLs of the unseen parts whose image is inline, oldest first, each once."""
+    urls: dict[str, None] = {}
+    for record in records:
+        if is_seen(record) or not isinstance(record.content, list):
+            continue
+        for part in record.content:
+            url = image_url_of(part) if is_image_part(part) and reference_of(part) is None else ""
+            if url:
+                urls.setdefault(url)
+    return list(urls)
+
+
 async def store_unseen(
     area: StorageArea,
     records: list[Record],
@@ -157,40 +221,13 @@ async def store_unseen(
     turn_running: Callable[[], bool],
     thumbnail: ThumbnailMaker | None = None,
 ) -> list[str]:
-    """Rule 7: store the original of every unseen inline image of `records` that is not stored
-    yet, and (with `thumbnail`) the thumbnail the bound would make of it, one write at a time;
+    """Rule 7: `store_one_ahead` for every unseen inline image of `records`, one write at a time;
     stop as soon as `turn_running()` (the turn goes first). Returns the keys written. Never
     writes `history`."""
     written: list[str] = []
-    seen_urls: set[str] = set()
-    for record in records:
-        if is_seen(record) or not isinstance(record.content, list):
-            continue
-        for part in record.content:
-            url = image_url_of(part) if is_image_part(part) and reference_of(part) is None else ""
-            if not url or url in seen_urls:
-                continue
-            seen_urls.add(url)
-            await asyncio.sleep(0)  # a message that arrived starts its task first
-            if turn_running():
-                return written
-            digest = url_digest(url)
-            if not await is_stored(area, url, digest):
-                if turn_running():
-                    return written
-                key, value = original_item(url, digest)
-                await area.set({key: value})
-                written.append(key)
-            made_key = thumbnail_key(digest)
-            if thumbnail is None or await area.bytes_in_use([made_key]):
-                continue
-            await asyncio.sleep(0)
-            if turn_running():
-                return written
-            made = thumbnail(url)  # Pillow's work (~50 ms for a 3 MB photo in Pyodide)
-            if made is not None and not turn_running():
-                await area.set({made_key: made})
-                written.append(made_key)
+    with contextlib.suppress(TurnStarted):
+        for url in unseen_inline_urls(records):
+            await store_one_ahead(area, url, turn_running=turn_running, thumbnail=thumbnail, written=written)
     return written
 
 
@@ -329,31 +366,34 @@ def references_in(records: list[Record]) -> set[str]:
 
 
 async def collect_garbage(
-    area: StorageArea, *, history_references: set[str] | None = None, inline: set[str] | None = None
+    area: StorageArea, *, history: list[Record] | None = None, digests: dict[str, str] | None = None
 ) -> list[str]:
     """Remove the originals no `history` value references (rule 4), and the thumbnails made ahead
     whose image is no longer inline in an unseen part of `history` (rule 7); returns the keys
     removed.
 
-    `history_references` and `inline`: what `history` refers to and its `inline_keys`, when the
-    caller holds the lock and knows what is stored (`images.bound` just read or wrote it), so the
-    heavy value is not read again."""
+    `history`: its records, when the caller holds the lock and knows what is stored
+    (`images.bound` just read or wrote it), so the heavy value is not read again; `digests` a
+    cache of `inline_keys`. The inline images are hashed only when a key may be theirs: an
+    original nothing refers to, or a thumbnail of one (a thumbnail whose original a part refers
+    to was used: that image is thumbnailed)."""
     names = await area.keys()
     originals = [k for k in names if is_original_key(k)]
     thumbnails = [k for k in names if is_thumbnail_key(k)]
     if not originals and not thumbnails:
         return []
-    known = history_references is not None and inline is not None
-    holders = [k for k in names if (k == HISTORY and not known) or k.startswith(HISTORY_UNREADABLE)]
-    referenced: set[str] = set(history_references or ())
-    still_inline: set[str] = set(inline or ())
+    holders = [k for k in names if (k == HISTORY and history is None) or k.startswith(HISTORY_UNREADABLE)]
+    records = history or []
+    referenced = references_in(records)
     for key in holders:  # one value at a time: a parked history can be as heavy as history
         raw = (await area.get([key])).get(key)
         referenced |= _raw_references(raw)
         if key == HISTORY:
-            still_inline |= inline_keys(parse_history(raw).records)
-    referenced |= still_inline
-    orphans = [k for k in originals if k not in referenced]
+            records = parse_history(raw).records
+    maybe_inline = [k for k in originals if k not in referenced]
+    maybe_inline += [k for k in thumbnails if original_key_of_thumbnail(k) not in referenced]
+    still_inline = inline_keys(records, digests) if maybe_inline else set()
+    orphans = [k for k in originals if k not in referenced and k not in still_inline]
     orphans += [k for k in thumbnails if original_key_of_thumbnail(k) not in still_inline]
     if orphans:
         await area.remove(orphans)

@@ -350,11 +350,20 @@ def test_images_are_sent_with_pixels_then_stamped_and_later_sent_as_a_placeholde
     assert turn.history[0]["content"][1]["image_url"]["url"] == PNG  # pixels never destroyed
 
 
-def test_a_failed_turn_stores_its_unseen_originals_ahead_once_it_has_ended_and_a_done_one_does_not():
-    from margin import image_originals
+def test_a_failed_turn_stores_its_unseen_originals_ahead_once_it_has_ended_and_a_done_one_does_not(
+    monkeypatch,
+):
+    from margin import image_bound, image_originals
     from margin.ports import TransportError
 
-    turn = Turn(responses=[TransportError("connect", "offline"), answer("A dot.")])
+    # Over the bound's limit with the new image: the older parked one is what the bound will shrink.
+    monkeypatch.setattr(image_bound, "UNSEEN_LIMIT_BYTES", len(PNG))
+    older = PNG.replace("AAAA", "AAAB", 1)  # another picture: the bound's choice, not the newest
+    parked = {"role": "user", "content": [{"type": "image_url", "image_url": {"url": older}}]}
+    turn = Turn(
+        {"history": [parked, {"role": "assistant", "content": "lost"}]},
+        responses=[TransportError("connect", "offline"), answer("A dot.")],
+    )
     writes_at_the_end: list[int] = []
     emit = turn.emit
 
@@ -377,10 +386,10 @@ def test_a_failed_turn_stores_its_unseen_originals_ahead_once_it_has_ended_and_a
         return failed, turn.platform.local.writes
 
     failed, writes = asyncio.run(scenario())
-    key = image_originals.original_key(PNG)
-    assert failed == [{key: {"url": PNG, "sha256": image_originals.url_digest(PNG)}}]
+    key = image_originals.original_key(older)
+    assert failed == [{key: {"url": older, "sha256": image_originals.url_digest(older)}}]
     assert [k for w in writes if isinstance(w, dict) for k in w].count(key) == 1
-    assert turn.history[0]["content"][1]["image_url"]["url"] == PNG  # the part is not changed
+    assert turn.history[0]["content"] == parked["content"]  # the part is not changed
 
 
 @pytest.mark.parametrize(
