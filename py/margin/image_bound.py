@@ -57,7 +57,7 @@ from typing import Any, TypeVar
 from . import chat, image_originals
 from .data_urls import build_data_url, parse_data_url
 from .errors import MarginError
-from .history import Record, read_history, write_history
+from .history import HistoryRead, Record, read_history, write_history
 from .images import has_images, image_url_of, is_image_part, is_seen, unseen_image_urls
 from .ports import Platform
 from .storage import lock_for
@@ -200,6 +200,30 @@ async def _attempt(
 ) -> dict[str, int]:
     """One try, under the lock: read, shrink, write. Raises _Preempted until history's write starts."""
     read = await _unless_preempted(read_history(platform.local), lock)
+    # The collector's listing of key names, taken while the pixels are worked on: under the lock
+    # only history's writers add a key that refers to an original, by parking unreadable records,
+    # so it is taken early only when this try parks nothing (margin.image_originals, rule 4).
+    listing = (
+        asyncio.ensure_future(platform.local.keys())
+        if collect_garbage and read.unreadable_raw is None
+        else None
+    )
+    try:
+        return await _attempt_read(platform, lock, limit_bytes, work, collect_garbage, read, listing)
+    finally:
+        if listing is not None:  # let go of with the try: its outcome is not wanted
+            listing.add_done_callback(_forget)
+
+
+async def _attempt_read(
+    platform: Platform,
+    lock: asyncio.Lock,
+    limit_bytes: int,
+    work: _Work,
+    collect_garbage: bool,
+    read: HistoryRead,
+    listing: asyncio.Future[list[str]] | None,
+) -> dict[str, int]:
     records = read.records
     now = _unseen_bytes(records)
     if work.bytes_before is None:
@@ -211,14 +235,14 @@ async def _attempt(
     await _originals_written(work, lock)  # rule 3: every original stored before `history` changes
     if not plan:
         if collect_garbage:
-            await _collect(platform, records, work)
+            await _collect(platform, records, work, listing)
         return {"changed": 0, "bytesBefore": work.bytes_before, "bytesAfter": now}
     if _preempted(lock):  # the last moment a turn can still go first
         raise _Preempted()
     updated = _applied(records, plan)
     await write_history(platform.local, updated, read)  # a refusal keeps the old value
     if collect_garbage:
-        await _collect(platform, updated, work)
+        await _collect(platform, updated, work, listing)
     return {"changed": len(plan), "bytesBefore": work.bytes_before, "bytesAfter": _unseen_bytes(updated)}
 
 
@@ -341,10 +365,13 @@ def _applied(records: list[Record], plan: dict[Position, dict[str, Any]]) -> lis
     ]
 
 
-async def _collect(platform: Platform, stored: list[Record], work: _Work) -> None:
+async def _collect(
+    platform: Platform, stored: list[Record], work: _Work, listing: asyncio.Future[list[str]] | None
+) -> None:
     """Rule 3: the originals nothing refers to go; `stored` is what `history` holds now. The
     originals of its unseen inline images stay (stored ahead: margin.image_originals, rule 7)."""
-    await image_originals.collect_garbage(platform.local, history=stored, digests=work.digests)
+    names = await listing if listing is not None else None
+    await image_originals.collect_garbage(platform.local, history=stored, digests=work.digests, names=names)
 
 
 async def store_ahead(

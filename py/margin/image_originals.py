@@ -366,7 +366,11 @@ def references_in(records: list[Record]) -> set[str]:
 
 
 async def collect_garbage(
-    area: StorageArea, *, history: list[Record] | None = None, digests: dict[str, str] | None = None
+    area: StorageArea,
+    *,
+    history: list[Record] | None = None,
+    digests: dict[str, str] | None = None,
+    names: list[str] | None = None,
 ) -> list[str]:
     """Remove the originals no `history` value references (rule 4), and the thumbnails made ahead
     whose image is no longer inline in an unseen part of `history` (rule 7); returns the keys
@@ -376,8 +380,10 @@ async def collect_garbage(
     (`images.bound` just read or wrote it), so the heavy value is not read again; `digests` a
     cache of `inline_keys`. The inline images are hashed only when a key may be theirs: an
     original nothing refers to, or a thumbnail of one (a thumbnail whose original a part refers
-    to was used: that image is thumbnailed)."""
-    names = await area.keys()
+    to was used: that image is thumbnailed). `names`: the key names, listed by a caller that
+    holds the lock since before its last write of `history`, which parked nothing (so no key
+    that refers to an original can have appeared since)."""
+    names = await area.keys() if names is None else names
     originals = [k for k in names if is_original_key(k)]
     thumbnails = [k for k in names if is_thumbnail_key(k)]
     if not originals and not thumbnails:

@@ -366,3 +366,29 @@ def test_a_thumbnail_made_ahead_that_does_not_fit_is_made_again_by_the_bound(dam
         run(platform.local.set({key: damage(platform.local.snapshot()[key])}))
     run(image_bound.bound_unseen_image_bytes(platform, limit_bytes=LIMIT))
     assert platform.local.snapshot()[HISTORY] == plain.local.snapshot()[HISTORY]
+
+
+def test_the_bound_keeps_an_original_only_the_records_it_parks_refer_to():
+    """The bound lists key names while it works only when its write parks nothing: a record it
+    cannot read is parked by its own write, and that parked copy's references must be seen."""
+    _, platform = bound_platform()
+    run(bound_then_collect(platform))
+    stored = platform.local.snapshot()[HISTORY]
+    index = next(
+        i
+        for i, r in enumerate(stored)
+        if isinstance(r["content"], list) and any(image_originals.reference_of(p) for p in r["content"])
+    )
+    key = next(
+        image_originals.reference_of(p) for p in stored[index]["content"] if image_originals.reference_of(p)
+    )
+    damaged = {**stored[index], "content": [{"type": "text", "text": 5}, *stored[index]["content"]]}
+    more = [Record("user", [image_part(noisy_png(50 + i), f"more{i}.png")]) for i in range(2)]
+    history = [*stored[:index], damaged, *stored[index + 1 :], *history_json(more)]
+    run(platform.local.set({HISTORY: history}))
+    result = run(image_bound.bound_unseen_image_bytes(platform, limit_bytes=LIMIT, collect_garbage=True))
+    assert result["changed"] >= 1
+    after = platform.local.snapshot()
+    parked = [k for k in after if k.startswith("historyUnreadable")]
+    assert parked and any(damaged in after[k] for k in parked)
+    assert after[key]["url"] in sent_urls(conversation())  # kept: the parked copy refers to it
