@@ -288,6 +288,38 @@ _written = await image_bound.store_ahead(_platform, _records, turn_running=lambd
 }"""
 
 
+# Reading the 20 MB history, in the worker: chrome.storage alone, and through the bridge into
+# Python as the bound reads it (storageGet's JSON and UTF-8, the copy into Pyodide, json.loads,
+# parse_history).
+READ_JS = """async () => {
+    const t = performance.now();
+    const {history} = await chrome.storage.local.get(['history']);
+    if (!history?.length) throw new Error('no history to read');
+    return performance.now() - t;
+}"""
+READ_PY_JS = """async () => {
+    const {pyodide} = await marginPython();
+    const seconds = await pyodide.runPythonAsync(`
+import time
+from margin.history import read_history
+from margin.platform import ChromeStorageArea
+_t = time.perf_counter()
+_read = await read_history(ChromeStorageArea("local"))
+assert _read.records
+time.perf_counter() - _t
+`);
+    return seconds * 1000;
+}"""
+
+
+def _history_reads(margin: Any, runs: int) -> tuple[list[float], list[float]]:
+    alone, bridged = [], []
+    for _ in range(runs):
+        alone.append(float(margin.worker().evaluate(READ_JS)))
+        bridged.append(float(margin.worker().evaluate(READ_PY_JS)))
+    return alone, bridged
+
+
 def _store_ahead(margin: Any) -> tuple[float, int]:
     """Store every parked image's original and thumbnail ahead; (ms, how many keys were written)."""
     seconds, written = margin.worker().evaluate(STORE_AHEAD_JS)
@@ -342,6 +374,8 @@ def bound_in_browser(bench: Any) -> list[dict[str, Any]]:
         _seed(margin, history)
         unstored.append(_timed_bound(margin, before)[0])
     floors = [_storage_floor(margin, history, originals) for _ in range(runs)]
+    _seed(margin, history)
+    read_alone, read_bridged = _history_reads(margin, runs)
     mb = before / 1024 / 1024
     assert after is not None
     note = (
@@ -383,6 +417,20 @@ def bound_in_browser(bench: Any) -> list[dict[str, Any]]:
             "ms",
             samples=floors,
             note=f"images.bound warm / this floor = {_median(warm) / floor:.2f}x (same run)",
+        ),
+        result(
+            "reading the 20 MB history: chrome.storage alone, in the worker's JS",
+            _median(read_alone),
+            "ms",
+            samples=read_alone,
+        ),
+        result(
+            "reading the 20 MB history into Python as the bound does (read_history through the bridge)",
+            _median(read_bridged),
+            "ms",
+            samples=read_bridged,
+            note=f"the bridge (JSON, UTF-8, the copy into Pyodide, json.loads) adds"
+            f" {_median(read_bridged) - _median(read_alone):.0f} ms to chrome.storage's read",
         ),
         result(
             "storing a parked image's original and thumbnail ahead, after the failed turn (3 MB; background)",

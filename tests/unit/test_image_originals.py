@@ -392,3 +392,8 @@ def test_the_bound_keeps_an_original_only_the_records_it_parks_refer_to():
     parked = [k for k in after if k.startswith("historyUnreadable")]
     assert parked and any(damaged in after[k] for k in parked)
     assert after[key]["url"] in sent_urls(conversation())  # kept: the parked copy refers to it
+
+
+def test_the_platforms_sha256_is_the_content_address():
+    url = noisy_png(4, 16)
+    assert run(memory_platform().sha256_hex(url)) == image_originals.url_digest(url)
