@@ -200,19 +200,25 @@ async def _attempt(
 ) -> dict[str, int]:
     """One try, under the lock: read, shrink, write. Raises _Preempted until history's write starts."""
     read = await _unless_preempted(read_history(platform.local), lock)
-    # The collector's listing of key names, taken while the pixels are worked on: under the lock
-    # only history's writers add a key that refers to an original, by parking unreadable records,
-    # so it is taken early only when this try parks nothing (margin.image_originals, rule 4).
-    listing = (
-        asyncio.ensure_future(platform.local.keys())
-        if collect_garbage and read.unreadable_raw is None
-        else None
-    )
+    # The key names, listed while the first image is hashed: what was stored ahead is looked at
+    # only when its key is there (rule 7), so with nothing stored ahead no storage call waits
+    # behind an original's write (rule 6). The collector uses the same listing only when this
+    # try parks nothing: under the lock only history's writers add a key that refers to an
+    # original, by parking unreadable records (margin.image_originals, rule 4).
+    listing = asyncio.ensure_future(platform.local.keys())
     try:
-        return await _attempt_read(platform, lock, limit_bytes, work, collect_garbage, read, listing)
+        return await _attempt_read(
+            platform,
+            lock,
+            limit_bytes,
+            work,
+            collect_garbage,
+            read,
+            listing,
+            listing if read.unreadable_raw is None else None,
+        )
     finally:
-        if listing is not None:  # let go of with the try: its outcome is not wanted
-            listing.add_done_callback(_forget)
+        listing.add_done_callback(_forget)  # let go of with the try: its outcome is not wanted
 
 
 async def _attempt_read(
@@ -222,7 +228,8 @@ async def _attempt_read(
     work: _Work,
     collect_garbage: bool,
     read: HistoryRead,
-    listing: asyncio.Future[list[str]] | None,
+    listing: asyncio.Future[list[str]],
+    collect_listing: asyncio.Future[list[str]] | None,
 ) -> dict[str, int]:
     records = read.records
     now = _unseen_bytes(records)
@@ -231,18 +238,18 @@ async def _attempt_read(
     plan: dict[Position, dict[str, Any]] = {}
     candidates = _candidates(records)
     if now > limit_bytes and candidates:
-        plan = await _plan(platform, records, candidates, now, limit_bytes, work, lock)
+        plan = await _plan(platform, records, candidates, now, limit_bytes, work, lock, listing)
     await _originals_written(work, lock)  # rule 3: every original stored before `history` changes
     if not plan:
         if collect_garbage:
-            await _collect(platform, records, work, listing)
+            await _collect(platform, records, work, collect_listing)
         return {"changed": 0, "bytesBefore": work.bytes_before, "bytesAfter": now}
     if _preempted(lock):  # the last moment a turn can still go first
         raise _Preempted()
     updated = _applied(records, plan)
     await write_history(platform.local, updated, read)  # a refusal keeps the old value
     if collect_garbage:
-        await _collect(platform, updated, work, listing)
+        await _collect(platform, updated, work, collect_listing)
     return {"changed": len(plan), "bytesBefore": work.bytes_before, "bytesAfter": _unseen_bytes(updated)}
 
 
@@ -254,6 +261,7 @@ async def _plan(
     limit_bytes: int,
     work: _Work,
     lock: asyncio.Lock,
+    listing: asyncio.Future[list[str]],
 ) -> dict[Position, dict[str, Any]]:
     """position -> its new part: the oldest candidates shrunk until the total is under the limit.
     Each one's original starts its write as soon as the part is planned (rule 6); its sha256 is
@@ -261,6 +269,7 @@ async def _plan(
     current = {(ri, pi): records[ri].parts[pi] for ri, pi in candidates}
     plan: dict[Position, dict[str, Any]] = {}
     digests: dict[Position, str] = {}
+    present: set[str] | None = None  # the key names listed at this try's start
     for side in THUMBNAIL_SIDES:
         for position in candidates:
             if total <= limit_bytes:
@@ -271,10 +280,13 @@ async def _plan(
                 work.digests[url] = await _unless_preempted(platform.sha256_hex(url), lock)
             digest = work.digests[url]
             digests.setdefault(position, digest)  # the first visit is of the original
+            if present is None:
+                present = set(await _unless_preempted(listing, lock))
             if (digest, side) not in work.thumbnails:
                 await _yield(lock)
                 ahead = None
-                if position not in plan:  # the original: its thumbnail may be made ahead (rule 7)
+                # The original: its thumbnail may be made ahead (rule 7).
+                if position not in plan and image_originals.thumbnail_key(digest) in present:
                     ahead = await _unless_preempted(
                         image_originals.read_thumbnail(platform.local, digest, url, side), lock
                     )
@@ -292,7 +304,7 @@ async def _plan(
             meta.setdefault("originalKey", image_originals.key_of_digest(digests[position]))
             image_url = dict(part["image_url"]) if isinstance(part.get("image_url"), dict) else {}
             if position not in plan and image_originals.reference_of(part) is None:
-                await _store_original(platform, url, digests[position], work, lock)
+                await _store_original(platform, url, digests[position], work, lock, present)
             plan[position] = current[position] = {
                 **part,
                 "image_url": {**image_url, "url": new_url},
@@ -302,18 +314,23 @@ async def _plan(
     return plan
 
 
-async def _store_original(platform: Platform, url: str, digest: str, work: _Work, lock: asyncio.Lock) -> None:
+async def _store_original(
+    platform: Platform, url: str, digest: str, work: _Work, lock: asyncio.Lock, present: set[str]
+) -> None:
     """Make sure one original is stored before `history` drops its bytes (rule 3): one stored
-    ahead (rule 7) is checked by its size; else its write starts once the one before is stored
-    (rules 4 and 6). A turn that arrived meanwhile goes first."""
+    ahead (rule 7; its key in `present`, the names listed at the try's start) is checked by its
+    size; else its write starts once the one before is stored (rules 4 and 6). A turn that
+    arrived meanwhile goes first."""
     await _originals_written(work, lock)
     key, value = image_originals.original_item(url, digest)
     if key in work.stored_originals:
         return
     await _yield(lock)
-    if await _unless_preempted(image_originals.is_stored(platform.local, url, digest), lock):
-        work.stored_originals.add(key)
-        return
+    if key in present:
+        stored = image_originals.is_stored(platform.local, url, digest)
+        if await _unless_preempted(stored, lock):
+            work.stored_originals.add(key)
+            return
     await _yield(lock)
 
     async def write() -> None:
