@@ -151,7 +151,7 @@ def inline_keys(records: list[Record], digests: dict[str, str] | None = None) ->
 
 # A thumbnail made ahead: `{url, side, from}` (the thumbnail's data URL, its longest side, and the
 # `downscaledFrom` the bound records), or None when the image is not worth shrinking.
-ThumbnailMaker = Callable[[str], "dict[str, Any] | None"]
+ThumbnailMaker = Callable[[str], dict[str, Any] | None]
 
 
 class TurnStarted(Exception):
