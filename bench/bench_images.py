@@ -402,7 +402,10 @@ def bound_in_browser(bench: Any) -> list[dict[str, Any]]:
             " ahead the bound loads no Pillow (it did: ~1.7 s before they were)",
         ),
         result(
-            "images.bound, worker stopped (Pyodide boot + Pillow + work)", _median(cold), "ms", samples=cold
+            "images.bound, worker stopped (Pyodide boot + the work; Pillow only if not made ahead)",
+            _median(cold),
+            "ms",
+            samples=cold,
         ),
         result(
             "images.bound warm, nothing stored ahead (it writes each original itself)",
