@@ -57,6 +57,11 @@ Rules:
    every request stream as one answer. Without the tool, stored rounds are sent as text. Until
    the answer is stored, the rounds so far are kept in chrome.storage.session before and after
    each call (margin.unsaved_answers rule 6), so a worker that stops mid-call loses none of them.
+13. A turn that leaves images unseen (failed, stopped, or its answer not stored) has the
+   originals (and thumbnails) of the parked images the next `images.bound` will shrink stored
+   ahead once it has ended, in the background (margin.image_bound rule 7, margin.image_originals
+   rule 7): never while a turn runs, never writing `history`, so the bound only checks them and
+   writes the smaller `history`.
 """
 
 from __future__ import annotations
@@ -124,10 +129,34 @@ async def run_turn(
         )
         return
     _turn_running = True
+    turn = _Turn(platform, emit, stop, receive)
     try:
-        await _Turn(platform, emit, stop, receive).run(start)
+        await turn.run(start)
     finally:
         _turn_running = False
+    if turn.parked:
+        _store_originals_ahead(platform, turn.parked)
+
+
+_storing_ahead: asyncio.Future[None] | None = None
+
+
+def _store_originals_ahead(platform: Platform, records: list[Record]) -> None:
+    """Rule 13: after the turn, in the background, one task at a time (each waits for the one
+    before; what it stored is then checked, not written again)."""
+    global _storing_ahead
+    before = _storing_ahead
+
+    async def store() -> None:
+        if before is not None:
+            with contextlib.suppress(Exception):
+                await before
+        from . import image_bound  # it imports this module
+
+        with contextlib.suppress(StorageError):  # only an optimisation is lost: the bound stores it
+            await image_bound.store_ahead(platform, records, turn_running=turn_running)
+
+    _storing_ahead = asyncio.ensure_future(store())
 
 
 def turn_running() -> bool:
@@ -208,6 +237,8 @@ class _Turn:
         self.tool_mode = "off"
         self.loop = tool_loop.LoopState()
         self.progress: dict[str, Any] | None = None  # the kept answer so far (rule 12)
+        self.stamped = False  # the answer was stored with the `imagesSeen` stamp (rule 4)
+        self.parked: list[Record] = []  # what the turn left with unseen images (rule 13)
 
     async def run(self, start: dict) -> None:
         try:
@@ -252,6 +283,8 @@ class _Turn:
         else:
             assert stream is not None
             await self._finish_done(question, provider, stream, plan)
+        if not self.stamped:  # rule 13: the images stay parked unseen
+            self.parked = [r for r in question if images.has_images(r) and not images.is_seen(r)]
 
     async def _attempt(
         self, provider: dict[str, Any], records: list[Record], language: str, *, text_only: bool = False
@@ -382,6 +415,7 @@ class _Turn:
             fields["responseProviderId"] = provider["id"]
         answer = Record("assistant", stream.text, fields)
         if await self._save_answer_or_report(question, answer, stamp=True, shortened=plan):
+            self.stamped = True
             self.emit({"event": "done"})
 
     async def _store_question(self, start: dict) -> tuple[dict[str, Any], dict[str, Any], list[Record]]:

@@ -8,12 +8,14 @@ Rule 2: an image Pillow cannot read is kept as it is (never destroyed), and hist
   once, only when something changed, against what is stored at that moment: the bound reads
   `history`, shrinks and writes it in one hold of `storage.lock_for(local)`, so no other writer
   is between its read and its write (every writer of `history` holds that lock).
-Rule 3: nothing is degraded: the exact data URL of each image it shrinks is first stored under its
-  own key (margin.image_originals: `imageOriginal_<digest>`, read by address), and only then is
-  `history` written with the thumbnail and `meta.originalKey`; a part that already refers to an
-  original keeps that reference. `handle_bound` then removes the originals nothing refers to any
-  more, in the same hold of the lock (what `history` refers to is known: it was just read or
-  written, so it is not read again).
+Rule 3: nothing is degraded: the exact data URL of each image it shrinks is stored under its own
+  key (margin.image_originals: `imageOriginal_<digest>`, read by address) before `history` is
+  written with the thumbnail and `meta.originalKey`: usually it was stored ahead, after the turn
+  that parked the image (rule 7), and the bound checks it is there whole by its size
+  (getBytesInUse, no read); else the bound writes it. A part that already refers to an original
+  keeps that reference. `handle_bound` then removes the originals nothing refers to any more (and
+  the thumbnails made ahead whose image is no longer inline), in the same hold of the lock (what
+  `history` refers to is known: it was just read or written, so it is not read again).
 Rule 4: the bound never delays a turn: the turn goes first, the bound after. It starts only when
   no turn runs (`chat.turn_running()`), and while it holds the lock it yields to the event loop
   between images and polls every `POLL_SECONDS` during its reads and Pillow's load; when a turn
@@ -27,18 +29,27 @@ Rule 4: the bound never delays a turn: the turn goes first, the bound after. It 
   collector removes it if nothing refers to it, and only the bound collects, rule 5).
 Rule 5: one bound at a time per process: a second call (two panels opening) waits for the first
   and returns its result, so two bounds never yield the lock to each other forever.
-Rule 6: the pixels and the storage work at the same time: an image's original is written as soon
-  as its thumbnail is planned, and while chrome.storage writes it (in the browser's process)
-  Pillow makes the next thumbnail. One original write is in flight at a time, and every one has
-  ended before `history` is written (rule 3). A turn that comes while the bound waits for an
-  original's write does not wait for it: the bound lets go, the write ends on its own, and the
-  next try waits for it (never writing it twice).
+Rule 6: when it must write originals itself, the pixels and the storage work at the same time:
+  an image's original is written as soon as its thumbnail is planned, and while chrome.storage
+  writes it (in the browser's process) Pillow makes the next thumbnail. One original write is in
+  flight at a time, and every one has ended before `history` is written (rule 3). A turn that
+  comes while the bound waits for an original's write does not wait for it: the bound lets go,
+  the write ends on its own, and the next try waits for it (never writing it twice).
+Rule 7: the bound's work is done ahead where it can be: after a turn that leaves images unseen,
+  `store_ahead` (margin.chat rule 13; margin.image_originals rule 7) picks the images this bound
+  will shrink (as it does: oldest first, the newest record with images left out, until what
+  stays is under the limit; nothing while the total is under it), and stores each one's original
+  and, when Pillow is loaded, the 512-pixel thumbnail this bound would make
+  (`imageThumbnail_<digest>`). The bound then takes that thumbnail (checked by `read_thumbnail`)
+  and loads Pillow only for a thumbnail it must make itself, so with everything stored ahead it
+  reads `history`, hashes the images it shrinks, checks sizes, and writes the smaller `history`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -46,7 +57,7 @@ from typing import Any, TypeVar
 from . import chat, image_originals
 from .data_urls import build_data_url, parse_data_url
 from .errors import MarginError
-from .history import Record, read_history, write_history
+from .history import HistoryRead, Record, read_history, write_history
 from .images import has_images, image_url_of, is_image_part, is_seen, unseen_image_urls
 from .ports import Platform
 from .storage import lock_for
@@ -75,7 +86,8 @@ class _Work:
     # the image is unreadable or not bigger than the side.
     thumbnails: dict[tuple[str, int], tuple[str, dict[str, int]] | None] = field(default_factory=dict)
     bytes_before: int | None = None
-    stored_originals: set[str] = field(default_factory=set)  # keys this call has written
+    stored_originals: set[str] = field(default_factory=set)  # keys this call has written or checked
+    digests: dict[str, str] = field(default_factory=dict)  # data URL -> its sha256 (3 MB: ~20 ms)
     writing: asyncio.Future[None] | None = None  # the one original write in flight (rule 6)
 
 
@@ -188,6 +200,37 @@ async def _attempt(
 ) -> dict[str, int]:
     """One try, under the lock: read, shrink, write. Raises _Preempted until history's write starts."""
     read = await _unless_preempted(read_history(platform.local), lock)
+    # The key names, listed while the first image is hashed: what was stored ahead is looked at
+    # only when its key is there (rule 7), so with nothing stored ahead no storage call waits
+    # behind an original's write (rule 6). The collector uses the same listing only when this
+    # try parks nothing: under the lock only history's writers add a key that refers to an
+    # original, by parking unreadable records (margin.image_originals, rule 4).
+    listing = asyncio.ensure_future(platform.local.keys())
+    try:
+        return await _attempt_read(
+            platform,
+            lock,
+            limit_bytes,
+            work,
+            collect_garbage,
+            read,
+            listing,
+            listing if read.unreadable_raw is None else None,
+        )
+    finally:
+        listing.add_done_callback(_forget)  # let go of with the try: its outcome is not wanted
+
+
+async def _attempt_read(
+    platform: Platform,
+    lock: asyncio.Lock,
+    limit_bytes: int,
+    work: _Work,
+    collect_garbage: bool,
+    read: HistoryRead,
+    listing: asyncio.Future[list[str]],
+    collect_listing: asyncio.Future[list[str]] | None,
+) -> dict[str, int]:
     records = read.records
     now = _unseen_bytes(records)
     if work.bytes_before is None:
@@ -195,21 +238,18 @@ async def _attempt(
     plan: dict[Position, dict[str, Any]] = {}
     candidates = _candidates(records)
     if now > limit_bytes and candidates:
-        if work.pillow is None:
-            work.pillow = asyncio.ensure_future(platform.load_package("pillow"))
-        await _unless_preempted(work.pillow, lock)
-        plan = await _plan(platform, records, candidates, now, limit_bytes, work, lock)
+        plan = await _plan(platform, records, candidates, now, limit_bytes, work, lock, listing)
     await _originals_written(work, lock)  # rule 3: every original stored before `history` changes
     if not plan:
         if collect_garbage:
-            await _collect(platform, records)
+            await _collect(platform, records, work, collect_listing)
         return {"changed": 0, "bytesBefore": work.bytes_before, "bytesAfter": now}
     if _preempted(lock):  # the last moment a turn can still go first
         raise _Preempted()
     updated = _applied(records, plan)
     await write_history(platform.local, updated, read)  # a refusal keeps the old value
     if collect_garbage:
-        await _collect(platform, updated)
+        await _collect(platform, updated, work, collect_listing)
     return {"changed": len(plan), "bytesBefore": work.bytes_before, "bytesAfter": _unseen_bytes(updated)}
 
 
@@ -221,6 +261,7 @@ async def _plan(
     limit_bytes: int,
     work: _Work,
     lock: asyncio.Lock,
+    listing: asyncio.Future[list[str]],
 ) -> dict[Position, dict[str, Any]]:
     """position -> its new part: the oldest candidates shrunk until the total is under the limit.
     Each one's original starts its write as soon as the part is planned (rule 6); its sha256 is
@@ -228,17 +269,30 @@ async def _plan(
     current = {(ri, pi): records[ri].parts[pi] for ri, pi in candidates}
     plan: dict[Position, dict[str, Any]] = {}
     digests: dict[Position, str] = {}
+    present: set[str] | None = None  # the key names listed at this try's start
     for side in THUMBNAIL_SIDES:
         for position in candidates:
             if total <= limit_bytes:
                 return plan
             part = current[position]
             url = image_url_of(part)
-            digest = image_originals.url_digest(url)
+            if url not in work.digests:  # the browser's native SHA-256: a few ms, not ~15
+                work.digests[url] = await _unless_preempted(platform.sha256_hex(url), lock)
+            digest = work.digests[url]
             digests.setdefault(position, digest)  # the first visit is of the original
+            if present is None:
+                present = set(await _unless_preempted(listing, lock))
             if (digest, side) not in work.thumbnails:
                 await _yield(lock)
-                work.thumbnails[digest, side] = _thumbnail(url, side)
+                ahead = None
+                # The original: its thumbnail may be made ahead (rule 7).
+                if position not in plan and image_originals.thumbnail_key(digest) in present:
+                    ahead = await _unless_preempted(
+                        image_originals.read_thumbnail(platform.local, digest, url, side), lock
+                    )
+                if ahead is None:
+                    await _pillow(platform, work, lock)
+                work.thumbnails[digest, side] = ahead or _thumbnail(url, side)
             made = work.thumbnails[digest, side]
             if made is None:
                 continue
@@ -250,9 +304,7 @@ async def _plan(
             meta.setdefault("originalKey", image_originals.key_of_digest(digests[position]))
             image_url = dict(part["image_url"]) if isinstance(part.get("image_url"), dict) else {}
             if position not in plan and image_originals.reference_of(part) is None:
-                await _write_original(
-                    platform, image_originals.original_item(url, digests[position]), work, lock
-                )
+                await _store_original(platform, url, digests[position], work, lock, present)
             plan[position] = current[position] = {
                 **part,
                 "image_url": {**image_url, "url": new_url},
@@ -262,15 +314,23 @@ async def _plan(
     return plan
 
 
-async def _write_original(
-    platform: Platform, item: tuple[str, dict[str, str]], work: _Work, lock: asyncio.Lock
+async def _store_original(
+    platform: Platform, url: str, digest: str, work: _Work, lock: asyncio.Lock, present: set[str]
 ) -> None:
-    """Start storing one original once the one before is stored (rules 3, 4 and 6); a turn that
+    """Make sure one original is stored before `history` drops its bytes (rule 3): one stored
+    ahead (rule 7; its key in `present`, the names listed at the try's start) is checked by its
+    size; else its write starts once the one before is stored (rules 4 and 6). A turn that
     arrived meanwhile goes first."""
     await _originals_written(work, lock)
-    key, value = item
+    key, value = image_originals.original_item(url, digest)
     if key in work.stored_originals:
         return
+    await _yield(lock)
+    if key in present:
+        stored = image_originals.is_stored(platform.local, url, digest)
+        if await _unless_preempted(stored, lock):
+            work.stored_originals.add(key)
+            return
     await _yield(lock)
 
     async def write() -> None:
@@ -286,6 +346,13 @@ async def _originals_written(work: _Work, lock: asyncio.Lock) -> None:
     if work.writing is not None:
         await _unless_preempted(work.writing, lock)
         work.writing = None
+
+
+async def _pillow(platform: Platform, work: _Work, lock: asyncio.Lock) -> None:
+    """Pillow, loaded once per call and only when a thumbnail must be made here (rule 7)."""
+    if work.pillow is None:
+        work.pillow = asyncio.ensure_future(platform.load_package("pillow"))
+    await _unless_preempted(work.pillow, lock)
 
 
 def _thumbnail(url: str, side: int) -> tuple[str, dict[str, int]] | None:
@@ -315,11 +382,51 @@ def _applied(records: list[Record], plan: dict[Position, dict[str, Any]]) -> lis
     ]
 
 
-async def _collect(platform: Platform, stored: list[Record]) -> None:
-    """Rule 3: the originals nothing refers to go; `stored` is what `history` holds now."""
-    await image_originals.collect_garbage(
-        platform.local, history_references=image_originals.references_in(stored)
-    )
+async def _collect(
+    platform: Platform, stored: list[Record], work: _Work, listing: asyncio.Future[list[str]] | None
+) -> None:
+    """Rule 3: the originals nothing refers to go; `stored` is what `history` holds now. The
+    originals of its unseen inline images stay (stored ahead: margin.image_originals, rule 7)."""
+    names = await listing if listing is not None else None
+    await image_originals.collect_garbage(platform.local, history=stored, digests=work.digests, names=names)
+
+
+async def store_ahead(
+    platform: Platform, records: list[Record], *, turn_running: Any, limit_bytes: int | None = None
+) -> list[str]:
+    """Rule 7: after a turn that left images unseen (margin.chat rule 13), store the original of
+    each image the next bound will shrink and, when Pillow is loaded (the turn's attachment check
+    loaded it; it is not loaded for this), the thumbnail it would make, so that the bound reads
+    and writes `history` and little else. Those images are the bound's own choice: the oldest
+    unseen ones outside the newest record with images, until what stays (thumbnails counted) is
+    under the limit; none while the total is under it. Returns the keys written."""
+    limit_bytes = UNSEEN_LIMIT_BYTES if limit_bytes is None else limit_bytes
+    total = _unseen_bytes(records)
+    maker = _thumbnail_ahead if "PIL.Image" in sys.modules else None
+    written: list[str] = []
+    for ri, pi in _candidates(records):
+        if total <= limit_bytes:
+            break
+        part = records[ri].parts[pi]
+        url = image_url_of(part)
+        if image_originals.reference_of(part) is not None:
+            continue  # thumbnailed already: its original is stored
+        try:
+            shrunk = await image_originals.store_one_ahead(
+                platform.local, url, turn_running=turn_running, thumbnail=maker, written=written
+            )
+        except image_originals.TurnStarted:
+            break
+        total -= len(url) - shrunk
+    return written
+
+
+def _thumbnail_ahead(url: str) -> dict[str, Any] | None:
+    side = THUMBNAIL_SIDES[0]
+    made = _thumbnail(url, side)
+    if made is None or len(made[0]) >= len(url):
+        return None
+    return {"url": made[0], "side": side, "from": made[1]}
 
 
 async def handle_bound(platform: Platform, payload: dict) -> dict[str, int]:

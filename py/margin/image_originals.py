@@ -16,28 +16,51 @@ Rules:
    `margin.sessions` saves bodies through it; backups must export `history` through it too. So a
    body, an export or a backup is self-contained, whatever happens to the keys.
 4. `collect_garbage` removes an original only when no `history` value references it: `history`
-   and every parked copy of it (`historyUnreadable...`); by rule 3 nothing else can. The caller
+   and every parked copy of it (`historyUnreadable...`); by rule 3 nothing else can. An unseen
+   part whose image is still inline references the key of its data URL (rule 7). The caller
    holds `storage.lock_for(area)`, so no bound is between its two writes meanwhile.
 5. The request gets the best copy: `for_request` swaps each UNSEEN thumbnail for its original
    (margin.request_images converts the original when it is over the provider's limits).
 6. `images.original` (`handle_original`) reads one original by address for the panel's viewer.
+7. Stored ahead, off the bound's path: after a turn that leaves images UNSEEN (failed or stopped:
+   they stay parked), the originals of the images the next bound will shrink (its choice:
+   margin.image_bound `store_ahead`; `store_one_ahead` stores one, `store_unseen` every unseen
+   one) are stored under their keys, in the background, once the turn has ended (margin.chat),
+   one write at a time and never while a turn runs (it stops when one starts, so a turn that
+   starts meanwhile waits at most for the write or the thumbnail in progress; the bound stores
+   what it left). When Pillow is loaded (the turn's
+   attachment check loaded it) it also stores the bound's thumbnail of the image under
+   `imageThumbnail_<the same 32 hex>` (`{url, side, from}`): derived data, never the only copy of
+   anything. It never writes `history`, so a crash between its writes loses nothing, and it holds
+   no lock (content-addressed: writing a key twice writes the same value). The part is not
+   changed: its reference is added by the bound, which then only checks the original is there
+   whole (`is_stored`: its size, by getBytesInUse, without reading it), takes the thumbnail made
+   ahead (`read_thumbnail`, checked to be an image smaller than the original, made from an image
+   of the original's size; else Pillow makes it), and so writes only the smaller `history`.
+   While its image is still inline in an unseen part, an original and its thumbnail are kept
+   (rule 4 counts the key of the part's data URL as referenced); a thumbnail whose image is no
+   longer inline in an unseen part is removed by the same collector.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
+from .data_urls import parse_data_url
 from .errors import MarginError
-from .history import Record
-from .images import is_image_part, is_seen
+from .history import Record, parse_history
+from .images import image_url_of, is_image_part, is_seen
 from .ports import Platform, StorageArea
-from .storage import HISTORY, HISTORY_UNREADABLE, IMAGE_ORIGINAL_PREFIX
+from .storage import HISTORY, HISTORY_UNREADABLE, IMAGE_ORIGINAL_PREFIX, IMAGE_THUMBNAIL_PREFIX
 
 _DIGEST_CHARS = 32
 _KEY_PATTERN = re.compile(rf"^{IMAGE_ORIGINAL_PREFIX}[0-9a-f]{{{_DIGEST_CHARS}}}$")
+_THUMBNAIL_KEY_PATTERN = re.compile(rf"^{IMAGE_THUMBNAIL_PREFIX}[0-9a-f]{{{_DIGEST_CHARS}}}$")
 # The meta fields the bound adds to a thumbnailed part (and `inline` removes).
 BOUND_META_FIELDS = ("originalKey", "downscaledFrom")
 
@@ -75,6 +98,179 @@ def originals_items(urls: Iterable[str]) -> dict[str, dict[str, str]]:
 def original_item(url: str, digest: str) -> tuple[str, dict[str, str]]:
     """(key, value) storing one original whose sha256 the caller has (a 3 MB hash costs)."""
     return key_of_digest(digest), {"url": url, "sha256": digest}
+
+
+# Printable ASCII but for what Chromium's JSON writer may escape (it writes `<` as \u003C): copied
+# as it is, so a value made of these alone has a known size.
+_PLAIN_BYTES = bytes(range(0x20, 0x7F)).translate(None, b'"\\<>&')
+
+
+def _plain(text: str) -> bool:
+    # translate() deletes the plain bytes in one C pass: 3 ms for 3 MB, half of str.isprintable()
+    return text.isascii() and not text.encode("ascii").translate(None, _PLAIN_BYTES)
+
+
+def stored_size(key: str, value: dict[str, str]) -> int | None:
+    """What chrome.storage's getBytesInUse counts for this item (the key's length plus the value's
+    compact JSON), or None when the value holds a character a JSON writer may escape."""
+    if not all(_plain(text) for text in (*value, *value.values())):
+        return None
+    return len(key) + 2 + sum(len(name) + len(text) + 6 for name, text in value.items()) - 1
+
+
+async def is_stored(area: StorageArea, url: str, digest: str) -> bool:
+    """Whether the original of `url` is stored whole under its key (rule 7). The key is content-
+    addressed and only this module writes it, always as `{url, sha256}`: a stored value of exactly
+    that size is that original, so its size is checked (getBytesInUse), not the 3 MB value read.
+    A URL with characters whose escaping is not known is read and checked instead (rule 2)."""
+    key, value = original_item(url, digest)
+    size = stored_size(key, value)
+    if size is None:
+        return (await read_originals(area, [key])).get(key) == url
+    return await area.bytes_in_use([key]) == size
+
+
+def inline_keys(records: list[Record], digests: dict[str, str] | None = None) -> set[str]:
+    """The keys of the originals of the UNSEEN parts whose image is still inline (rules 4 and 7).
+    `digests` (data URL -> sha256) is a cache the caller may share; it is filled here."""
+    cache = {} if digests is None else digests
+    keys: set[str] = set()
+    for record in records:
+        if is_seen(record) or not isinstance(record.content, list):
+            continue
+        for part in record.content:
+            if not is_image_part(part) or reference_of(part) is not None:
+                continue
+            url = image_url_of(part)
+            if url:
+                if url not in cache:
+                    cache[url] = url_digest(url)
+                keys.add(key_of_digest(cache[url]))
+    return keys
+
+
+# A thumbnail made ahead: `{url, side, from}` (the thumbnail's data URL, its longest side, and the
+# `downscaledFrom` the bound records), or None when the image is not worth shrinking.
+ThumbnailMaker = Callable[[str], dict[str, Any] | None]
+
+
+class TurnStarted(Exception):
+    """Storing ahead stops: a turn started (rule 7)."""
+
+
+async def store_one_ahead(
+    area: StorageArea,
+    url: str,
+    *,
+    turn_running: Callable[[], bool],
+    thumbnail: ThumbnailMaker | None = None,
+    written: list[str],
+) -> int:
+    """Rule 7 for one image: its original, unless stored whole, and (with `thumbnail`) the
+    thumbnail the bound would make of it, unless one is stored. Appends the keys it writes to
+    `written`; returns the length of the image's data URL once thumbnailed (the thumbnail's,
+    about, when one is stored; the whole URL when none is made). Raises TurnStarted before any
+    write or Pillow work when a turn runs."""
+
+    def look() -> None:
+        if turn_running():
+            raise TurnStarted()
+
+    await asyncio.sleep(0)  # a message that arrived starts its task first
+    look()
+    digest = url_digest(url)
+    if not await is_stored(area, url, digest):
+        look()
+        key, value = original_item(url, digest)
+        await area.set({key: value})
+        written.append(key)
+    made_key = thumbnail_key(digest)
+    stored = await area.bytes_in_use([made_key])
+    if stored:
+        return min(len(url), stored)
+    if thumbnail is None:
+        return len(url)
+    await asyncio.sleep(0)
+    look()
+    made = thumbnail(url)  # Pillow's work (~50 ms for a 3 MB photo in Pyodide)
+    if made is None:
+        return len(url)
+    look()
+    await area.set({made_key: made})
+    written.append(made_key)
+    return len(made["url"])
+
+
+def unseen_inline_urls(records: list[Record]) -> list[str]:
+    """The data URLs of the unseen parts whose image is inline, oldest first, each once."""
+    urls: dict[str, None] = {}
+    for record in records:
+        if is_seen(record) or not isinstance(record.content, list):
+            continue
+        for part in record.content:
+            url = image_url_of(part) if is_image_part(part) and reference_of(part) is None else ""
+            if url:
+                urls.setdefault(url)
+    return list(urls)
+
+
+async def store_unseen(
+    area: StorageArea,
+    records: list[Record],
+    *,
+    turn_running: Callable[[], bool],
+    thumbnail: ThumbnailMaker | None = None,
+) -> list[str]:
+    """Rule 7: `store_one_ahead` for every unseen inline image of `records`, one write at a time;
+    stop as soon as `turn_running()` (the turn goes first). Returns the keys written. Never
+    writes `history`."""
+    written: list[str] = []
+    with contextlib.suppress(TurnStarted):
+        for url in unseen_inline_urls(records):
+            await store_one_ahead(area, url, turn_running=turn_running, thumbnail=thumbnail, written=written)
+    return written
+
+
+def thumbnail_key(digest: str) -> str:
+    """The key of the thumbnail made ahead of the image whose data URL has this sha256."""
+    return IMAGE_THUMBNAIL_PREFIX + digest[:_DIGEST_CHARS]
+
+
+def is_thumbnail_key(key: Any) -> bool:
+    return isinstance(key, str) and _THUMBNAIL_KEY_PATTERN.match(key) is not None
+
+
+def original_key_of_thumbnail(key: str) -> str:
+    return IMAGE_ORIGINAL_PREFIX + key[len(IMAGE_THUMBNAIL_PREFIX) :]
+
+
+def _int_size(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+async def read_thumbnail(
+    area: StorageArea, digest: str, url: str, side: int
+) -> tuple[str, dict[str, int]] | None:
+    """The thumbnail made ahead of `url` (sha256 `digest`) at this `side`: (its data URL, the
+    `downscaledFrom` to record), or None when there is none that fits: another side, not a
+    readable image data URL, not smaller than `url`, or made from an image of another size."""
+    key = thumbnail_key(digest)
+    value = (await area.get([key])).get(key)
+    if not isinstance(value, dict) or value.get("side") != side:
+        return None
+    thumb, source = value.get("url"), value.get("from")
+    if not isinstance(thumb, str) or len(thumb) >= len(url) or not isinstance(source, dict):
+        return None
+    if not all(_int_size(source.get(k)) for k in ("width", "height", "bytes")):
+        return None
+    try:
+        if not parse_data_url(thumb).mime.startswith("image/"):
+            return None
+        if source["bytes"] != parse_data_url(url).decoded_size:
+            return None
+    except MarginError:
+        return None
+    return thumb, {k: source[k] for k in ("width", "height", "bytes")}
 
 
 def _trusted_url(key: str, value: Any) -> str | None:
@@ -169,22 +365,42 @@ def references_in(records: list[Record]) -> set[str]:
     }
 
 
-async def collect_garbage(area: StorageArea, *, history_references: set[str] | None = None) -> list[str]:
-    """Remove the originals no `history` value references (rule 4); returns the keys removed.
+async def collect_garbage(
+    area: StorageArea,
+    *,
+    history: list[Record] | None = None,
+    digests: dict[str, str] | None = None,
+    names: list[str] | None = None,
+) -> list[str]:
+    """Remove the originals no `history` value references (rule 4), and the thumbnails made ahead
+    whose image is no longer inline in an unseen part of `history` (rule 7); returns the keys
+    removed.
 
-    `history_references`: what `history` refers to, when the caller holds the lock and knows
-    what is stored (`images.bound` just read or wrote it), so the heavy value is not read again."""
-    names = await area.keys()
+    `history`: its records, when the caller holds the lock and knows what is stored
+    (`images.bound` just read or wrote it), so the heavy value is not read again; `digests` a
+    cache of `inline_keys`. The inline images are hashed only when a key may be theirs: an
+    original nothing refers to, or a thumbnail of one (a thumbnail whose original a part refers
+    to was used: that image is thumbnailed). `names`: the key names, listed by a caller that
+    holds the lock since before its last write of `history`, which parked nothing (so no key
+    that refers to an original can have appeared since)."""
+    names = await area.keys() if names is None else names
     originals = [k for k in names if is_original_key(k)]
-    if not originals:
+    thumbnails = [k for k in names if is_thumbnail_key(k)]
+    if not originals and not thumbnails:
         return []
-    holders = [
-        k for k in names if (k == HISTORY and history_references is None) or k.startswith(HISTORY_UNREADABLE)
-    ]
-    referenced: set[str] = set(history_references or ())
+    holders = [k for k in names if (k == HISTORY and history is None) or k.startswith(HISTORY_UNREADABLE)]
+    records = history or []
+    referenced = references_in(records)
     for key in holders:  # one value at a time: a parked history can be as heavy as history
-        referenced |= _raw_references((await area.get([key])).get(key))
-    orphans = [k for k in originals if k not in referenced]
+        raw = (await area.get([key])).get(key)
+        referenced |= _raw_references(raw)
+        if key == HISTORY:
+            records = parse_history(raw).records
+    maybe_inline = [k for k in originals if k not in referenced]
+    maybe_inline += [k for k in thumbnails if original_key_of_thumbnail(k) not in referenced]
+    still_inline = inline_keys(records, digests) if maybe_inline else set()
+    orphans = [k for k in originals if k not in referenced and k not in still_inline]
+    orphans += [k for k in thumbnails if original_key_of_thumbnail(k) not in still_inline]
     if orphans:
         await area.remove(orphans)
     return orphans

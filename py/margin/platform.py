@@ -72,6 +72,12 @@ class ChromeStorageArea:
         except _BridgeFailure as failure:
             raise storage_refused(failure.message) from None
 
+    async def bytes_in_use(self, keys: list[str]) -> int:
+        try:
+            return int(await _call("storageBytesInUse", self.area, wire.dumps(list(keys))))
+        except _BridgeFailure as failure:
+            raise storage_refused(failure.message) from None
+
 
 class FetchResponse:
     def __init__(self, handle: int, status: int, headers: dict[str, str]):
@@ -160,6 +166,11 @@ async def load_package(name: str) -> None:
     await _call("loadPackage", name)
 
 
+async def sha256_hex(text: str) -> str:
+    """crypto.subtle's SHA-256 of the text's UTF-8 bytes (extension/bridge.js, `sha256Hex`)."""
+    return str(await _call("sha256Hex", _utf8(text)))
+
+
 async def read_catalogue(locale: str) -> str:
     return str(await _call("catalogue", locale))
 
@@ -183,5 +194,6 @@ def browser_platform() -> Platform:
         tabs=ChromeTabs(),
         load_package=load_package,
         read_catalogue=read_catalogue,
+        sha256_hex=sha256_hex,
         browser_language=str(margin_bridge.uiLanguage()),
     )

@@ -7,7 +7,8 @@ It keeps chrome.storage's semantics that the core relies on:
 - a multi-key `set` is all or nothing;
 - there is no get-everything call; every key read is recorded in `reads` so tests can prove
   what was (and was not) read; `keys()` lists key names (like chrome.storage's getKeys()) and is
-  counted in `key_listings`, not in `reads`;
+  counted in `key_listings`, not in `reads`; `bytes_in_use()` counts like getBytesInUse() and is
+  not a read either;
 - a refusal raises the same `StorageError` as the browser platform (`ports.storage_refused`):
   `quota_bytes=n` refuses a `set` that would store more than n characters the way Chrome words it
   (`storage_full`); `fail_after_writes=k` makes the store "die" after k successful writes (set or
@@ -45,6 +46,12 @@ def as_chrome_stores(value: Any, depth: int = 1) -> Any:
             return [None] * len(value)
         return [as_chrome_stores(v, depth + 1) for v in value]
     return value
+
+
+def compact_json(value: Any) -> str:
+    """`value` as Chromium's JSONWriter writes it (no spaces; non-ASCII as UTF-8, counted in bytes
+    there: the callers that compare sizes use ASCII values only)."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 class StoreCrashed(StorageError):
@@ -105,6 +112,12 @@ class MemoryStorageArea:
         self._check_alive()
         self.key_listings += 1
         return sorted(self._data)
+
+    async def bytes_in_use(self, keys: list[str]) -> int:
+        """chrome.storage's count: the key's length plus its value as compact JSON (Chromium's
+        JSONWriter; no value is recorded as read)."""
+        self._check_alive()
+        return sum(len(k) + len(compact_json(json.loads(self._data[k]))) for k in keys if k in self._data)
 
     # -- test helpers -------------------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:

@@ -6,8 +6,10 @@ Rule 2: a storage area behaves like chrome.storage: values are JSON (they round-
 JSON), absent keys are absent from the result, a multi-key `set` is all or nothing, and there is
 no "get everything" call at all (see the GET_ALL_KEYS contract in `margin.storage`); `keys()` lists
 the stored key NAMES only (chrome.storage's `getKeys()`), so a caller can check that a body exists
-without reading it. A refused read or write raises the `StorageError` that `storage_refused` builds
-from Chrome's own words, on both platforms, so callers catch `StorageError` and nothing broader.
+without reading it; `bytes_in_use()` is chrome.storage's `getBytesInUse()`, so a caller can check a
+heavy value's size without reading it. A refused read or write raises the `StorageError` that
+`storage_refused` builds from Chrome's own words, on both platforms, so callers catch
+`StorageError` and nothing broader.
 Rule 3: HTTP is one method, `open()`, which resolves once the status and headers arrived; the
 body is then read chunk by chunk (decoded text) until `None`, or abandoned with `aclose()`.
 Rule 4: a transport never follows a redirect (a redirect could send the conversation, and its
@@ -21,6 +23,7 @@ memory for CPython tests and benchmarks.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +41,12 @@ class StorageArea(Protocol):
 
     async def keys(self) -> list[str]:
         """The names of every stored key (no values are read)."""
+        ...
+
+    async def bytes_in_use(self, keys: list[str]) -> int:
+        """What these keys take, as chrome.storage's getBytesInUse counts it: for each present
+        key, its name's length plus the length of its value written as compact JSON (no value
+        is read into the caller)."""
         ...
 
 
@@ -157,6 +166,10 @@ async def _catalogue_from_checkout(locale: str) -> str:
     return (CHECKOUT_LOCALES / locale / "messages.json").read_text(encoding="utf-8")
 
 
+async def _hashlib_sha256_hex(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 @dataclass
 class Platform:
     """Everything the core may touch, injected once per process."""
@@ -171,3 +184,6 @@ class Platform:
     load_package: Callable[[str], Awaitable[None]] = field(default=_already_installed)
     # One locale's _locales/<locale>/messages.json as text (margin.catalogue).
     read_catalogue: Callable[[str], Awaitable[str]] = field(default=_catalogue_from_checkout)
+    # The sha256 (hex) of a text's UTF-8 bytes: hashlib here; the browser's native crypto.subtle
+    # in the worker (a 3 MB data URL: ~15 ms in Pyodide's hashlib, a few ms natively).
+    sha256_hex: Callable[[str], Awaitable[str]] = field(default=_hashlib_sha256_hex)

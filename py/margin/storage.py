@@ -8,7 +8,7 @@ Rules (docs/storage-model.md, "Reading the light keys"):
    deserialize every image and every session snapshot on every turn).
 3. Keys read by address stay out of the list: `history`, every `session_<id>` body, every
    `sessionDigest_<id>` search digest and `sessionEntry_<id>` index entry (margin.session_index)
-   and every `imageOriginal_<digest>` (margin.image_originals).
+   and every `imageOriginal_<digest>` and `imageThumbnail_<digest>` (margin.image_originals).
 4. A new key that get_all's consumers must see goes into the list, and into docs/storage.md.
 
 The side panel paints the conversation before Python is up by reading `history` itself; the key
@@ -51,6 +51,9 @@ HISTORY_UNREADABLE = "historyUnreadable"
 # The exact bytes of an image `images.bound` thumbnailed in `history`, by content address
 # (`imageOriginal_<32 hex of the data URL's sha256>`, margin.image_originals); read by address only.
 IMAGE_ORIGINAL_PREFIX = "imageOriginal_"
+# The bound's thumbnail of an unseen image still inline in `history`, made ahead with its original
+# (`imageThumbnail_<the same 32 hex>`, margin.image_originals rule 7): derived, never the only copy.
+IMAGE_THUMBNAIL_PREFIX = "imageThumbnail_"
 # In chrome.storage.session (cleared when the browser or the extension restarts).
 SITE_CACHE_INDEX = "siteCacheIndex"
 SITE_CACHE_BODY_PREFIX = "siteCache_"

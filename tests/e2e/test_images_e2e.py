@@ -11,6 +11,7 @@ what was sent and what was stored (docs/storage-model.md, "Images: pixels are ne
 from __future__ import annotations
 
 import base64
+import hashlib
 import io
 import json
 import random
@@ -235,6 +236,45 @@ def test_a_failed_turn_stamps_nothing_so_the_next_send_carries_the_pixels_again(
     assert stored_image_urls(history[0]) == [expected_url]
     assert history[0].get("imagesSeen") is True
     assert srcs(user_images(page)) == [expected_url]
+
+
+def test_a_failed_turn_over_the_limit_stores_ahead_what_the_bound_will_shrink(
+    configured_margin: Margin, fake_provider: FakeProvider, tmp_path: Path
+):
+    """margin.chat rule 13: the oldest parked image's original (byte for byte, under its content
+    address) and its thumbnail are stored once the failed turn has ended; history is unchanged
+    until the panel's next bound, which then refers to that original."""
+    margin = configured_margin
+    records, (oldest, _) = _image_history([(935, 935), (935, 935)])  # ~7 MB of parked pixels
+    records.append({"role": "assistant", "content": "(lost)", "createdAt": 1_760_000_900_000})
+    margin.storage_set({"history": records})
+    page = margin.open_panel()  # its bound: under 8 MB, nothing to do
+    pick_image(page, tmp_path, "more.png", noisy_png(612, 612, seed=9), "image/png")
+    fake_provider.script(server_error())
+    margin.send(page, "And this one?")
+    margin.wait_alert(page)
+
+    digest = hashlib.sha256(oldest.encode()).hexdigest()
+    original, thumbnail = "imageOriginal_" + digest[:32], "imageThumbnail_" + digest[:32]
+    stored = poll(
+        lambda: got if len(got := margin.storage_get([original, thumbnail])) == 2 else None,
+        timeout=20,
+        message="the oldest parked image was not stored ahead",
+    )
+    assert stored[original] == {"url": oldest, "sha256": digest}
+    assert stored[thumbnail]["side"] == 512 and len(stored[thumbnail]["url"]) < len(oldest) // 10
+    assert stored_image_urls(margin.history()[0]) == [oldest]  # the part is not changed
+    page.close()
+
+    page = margin.open_panel()  # the bound shrinks the oldest, with what was stored ahead
+    first = poll(
+        lambda: (h := margin.history()) and h[0]["content"][1].get("meta", {}).get("originalKey") and h[0],
+        timeout=BOUND_TIMEOUT,
+        message="the bound did not shrink the oldest parked image",
+    )
+    part = first["content"][1]
+    assert part["meta"]["originalKey"] == original and part["image_url"]["url"] == stored[thumbnail]["url"]
+    assert margin.storage_get([original])[original] == {"url": oldest, "sha256": digest}
 
 
 def _image_history(sizes: list[tuple[int, int]]) -> tuple[list[dict], list[str]]:

@@ -350,6 +350,48 @@ def test_images_are_sent_with_pixels_then_stamped_and_later_sent_as_a_placeholde
     assert turn.history[0]["content"][1]["image_url"]["url"] == PNG  # pixels never destroyed
 
 
+def test_a_failed_turn_stores_its_unseen_originals_ahead_once_it_has_ended_and_a_done_one_does_not(
+    monkeypatch,
+):
+    from margin import image_bound, image_originals
+    from margin.ports import TransportError
+
+    # Over the bound's limit with the new image: the older parked one is what the bound will shrink.
+    monkeypatch.setattr(image_bound, "UNSEEN_LIMIT_BYTES", len(PNG))
+    older = PNG.replace("AAAA", "AAAB", 1)  # another picture: the bound's choice, not the newest
+    parked = {"role": "user", "content": [{"type": "image_url", "image_url": {"url": older}}]}
+    turn = Turn(
+        {"history": [parked, {"role": "assistant", "content": "lost"}]},
+        responses=[TransportError("connect", "offline"), answer("A dot.")],
+    )
+    writes_at_the_end: list[int] = []
+    emit = turn.emit
+
+    def emit_counting(event: dict) -> None:  # nothing is stored ahead before the turn has ended
+        if event["event"] in ("error", "done"):
+            writes_at_the_end.append(len(turn.platform.local.writes))
+        emit(event)
+
+    turn.emit = emit_counting
+
+    async def scenario() -> tuple[list, list]:
+        await turn.run(send("What is this?", [{"dataUrl": PNG, "name": "dot.png"}]))
+        assert turn.kinds[-1] == "error" and not chat.turn_running()
+        assert chat._storing_ahead is not None
+        await chat._storing_ahead
+        failed = turn.platform.local.writes[writes_at_the_end[0] :]
+        await turn.run(send("And now?"))  # done: the stamp, nothing stored ahead
+        done = chat._storing_ahead
+        await done
+        return failed, turn.platform.local.writes
+
+    failed, writes = asyncio.run(scenario())
+    key = image_originals.original_key(older)
+    assert failed == [{key: {"url": older, "sha256": image_originals.url_digest(older)}}]
+    assert [k for w in writes if isinstance(w, dict) for k in w].count(key) == 1
+    assert turn.history[0]["content"] == parked["content"]  # the part is not changed
+
+
 @pytest.mark.parametrize(
     "ui_language, browser_language, label",
     [

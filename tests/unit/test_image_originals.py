@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import io
+import json
 import random
 
 import pytest
@@ -169,3 +170,230 @@ def test_the_route_returns_the_original_and_refuses_a_missing_or_damaged_one():
         if image_originals.reference_of(p) == key
     )
     assert thumb["image_url"]["url"] not in sent_urls(history)
+
+
+# -- stored ahead (rule 7): after a turn that leaves images unseen ------------------------------------
+
+
+def turn_never_runs() -> bool:
+    return False
+
+
+async def store_ahead_then_bound(platform) -> None:
+    records = (await read_history(platform.local)).records
+    await image_originals.store_unseen(platform.local, records, turn_running=turn_never_runs)
+    await bound_then_collect(platform)
+
+
+def test_originals_stored_ahead_leave_the_bound_only_history_to_write():
+    history, platform = bound_platform()
+    records = run(read_history(platform.local)).records
+    written = run(image_originals.store_unseen(platform.local, records, turn_running=turn_never_runs))
+    assert len(written) == 4 and all(isinstance(w, dict) and HISTORY not in w for w in platform.local.writes)
+    assert platform.local.snapshot()[HISTORY] == history  # the parts are not changed
+    # Stored ahead and still inline: the collector keeps them (only the stale orphan goes).
+    removed = run(image_originals.collect_garbage(platform.local))
+    assert len(removed) == 1 and removed[0] not in written
+    before = len(platform.local.writes)
+    run(image_bound.bound_unseen_image_bytes(platform, limit_bytes=LIMIT))
+    assert [list(w) for w in platform.local.writes[before:]] == [[HISTORY]], "the bound wrote an original"
+    # The same result as a bound that stored the originals itself, and nothing read to check them.
+    assert not any(image_originals.is_original_key(k) for k in platform.local.reads)
+    _, plain = bound_platform()
+    run(bound_then_collect(plain))
+    run(image_originals.collect_garbage(platform.local))
+    shrunk = {k for k in plain.local.snapshot() if image_originals.is_original_key(k)}
+    stored = platform.local.snapshot()
+    assert stored[HISTORY] == plain.local.snapshot()[HISTORY]
+    # The originals of the images left inline (unseen, not shrunk) stay for a later bound.
+    assert shrunk < {k for k in stored if image_originals.is_original_key(k)} == set(written)
+
+
+def test_a_crash_at_every_write_ahead_and_of_the_bound_loses_no_original():
+    history, probe = bound_platform()
+    run(store_ahead_then_bound(probe))
+    total = len(probe.local.writes)
+    assert total == 6  # four originals ahead, history, the orphan's removal
+    for k in range(total + 1):
+        _, platform = bound_platform(fail_after_writes=k)
+        if k < total:
+            with pytest.raises(StoreCrashed):
+                run(store_ahead_then_bound(platform))
+        else:
+            run(store_ahead_then_bound(platform))
+        platform.local.revive()
+        for attempt in ("after the crash", "after the re-run"):
+            stored = platform.local.snapshot()
+            resolved = run(image_originals.inline(platform.local, stored[HISTORY]))
+            assert sent_urls(resolved) == sent_urls(history), f"crash after {k} writes, {attempt}"
+            run(store_ahead_then_bound(platform))
+        assert platform.local.snapshot() == probe.local.snapshot()
+
+
+def test_storing_ahead_stops_when_a_turn_starts_and_skips_what_is_stored_or_seen():
+    _, platform = bound_platform()
+    records = run(read_history(platform.local)).records
+    calls = iter([False, False, True])  # a turn starts before the second write
+    written = run(image_originals.store_unseen(platform.local, records, turn_running=lambda: next(calls)))
+    assert len(written) == 1
+    seen = [r.with_fields(imagesSeen=True) if i < 4 else r for i, r in enumerate(records)]
+    again = run(image_originals.store_unseen(platform.local, seen, turn_running=turn_never_runs))
+    assert len(again) == 2 and written[0] not in again  # the two seen images are left out
+    # Once its image is seen, an original stored ahead is garbage.
+    run(platform.local.set({HISTORY: history_json(seen)}))
+    removed = run(image_originals.collect_garbage(platform.local))
+    assert written[0] in removed and not set(again) & set(removed)
+
+
+def test_an_original_stored_ahead_but_damaged_is_written_again_by_the_bound():
+    _, platform = bound_platform()
+    records = run(read_history(platform.local)).records
+    written = run(image_originals.store_unseen(platform.local, records, turn_running=turn_never_runs))
+    damaged = platform.local.snapshot()[written[0]]
+    run(platform.local.set({written[0]: {"url": damaged["url"][:-8], "sha256": damaged["sha256"]}}))
+    assert not run(image_originals.is_stored(platform.local, damaged["url"], damaged["sha256"]))
+    before = len(platform.local.writes)
+    run(bound_then_collect(platform))
+    written_now = [next(iter(w)) for w in platform.local.writes[before:] if isinstance(w, dict)]
+    assert written_now == [written[0], HISTORY]
+    assert platform.local.snapshot()[written[0]] == damaged
+
+
+def test_the_stored_size_is_chromes_count_of_the_compact_json():
+    key, value = image_originals.original_item(noisy_png(3, 8), "ab" * 32)
+    assert image_originals.stored_size(key, value) == len(key) + len(json.dumps(value, separators=(",", ":")))
+    assert (
+        image_originals.stored_size(key, {"url": 'data:image/png;name="x";base64,AA', "sha256": ""}) is None
+    )
+
+
+# -- thumbnails made ahead (rule 7) -------------------------------------------------------------------
+
+
+async def store_ahead_with_thumbnails(platform) -> list[str]:
+    records = (await read_history(platform.local)).records
+    return await image_bound.store_ahead(platform, records, turn_running=turn_never_runs, limit_bytes=LIMIT)
+
+
+async def thumbnails_ahead_then_bound(platform) -> None:
+    await store_ahead_with_thumbnails(platform)
+    await image_bound.bound_unseen_image_bytes(platform, limit_bytes=LIMIT, collect_garbage=True)
+
+
+def no_pillow_work(monkeypatch):
+    """The bound may not load Pillow nor make a thumbnail: those made ahead must do."""
+    from margin import image_codec
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the bound made a thumbnail that was made ahead")
+
+    monkeypatch.setattr(image_codec, "downscale", refuse)
+
+
+def test_thumbnails_made_ahead_spare_the_bound_pillow_and_give_the_same_history(monkeypatch):
+    _, plain = bound_platform()
+    run(image_bound.bound_unseen_image_bytes(plain, limit_bytes=LIMIT, collect_garbage=True))
+    shrunk = {k for k in plain.local.snapshot() if image_originals.is_original_key(k)}
+    _, platform = bound_platform()
+    written = run(store_ahead_with_thumbnails(platform))
+    # Exactly the images the bound shrinks: an original and a thumbnail each, nothing more.
+    assert {k for k in written if image_originals.is_original_key(k)} == shrunk and len(shrunk) >= 2
+    assert len(written) == 2 * len(shrunk)
+    loads: list[str] = []
+
+    async def load_package(name: str) -> None:
+        loads.append(name)
+
+    monkeypatch.setattr(platform, "load_package", load_package)
+    no_pillow_work(monkeypatch)
+    before = len(platform.local.writes)
+    run(image_bound.bound_unseen_image_bytes(platform, limit_bytes=LIMIT, collect_garbage=True))
+    assert loads == []
+    stored = platform.local.snapshot()
+    assert stored[HISTORY] == plain.local.snapshot()[HISTORY]
+    history_write, removal = platform.local.writes[before:]
+    assert list(history_write) == [HISTORY]
+    # The collector: the stale orphan, and the thumbnails of the images now thumbnailed in history.
+    assert isinstance(removal, tuple) and len(removal[1]) == 1 + len(
+        [
+            p
+            for r in stored[HISTORY]
+            if isinstance(r["content"], list)
+            for p in r["content"]
+            if image_originals.reference_of(p)
+        ]
+    )
+    assert not any(image_originals.is_thumbnail_key(k) for k in stored)  # all were used
+
+
+def test_a_crash_at_every_write_ahead_with_thumbnails_and_of_the_bound_loses_no_original():
+    history, probe = bound_platform()
+    run(thumbnails_ahead_then_bound(probe))
+    total = len(probe.local.writes)
+    assert total == 8  # three originals and three thumbnails ahead, history, the collector's removal
+    for k in range(total + 1):
+        _, platform = bound_platform(fail_after_writes=k)
+        if k < total:
+            with pytest.raises(StoreCrashed):
+                run(thumbnails_ahead_then_bound(platform))
+        else:
+            run(thumbnails_ahead_then_bound(platform))
+        platform.local.revive()
+        for attempt in ("after the crash", "after the re-run"):
+            stored = platform.local.snapshot()
+            resolved = run(image_originals.inline(platform.local, stored[HISTORY]))
+            assert sent_urls(resolved) == sent_urls(history), f"crash after {k} writes, {attempt}"
+            run(thumbnails_ahead_then_bound(platform))
+        assert platform.local.snapshot() == probe.local.snapshot()
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda v: {**v, "side": 256},
+        lambda v: {**v, "url": "not a data url"},
+        lambda v: {**v, "from": {**v["from"], "bytes": v["from"]["bytes"] + 1}},
+        lambda v: {**v, "url": v["url"] + "A" * 2_000_000},
+        lambda v: [v],
+    ],
+)
+def test_a_thumbnail_made_ahead_that_does_not_fit_is_made_again_by_the_bound(damage):
+    _, plain = bound_platform()
+    run(image_bound.bound_unseen_image_bytes(plain, limit_bytes=LIMIT))
+    _, platform = bound_platform()
+    written = run(store_ahead_with_thumbnails(platform))
+    for key in (k for k in written if image_originals.is_thumbnail_key(k)):
+        run(platform.local.set({key: damage(platform.local.snapshot()[key])}))
+    run(image_bound.bound_unseen_image_bytes(platform, limit_bytes=LIMIT))
+    assert platform.local.snapshot()[HISTORY] == plain.local.snapshot()[HISTORY]
+
+
+def test_the_bound_keeps_an_original_only_the_records_it_parks_refer_to():
+    """The bound lists key names while it works only when its write parks nothing: a record it
+    cannot read is parked by its own write, and that parked copy's references must be seen."""
+    _, platform = bound_platform()
+    run(bound_then_collect(platform))
+    stored = platform.local.snapshot()[HISTORY]
+    index = next(
+        i
+        for i, r in enumerate(stored)
+        if isinstance(r["content"], list) and any(image_originals.reference_of(p) for p in r["content"])
+    )
+    key = next(
+        image_originals.reference_of(p) for p in stored[index]["content"] if image_originals.reference_of(p)
+    )
+    damaged = {**stored[index], "content": [{"type": "text", "text": 5}, *stored[index]["content"]]}
+    more = [Record("user", [image_part(noisy_png(50 + i), f"more{i}.png")]) for i in range(2)]
+    history = [*stored[:index], damaged, *stored[index + 1 :], *history_json(more)]
+    run(platform.local.set({HISTORY: history}))
+    result = run(image_bound.bound_unseen_image_bytes(platform, limit_bytes=LIMIT, collect_garbage=True))
+    assert result["changed"] >= 1
+    after = platform.local.snapshot()
+    parked = [k for k in after if k.startswith("historyUnreadable")]
+    assert parked and any(damaged in after[k] for k in parked)
+    assert after[key]["url"] in sent_urls(conversation())  # kept: the parked copy refers to it
+
+
+def test_the_platforms_sha256_is_the_content_address():
+    url = noisy_png(4, 16)
+    assert run(memory_platform().sha256_hex(url)) == image_originals.url_digest(url)
