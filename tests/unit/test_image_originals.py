@@ -83,25 +83,33 @@ def test_the_bound_moves_originals_to_their_keys_and_history_keeps_thumbnails():
     )
 
 
-def test_a_crash_at_every_write_of_the_bound_loses_no_original():
+def assert_no_original_lost_at_any_crash(action, *, expected_writes: int) -> None:
+    """`action` crashes after each of its writes in turn: what the user sent can still be resolved
+    byte for byte, after the crash and after `action` runs again, which ends where a run without a
+    crash ends."""
     history, probe = bound_platform()
-    run(bound_then_collect(probe))
+    run(action(probe))
     total = len(probe.local.writes)
-    assert total == 5  # three originals (one write each), history, the orphan's removal
+    assert total == expected_writes
     for k in range(total + 1):
         _, platform = bound_platform(fail_after_writes=k)
         if k < total:
             with pytest.raises(StoreCrashed):
-                run(bound_then_collect(platform))
+                run(action(platform))
         else:
-            run(bound_then_collect(platform))
+            run(action(platform))
         platform.local.revive()
         for attempt in ("after the crash", "after the re-run"):
             stored = platform.local.snapshot()
             resolved = run(image_originals.inline(platform.local, stored[HISTORY]))
             assert sent_urls(resolved) == sent_urls(history), f"crash after {k} writes, {attempt}"
-            run(bound_then_collect(platform))
+            run(action(platform))
         assert platform.local.snapshot() == probe.local.snapshot()
+
+
+def test_a_crash_at_every_write_of_the_bound_loses_no_original():
+    # three originals (one write each), history, the orphan's removal
+    assert_no_original_lost_at_any_crash(bound_then_collect, expected_writes=5)
 
 
 def test_garbage_collection_keeps_originals_a_history_or_a_parked_copy_refers_to():
@@ -210,24 +218,8 @@ def test_originals_stored_ahead_leave_the_bound_only_history_to_write():
 
 
 def test_a_crash_at_every_write_ahead_and_of_the_bound_loses_no_original():
-    history, probe = bound_platform()
-    run(store_ahead_then_bound(probe))
-    total = len(probe.local.writes)
-    assert total == 6  # four originals ahead, history, the orphan's removal
-    for k in range(total + 1):
-        _, platform = bound_platform(fail_after_writes=k)
-        if k < total:
-            with pytest.raises(StoreCrashed):
-                run(store_ahead_then_bound(platform))
-        else:
-            run(store_ahead_then_bound(platform))
-        platform.local.revive()
-        for attempt in ("after the crash", "after the re-run"):
-            stored = platform.local.snapshot()
-            resolved = run(image_originals.inline(platform.local, stored[HISTORY]))
-            assert sent_urls(resolved) == sent_urls(history), f"crash after {k} writes, {attempt}"
-            run(store_ahead_then_bound(platform))
-        assert platform.local.snapshot() == probe.local.snapshot()
+    # four originals ahead, history, the orphan's removal
+    assert_no_original_lost_at_any_crash(store_ahead_then_bound, expected_writes=6)
 
 
 def test_storing_ahead_stops_when_a_turn_starts_and_skips_what_is_stored_or_seen():
@@ -327,24 +319,8 @@ def test_thumbnails_made_ahead_spare_the_bound_pillow_and_give_the_same_history(
 
 
 def test_a_crash_at_every_write_ahead_with_thumbnails_and_of_the_bound_loses_no_original():
-    history, probe = bound_platform()
-    run(thumbnails_ahead_then_bound(probe))
-    total = len(probe.local.writes)
-    assert total == 8  # three originals and three thumbnails ahead, history, the collector's removal
-    for k in range(total + 1):
-        _, platform = bound_platform(fail_after_writes=k)
-        if k < total:
-            with pytest.raises(StoreCrashed):
-                run(thumbnails_ahead_then_bound(platform))
-        else:
-            run(thumbnails_ahead_then_bound(platform))
-        platform.local.revive()
-        for attempt in ("after the crash", "after the re-run"):
-            stored = platform.local.snapshot()
-            resolved = run(image_originals.inline(platform.local, stored[HISTORY]))
-            assert sent_urls(resolved) == sent_urls(history), f"crash after {k} writes, {attempt}"
-            run(thumbnails_ahead_then_bound(platform))
-        assert platform.local.snapshot() == probe.local.snapshot()
+    # three originals and three thumbnails ahead, history, the collector's removal
+    assert_no_original_lost_at_any_crash(thumbnails_ahead_then_bound, expected_writes=8)
 
 
 @pytest.mark.parametrize(
