@@ -19,7 +19,12 @@ Rules:
    (either would load an unbundled copy of a module, run a second time); the build adds a
    modulepreload for each chunk the bundle imports statically, fetched with the bundle, not after,
    right before the module script (at the end of <body>, after first_frame.js: sidepanel.html).
-5. esbuild's native binary comes from its platform's npm package, pinned in package-lock.json and
+5. The page's stylesheets (`INLINED_STYLESHEETS`, in <head>) are put into it as <style> in dist:
+   the kept first frame (first_frame.js, a classic script) cannot run before every stylesheet is
+   in, and three requests through the extension's protocol handler came first (README.md
+   "Measured"). The extension pages' CSP restricts scripts, not styles; a stylesheet with a url()
+   or an @import is refused (inlined, its relative URLs would be the page's).
+6. esbuild's native binary comes from its platform's npm package, pinned in package-lock.json and
    checked against the lock's sha512 like every download (fetch.npm_binary). Its output is
    deterministic (chunk names are hashes of their content).
 """
@@ -43,6 +48,7 @@ ENTRY = "sidepanel.js"
 LAZY_ENTRIES = ("markdown.js", "sessions_panel.js")  # what the panel imports with import()
 PAGE = "sidepanel.html"
 SCRIPT_TAG = f'<script type="module" src="{ENTRY}"></script>'
+INLINED_STYLESHEETS = ("theme.css", "sidepanel.css", "sessions_panel.css")
 WORK = ".bundle"  # esbuild's output folder inside dist, emptied into dist's root, then removed
 
 MODULE_SCRIPT = re.compile(r"""<script\b[^>]*\btype=["']module["'][^>]*>""")
@@ -65,7 +71,7 @@ def esbuild_package(system: str = sys.platform, machine: str = "") -> str:
 
 
 def esbuild_binary(repo: Path = REPO, cache: Path | None = None, report: Report | None = None) -> Path:
-    """Rule 5: esbuild's binary for this machine, from its verified npm tarball."""
+    """Rule 6: esbuild's binary for this machine, from its verified npm tarball."""
     pin = npm_pin(read_npm_lock(repo / "package-lock.json"), esbuild_package())
     return npm_binary(pin, ESBUILD_BINARY, cache or cache_dir(), report)
 
@@ -159,5 +165,22 @@ def bundle_panel(dist: Path, esbuild: Path) -> list[str]:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     preloads = "".join(f'<link rel="modulepreload" href="{name}">\n  ' for name in chunks)
-    page.write_text(html.replace(SCRIPT_TAG, preloads + SCRIPT_TAG), encoding="utf-8")
+    html = inline_stylesheets(html.replace(SCRIPT_TAG, preloads + SCRIPT_TAG), dist)
+    page.write_text(html, encoding="utf-8")
     return written
+
+
+def inline_stylesheets(html: str, dist: Path) -> str:
+    """Rule 5: each of INLINED_STYLESHEETS, linked once by the page, becomes a <style> of its text."""
+    for name in INLINED_STYLESHEETS:
+        tag = f'<link rel="stylesheet" href="{name}">'
+        if html.count(tag) != 1:
+            raise BuildError(f"{PAGE} must link {name} once as {tag} (bundle.py rule 5 inlines it).")
+        css = (dist / name).read_text(encoding="utf-8")
+        if "url(" in css or "@import" in css or "</style" in css.lower():
+            raise BuildError(
+                f"{name} has a url(), an @import or '</style': inlined into {PAGE} it would change "
+                f"meaning (bundle.py rule 5). Keep it out of INLINED_STYLESHEETS."
+            )
+        html = html.replace(tag, f"<style>/* {name} */\n{css}</style>")
+    return html

@@ -44,8 +44,11 @@ needs_esbuild = pytest.mark.skipif(
 PAGE = """<!doctype html>
 <html><head>
   <link rel="stylesheet" href="theme.css">
+  <link rel="stylesheet" href="sidepanel.css">
+  <link rel="stylesheet" href="sessions_panel.css">
+</head><body>
   <script type="module" src="sidepanel.js"></script>
-</head><body></body></html>
+</body></html>
 """
 
 # A small panel: a static graph, a module shared with a lazy import (it counts its runs), the lazy
@@ -68,6 +71,7 @@ FILES = {
     ),
     "vendor/lib.js": "export default 'vendor';\n",
     "sessions_panel.js": 'import { shared } from "./shared.js";\nexport const opened = shared();\n',
+    **{name: f".{name[:-4]} {{ color: red; }}\n" for name in bundle.INLINED_STYLESHEETS},
 }
 
 
@@ -174,6 +178,23 @@ def test_a_page_loading_another_module_or_preloading_one_stops_the_build():
         )
     with pytest.raises(BuildError, match="0 module script"):
         bundle.check_page("<html></html>")
+
+
+def test_the_page_stylesheets_are_inlined_and_one_that_would_change_meaning_stops_the_build(tmp_path):
+    page = "".join(f'<link rel="stylesheet" href="{name}">\n' for name in bundle.INLINED_STYLESHEETS)
+    for name in bundle.INLINED_STYLESHEETS:
+        (tmp_path / name).write_text(f".{name[:-4]} {{ color: red; }}\n", encoding="utf-8")
+    inlined = bundle.inline_stylesheets(page, tmp_path)
+    assert "<link" not in inlined
+    assert inlined.count("<style>") == len(bundle.INLINED_STYLESHEETS)
+    assert ".sidepanel { color: red; }" in inlined
+    for css in ('.a { background: url("x.png"); }', '@import "other.css";', "/* </style><script> */"):
+        (tmp_path / "theme.css").write_text(css, encoding="utf-8")
+        with pytest.raises(BuildError, match=r"theme\.css has a url"):
+            bundle.inline_stylesheets(page, tmp_path)
+    (tmp_path / "theme.css").write_text(".theme {}", encoding="utf-8")
+    with pytest.raises(BuildError, match=r"must link sidepanel\.css once"):
+        bundle.inline_stylesheets(page.replace('href="sidepanel.css"', 'href="other.css"'), tmp_path)
 
 
 def test_a_bundled_vendor_file_stops_the_build(tmp_path):
