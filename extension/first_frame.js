@@ -9,8 +9,8 @@
 //    docs/storage.md). This script only reads it; a value it cannot use is ignored, never an error.
 // 2. It is untrusted on read (any code of the extension's origin can write localStorage): it is
 //    parsed inert (DOMParser: a document without scripting), must be one `div.app`, and loses every
-//    element that can run or load anything, every `on*` attribute, every id, and every URL that is
-//    not a small image `data:` URL or a page of the extension, before it enters the page. The
+//    element that can run or load anything, every `on*` attribute, every id, and every URL but an
+//    http(s) or mailto link and a small raster image `data:` URL, before it enters the page. The
 //    page's CSP (no inline script) stands behind this.
 // 3. It is shown as an overlay, never as the panel: fixed over the real `.app`, `inert` and
 //    `aria-hidden` (no focus, no clicks, nothing for assistive technology), ids stripped (the

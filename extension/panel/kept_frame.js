@@ -58,7 +58,7 @@ function keep() {
   let frame = frameFrom(children, first);
   while (frame.html.length > MAX_FRAME_CHARS && first < children.length - 1) {
     first += Math.max(1, Math.floor((children.length - first) / 2));
-    frame = frameFrom(children, Math.min(first, children.length - 1));
+    frame = frameFrom(children, first); // the step leaves at least the newest child
   }
   // A frame without the conversation's bubbles would show another conversation: none is kept.
   if (frame.html.length > MAX_FRAME_CHARS || (children.length && first >= children.length)) frame = null;
@@ -133,16 +133,6 @@ export function takeOver(kept, records) {
     from >= 0 &&
     kept.lang === document.documentElement.lang &&
     header(kept.node) === header(document.querySelector(".app:not(.first-frame)")) && // the model chip
-
     kept.stamp === historyStamp(records, Math.min(from, records.length))
   );
-}
-
-// A change of language makes the kept frame speak the old one: the next open paints without it.
-export function forget() {
-  try {
-    localStorage.removeItem(KEY);
-  } catch {
-    /* rule 4 */
-  }
 }
