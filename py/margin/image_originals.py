@@ -135,17 +135,10 @@ def inline_keys(records: list[Record], digests: dict[str, str] | None = None) ->
     `digests` (data URL -> sha256) is a cache the caller may share; it is filled here."""
     cache = {} if digests is None else digests
     keys: set[str] = set()
-    for record in records:
-        if is_seen(record) or not isinstance(record.content, list):
-            continue
-        for part in record.content:
-            if not is_image_part(part) or reference_of(part) is not None:
-                continue
-            url = image_url_of(part)
-            if url:
-                if url not in cache:
-                    cache[url] = url_digest(url)
-                keys.add(key_of_digest(cache[url]))
+    for url in unseen_inline_urls(records):
+        if url not in cache:
+            cache[url] = url_digest(url)
+        keys.add(key_of_digest(cache[url]))
     return keys
 
 
