@@ -18,7 +18,8 @@ Rules:
 4. sidepanel.html loads sidepanel.js as its one module script, with no modulepreload of its own
    (either would load an unbundled copy of a module, run a second time); the build adds a
    modulepreload for each chunk the bundle imports statically, fetched with the bundle, not after,
-   right before the module script (at the end of <body>, after first_frame.js: sidepanel.html).
+   right before the module script (in the template first_frame.js starts once the kept frame is
+   on screen: sidepanel.html).
 5. The page's stylesheets (`INLINED_STYLESHEETS`, in <head>) are put into it as <style> in dist:
    the kept first frame (first_frame.js, a classic script) cannot run before every stylesheet is
    in, and three requests through the extension's protocol handler came first (README.md

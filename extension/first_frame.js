@@ -1,7 +1,6 @@
-// The kept first frame: shows the panel as it last looked, before the panel's module has loaded.
-// A classic script at the end of <body>, ahead of the module (sidepanel.html): it runs as soon as
-// the page is parsed and its stylesheets are in, ~20 ms before the bundle would start, and what it
-// puts on screen is drawn in the page's first frame.
+// The kept first frame: shows the panel as it last looked, before the panel's module has loaded,
+// then starts that module. A classic script at the end of <body> (sidepanel.html): it runs as soon
+// as the page is parsed, and what it puts on screen is drawn in the page's first frame.
 //
 // Rules:
 // 1. The frame is the HTML of the panel's `.app` (the newest bubbles only), kept by the panel in
@@ -20,73 +19,91 @@
 // 5. `window.__marginKeptFrame` = {node, stamp, lang, startedAt, shownAt, drawnAt, drawn}: `drawn` resolves
 //    once the frame holding the overlay is drawn (drawnAt). Whether the frame was current is decided
 //    by the panel, which compares `stamp` with the history it read.
+// 6. The panel's module (and the build's modulepreloads) wait in `<template id="panel-module">`
+//    and are started here, after the frame is mounted, whatever happened to the frame. Left to the
+//    parser, their fetch ran alongside this script's and their compile took the main thread before
+//    the frame's first draw (README.md "Measured").
 (() => {
-  const startedAt = performance.now();
-  const KEY = "margin.firstFrame";
-  const DROPPED = "script, iframe, frame, frameset, object, embed, link, meta, base, style, noscript, template, portal";
-  const URL_ATTRIBUTES = ["href", "src", "srcset", "action", "formaction", "xlink:href", "poster", "background", "ping"];
-  const MAX_IMAGE_URL_CHARS = 32 * 1024;
+  function showKeptFrame() {
+    const startedAt = performance.now();
+    const KEY = "margin.firstFrame";
+    const DROPPED = "script, iframe, frame, frameset, object, embed, link, meta, base, style, noscript, template, portal";
+    const URL_ATTRIBUTES = ["href", "src", "srcset", "action", "formaction", "xlink:href", "poster", "background", "ping"];
+    const MAX_IMAGE_URL_CHARS = 32 * 1024;
 
-  function safeUrl(element, name, value) {
-    const url = value.trim().toLowerCase();
-    if (name === "src" && element.localName === "img" && url.startsWith("data:image/")) {
-      return value.length <= MAX_IMAGE_URL_CHARS && !url.startsWith("data:image/svg");
+    function safeUrl(element, name, value) {
+      const url = value.trim().toLowerCase();
+      if (name === "src" && element.localName === "img" && url.startsWith("data:image/")) {
+        return value.length <= MAX_IMAGE_URL_CHARS && !url.startsWith("data:image/svg");
+      }
+      if (name !== "href" || element.localName !== "a") return false;
+      return url.startsWith("https:") || url.startsWith("http:") || url.startsWith("mailto:");
     }
-    if (name !== "href" || element.localName !== "a") return false;
-    return url.startsWith("https:") || url.startsWith("http:") || url.startsWith("mailto:");
-  }
 
-  // Rule 2: what is left can show text, icons and small images, and nothing else.
-  function sanitize(app) {
-    for (const element of app.querySelectorAll(DROPPED)) element.remove();
-    for (const element of [app, ...app.querySelectorAll("*")]) {
-      for (const { name, value } of [...element.attributes]) {
-        const lower = name.toLowerCase();
-        if (lower.startsWith("on") || lower === "id" || lower === "srcdoc" || lower === "autofocus") {
-          element.removeAttribute(name);
-        } else if (URL_ATTRIBUTES.includes(lower) && !safeUrl(element, lower, value)) {
-          element.removeAttribute(name);
+    // Rule 2: what is left can show text, icons and small images, and nothing else.
+    function sanitize(app) {
+      for (const element of app.querySelectorAll(DROPPED)) element.remove();
+      for (const element of [app, ...app.querySelectorAll("*")]) {
+        for (const { name, value } of [...element.attributes]) {
+          const lower = name.toLowerCase();
+          if (lower.startsWith("on") || lower === "id" || lower === "srcdoc" || lower === "autofocus") {
+            element.removeAttribute(name);
+          } else if (URL_ATTRIBUTES.includes(lower) && !safeUrl(element, lower, value)) {
+            element.removeAttribute(name);
+          }
         }
       }
+      return app;
     }
-    return app;
+
+    function read() {
+      try {
+        const value = JSON.parse(localStorage.getItem(KEY) || "null");
+        if (value?.v !== 1 || typeof value.html !== "string" || typeof value.stamp !== "string") return null;
+        if (value.version !== chrome.runtime.getManifest().version) return null; // rule 4
+        const doc = new DOMParser().parseFromString(`<!doctype html><body>${value.html}`, "text/html");
+        const app = doc.body.firstElementChild;
+        if (doc.body.childElementCount !== 1 || !app.matches("div.app")) return null;
+        return { app: sanitize(app), stamp: value.stamp, lang: typeof value.lang === "string" ? value.lang : "" };
+      } catch {
+        return null; // rule 1
+      }
+    }
+
+    const frame = read();
+    const real = document.querySelector(".app");
+    if (!frame || !real) return;
+    const node = document.adoptNode(frame.app);
+    node.classList.add("first-frame");
+    node.inert = true;
+    node.setAttribute("aria-hidden", "true");
+    real.after(node);
+    const conversation = node.querySelector(".conversation");
+    if (conversation) conversation.scrollTop = conversation.scrollHeight;
+    const kept = { node, stamp: frame.stamp, lang: frame.lang, startedAt, shownAt: performance.now(), drawnAt: null, drawn: null };
+    // Drawn = a message posted from a requestAnimationFrame callback is handled (as sidepanel.js measures).
+    kept.drawn = new Promise((drawn) =>
+      requestAnimationFrame(() => {
+        const channel = new MessageChannel();
+        channel.port1.onmessage = () => {
+          kept.drawnAt = performance.now();
+          drawn();
+        };
+        channel.port2.postMessage(null);
+      }),
+    );
+    window.__marginKeptFrame = kept;
   }
 
-  function read() {
-    try {
-      const value = JSON.parse(localStorage.getItem(KEY) || "null");
-      if (value?.v !== 1 || typeof value.html !== "string" || typeof value.stamp !== "string") return null;
-      if (value.version !== chrome.runtime.getManifest().version) return null; // rule 4
-      const doc = new DOMParser().parseFromString(`<!doctype html><body>${value.html}`, "text/html");
-      const app = doc.body.firstElementChild;
-      if (doc.body.childElementCount !== 1 || !app.matches("div.app")) return null;
-      return { app: sanitize(app), stamp: value.stamp, lang: typeof value.lang === "string" ? value.lang : "" };
-    } catch {
-      return null; // rule 1
-    }
+  // Rule 6.
+  function startPanel() {
+    const template = document.getElementById("panel-module");
+    if (template) document.body.append(template.content.cloneNode(true));
   }
 
-  const frame = read();
-  const real = document.querySelector(".app");
-  if (!frame || !real) return;
-  const node = document.adoptNode(frame.app);
-  node.classList.add("first-frame");
-  node.inert = true;
-  node.setAttribute("aria-hidden", "true");
-  real.after(node);
-  const conversation = node.querySelector(".conversation");
-  if (conversation) conversation.scrollTop = conversation.scrollHeight;
-  const kept = { node, stamp: frame.stamp, lang: frame.lang, startedAt, shownAt: performance.now(), drawnAt: null, drawn: null };
-  // Drawn = a message posted from a requestAnimationFrame callback is handled (as sidepanel.js measures).
-  kept.drawn = new Promise((drawn) =>
-    requestAnimationFrame(() => {
-      const channel = new MessageChannel();
-      channel.port1.onmessage = () => {
-        kept.drawnAt = performance.now();
-        drawn();
-      };
-      channel.port2.postMessage(null);
-    }),
-  );
-  window.__marginKeptFrame = kept;
+  try {
+    showKeptFrame();
+  } finally {
+    startPanel();
+  }
 })();
