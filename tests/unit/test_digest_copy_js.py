@@ -203,3 +203,24 @@ console.log(JSON.stringify({ after: copy(), valid: copyEpoch() === stored.get('s
 """,
     )
     assert got == {"after": {"a": "written by a version that kept no copy"}, "valid": True}
+
+
+def test_a_read_reaches_python_as_the_utf8_json_of_what_is_stored_ascii_or_not(tmp_path):
+    # storageGet's reply is UTF-8 bytes (bridge.js `utf8`): an ASCII start, then whatever follows.
+    values = {
+        "ascii": "data:image/png;base64," + "A" * 5000,
+        "late": "x" * 4000 + "é€😀 — " + "y" * 100,
+        "early": "😀" + "z" * 300,
+        "mixed": ["ünïcödé", {"k": "日本語"}, 1.5, None, True],
+        "empty": "",
+    }
+    got = run_copy(
+        tmp_path,
+        """
+for (const [k, v] of Object.entries(input)) stored.set(k, v);
+const bytes = await bridge.storageGet('local', JSON.stringify(Object.keys(input)));
+console.log(JSON.stringify({ reply: JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes)) }));
+""",
+        values,
+    )
+    assert got["reply"] == {"ok": True, "value": values}
