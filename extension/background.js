@@ -340,7 +340,10 @@ chrome.runtime.onConnect.addListener((port) => {
 // it); this listener is registered at top level like every other, and fires only on a user's click.
 const EXPLAIN_MENU_ID = 'margin-explain';
 // Its title follows the language setting (extension/i18n.js): Chrome's i18n cannot switch at run time.
-const languageReady = i18n.start();
+// The setting is only ever written by this worker, so it follows its own writes (bridge.js
+// `onLocalWrite`), with no storage.onChanged listener, which would be handed every `history`.
+const languageReady = i18n.start({ follow: false });
+bridge.onLocalWrite(i18n.settingWritten);
 const retitleExplain = () =>
   chrome.contextMenus.update(EXPLAIN_MENU_ID, { title: i18n.t('bg_explain') }, () => void chrome.runtime.lastError);
 // Chrome keeps the item between worker starts: a start brings its title up to the setting, a

@@ -10,8 +10,9 @@
 //    Chrome's own i18n picked, `chrome.i18n.getMessage` answers; otherwise that locale's
 //    messages.json is fetched from the extension and substituted here the way Chrome does (Chrome
 //    cannot switch its locale at run time).
-// 3. A change of the setting (chrome.storage.onChanged) loads the new locale and calls every
-//    `onLanguageChange` listener: a page re-translates itself without a restart.
+// 3. A change of the setting (chrome.storage.onChanged in a page; in the service worker, its own
+//    writes, `settingWritten`) loads the new locale and calls every `onLanguageChange` listener:
+//    a page re-translates itself without a restart.
 // 4. Numbers, sizes, dates and "3 minutes ago" are formatted with Intl in the chosen language,
 //    each formatter made once per language and options: making one costs far more than using it
 //    (the sessions list formats two dates a row, twenty rows per keystroke).
@@ -204,8 +205,10 @@ async function use(setting) {
 
 let started = null;
 // Rule 2 and 3: read the setting, load its locale, follow its changes. Resolves when `t` answers
-// in the chosen language; on any failure Chrome's own locale stays in use.
-export function start() {
+// in the chosen language; on any failure Chrome's own locale stays in use. `follow: false` (the
+// service worker) adds no storage.onChanged listener: the caller passes each write of the
+// setting to `settingWritten` instead (background.js, from bridge.js `onLocalWrite`).
+export function start({ follow = true } = {}) {
   started ||= (async () => {
     try {
       const stored = await chrome.storage.local.get(SETTING_KEY);
@@ -213,15 +216,25 @@ export function start() {
     } catch (error) {
       console.warn("Margin: the language setting could not be applied", error);
     }
+    if (!follow) return;
     chrome.storage.onChanged.addListener((changes, area) => {
-      if (area !== "local" || !(SETTING_KEY in changes)) return;
-      use(changes[SETTING_KEY].newValue).then(
-        () => {
-          for (const listener of listeners) listener(state.locale);
-        },
-        (error) => console.warn("Margin: the language setting could not be applied", error),
-      );
+      if (area === "local" && SETTING_KEY in changes) applySetting(changes[SETTING_KEY].newValue);
     });
   })();
   return started;
+}
+
+// `items` as written to chrome.storage.local (a removed key: undefined): a change of the setting
+// among them is applied as rule 3 says.
+export function settingWritten(items) {
+  if (SETTING_KEY in items) applySetting(items[SETTING_KEY]);
+}
+
+function applySetting(setting) {
+  use(setting).then(
+    () => {
+      for (const listener of listeners) listener(state.locale);
+    },
+    (error) => console.warn("Margin: the language setting could not be applied", error),
+  );
 }

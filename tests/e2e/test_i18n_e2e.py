@@ -79,6 +79,13 @@ def test_the_browsers_language_and_then_the_setting_decide(japanese: Margin):
         "Более 100\u00a0000 символов",
     ]
 
+    # The service worker, running all along, answers in Russian too: it follows its own write of
+    # the setting (bridge.js onLocalWrite), with no storage.onChanged listener of its own, which
+    # Chrome would hand every change of `history` with its images.
+    reply = japanese.send_message({"type": "no.such.request", "payload": {}})
+    assert reply["ok"] is False and reply["error"]["message"] == "Margin не знает запроса «no.such.request»."
+    assert japanese.worker().evaluate("chrome.storage.onChanged.hasListeners()") is False
+
     # Another page opened now starts in Russian too (the setting, not the browser, decides).
     again = open_options(japanese)
     again.get_by_role("heading", name="Настройки", level=1).wait_for()

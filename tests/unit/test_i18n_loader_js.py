@@ -156,3 +156,49 @@ def test_the_loader_speaks_the_settings_language_and_follows_it(tmp_path):
     assert out["status"] == ["Готово за 1,2 с", "完了（1.2 秒）", "panel_run_status_in"]
     # A plural argument and an attribute with arguments are said again in the next language too.
     assert out["figure"] == ["5 строк × 2 столбца", "Рисунок 1 (640×480)", "5 行 × 2 列", "図 1（640×480）"]
+
+
+# The service worker's way (background.js): no storage.onChanged listener, which Chrome would hand
+# every change with its old and new values (a 20 MB `history` included); it follows the setting
+# through its own writes, which all pass bridge.js.
+WORKER_SCRIPT = (
+    SCRIPT[: SCRIPT.index("const out = {};")]
+    + """
+const out = {};
+await i18n.start({ follow: false });
+out.listeners = listeners.length;
+out.started = i18n.t("options_save");
+let told = [];
+i18n.onLanguageChange((locale) => told.push(locale));
+const settle = () => new Promise((resolve) => setTimeout(resolve, 50));
+i18n.settingWritten({ history: [{ role: "user", content: "hi" }] });
+await settle();
+out.otherKey = [i18n.language(), told.length];
+i18n.settingWritten({ uiLanguage: "ja", history: [] });
+await settle();
+out.ja = [i18n.language(), i18n.t("options_save")];
+i18n.settingWritten({ uiLanguage: undefined });  // removed (all data deleted): the browser's language
+await settle();
+out.removed = [i18n.language(), i18n.t("options_save")];
+out.told = told;
+console.log(JSON.stringify(out));
+"""
+)
+
+
+def test_the_service_worker_follows_its_own_writes_of_the_setting_without_a_storage_listener(tmp_path):
+    files = {p.name: (p / "messages.json").read_text(encoding="utf-8") for p in LOCALES_DIR.iterdir()}
+    out = run_js_module(
+        tmp_path,
+        MODULE,
+        "i18n",
+        WORKER_SCRIPT,
+        {"files": files},
+        extra_files={"generated/contract.js": CONTRACT_STUB},
+    )
+    assert out["listeners"] == 0
+    assert out["started"] == "Сохранить"  # the stored setting (ru) is read at start
+    assert out["otherKey"] == ["ru", 0]
+    assert out["ja"] == ["ja", "保存"]
+    assert out["removed"] == ["en", "Save"]
+    assert out["told"] == ["ja", "en"]
