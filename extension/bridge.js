@@ -20,7 +20,50 @@ export function fromPython(value) {
   if (typeof value === 'string') return value;
   return utf8Decoder.decode(value.toJs());
 }
-const replyBytes = (value) => utf8(reply(value));
+
+// Bulk values cross in pieces (py/margin/wire.py, rule 6): the JSON text with each string of at
+// least LONG_STRING characters replaced by a marker {"\u0000margin.piece": i}, and that string as
+// the i-th UTF-8 piece after it, so neither side writes or scans images and digests as JSON.
+const LONG_STRING = 64 * 1024;
+const PIECE = '\u0000margin.piece';
+
+function withoutLongStrings(value, pieces) {
+  if (typeof value === 'string') {
+    if (value.length < LONG_STRING) return value;
+    pieces.push(value);
+    return { [PIECE]: pieces.length - 1 };
+  }
+  if (Array.isArray(value)) return value.map((item) => withoutLongStrings(item, pieces));
+  if (value && typeof value === 'object') {
+    const light = {};
+    for (const [key, item] of Object.entries(value)) light[key] = withoutLongStrings(item, pieces);
+    return light;
+  }
+  return value;
+}
+
+function withLongStrings(value, pieces) {
+  if (Array.isArray(value)) return value.map((item) => withLongStrings(item, pieces));
+  if (value && typeof value === 'object') {
+    const keys = Object.keys(value);
+    if (keys.length === 1 && keys[0] === PIECE) {
+      const index = value[PIECE];
+      if (!Number.isInteger(index) || index < 0 || index >= pieces.length) {
+        throw new Error(`a bulk value refers to piece ${index} of ${pieces.length}`);
+      }
+      return pieces[index];
+    }
+    for (const key of keys) value[key] = withLongStrings(value[key], pieces);
+  }
+  return value;
+}
+
+// A reply with a bulk value: [the JSON text, ...the long strings], each as UTF-8.
+function replyPieces(value) {
+  const pieces = [];
+  const text = reply(withoutLongStrings(value, pieces));
+  return [utf8(text), ...pieces.map(utf8)];
+}
 
 // UTF-8 of bulk text, mostly ASCII (JSON around data URLs): encodeInto a buffer of one byte per
 // code unit took 41-60 ms for 21 MB where encode() took 100-180 ms (the 20 MB history the bound
@@ -47,7 +90,7 @@ export async function storageGet(areaName, keysJson) {
     const keys = JSON.parse(keysJson);
     // Never get(null): the GET_ALL_KEYS contract (storage-model.md) forbids reading everything.
     if (!Array.isArray(keys)) return failed('bad_request', 'storageGet takes a list of keys');
-    return replyBytes(await area(areaName).get(keys));
+    return replyPieces(await area(areaName).get(keys));
   } catch (error) {
     return failed('storage', error);
   }
@@ -62,9 +105,10 @@ export function onLocalWrite(listener) {
   localWritten = listener;
 }
 
-export async function storageSet(areaName, itemsJson) {
+export async function storageSet(areaName, itemsJson, ...longStrings) {
   try {
-    const items = JSON.parse(fromPython(itemsJson));
+    const pieces = longStrings.map(fromPython); // every PyProxy, before the first await
+    const items = withLongStrings(JSON.parse(fromPython(itemsJson)), pieces);
     // The search copy's entries go before the digests change, and come back after
     // (extension/digest_copy.js, rules 4 and 5).
     const extra = areaName === 'local' ? await beforeDigestWrite(digestIdsOf(Object.keys(items))) : {};

@@ -27,8 +27,14 @@ def _utf8(text: str) -> bytes:
 
 async def _call(function_name: str, *args: Any) -> Any:
     raw = await getattr(margin_bridge, function_name)(*args)
-    # A bulk reply (storageGet) comes as a Uint8Array of UTF-8 JSON, not a string (same reason).
-    reply = wire.loads(raw if isinstance(raw, str) else raw.to_bytes())
+    if isinstance(raw, str):
+        reply = wire.loads(raw)
+    else:
+        # A bulk reply (storageGet) comes as UTF-8 (same reason): an array of Uint8Arrays, the
+        # JSON text and then the long strings it refers to (margin.wire, rule 6).
+        buffers = [piece.to_bytes() for piece in raw]
+        long_strings = [buffer.decode("utf-8") for buffer in buffers[1:]]
+        reply = wire.join_long_strings(wire.loads(buffers[0]), long_strings)
     if reply.get("ok"):
         return reply.get("value")
     error = reply.get("error") or {}
@@ -56,7 +62,10 @@ class ChromeStorageArea:
 
     async def set(self, items: dict[str, Any]) -> None:
         try:
-            await _call("storageSet", self.area, _utf8(wire.dumps(items, root="")))
+            long_strings: list[str] = []
+            light = wire.split_long_strings(items, long_strings)
+            text = wire.dumps(light, root="")  # margin.wire, rule 6: the long strings apart
+            await _call("storageSet", self.area, _utf8(text), *map(_utf8, long_strings))
         except _BridgeFailure as failure:
             raise storage_refused(failure.message) from None
 

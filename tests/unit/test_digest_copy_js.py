@@ -4,10 +4,13 @@ Python writes reaches the copy, the copy's entry is gone before its digest chang
 removal invalidates the whole copy in the same write, the backfill never keeps a value that
 changed while it read, and an update of the extension starts the copy again."""
 
+import json
 from pathlib import Path
 
+import pytest
 from helpers import run_js_module
 
+from margin import wire
 from margin.contract import render_js
 
 EXTENSION = Path(__file__).resolve().parents[2] / "extension"
@@ -205,22 +208,53 @@ console.log(JSON.stringify({ after: copy(), valid: copyEpoch() === stored.get('s
     assert got == {"after": {"a": "written by a version that kept no copy"}, "valid": True}
 
 
-def test_a_read_reaches_python_as_the_utf8_json_of_what_is_stored_ascii_or_not(tmp_path):
-    # storageGet's reply is UTF-8 bytes (bridge.js `utf8`): an ASCII start, then whatever follows.
+LONG = 64 * 1024  # wire.LONG_STRING: from this length a string crosses as a piece of its own
+
+
+def test_bulk_values_cross_in_utf8_pieces_both_ways_ascii_or_not(tmp_path):
+    # bridge.js's half of margin.wire rule 6, against wire.py's half: a read is the JSON text with
+    # markers and then each long string as UTF-8 (an ASCII start, then whatever follows); a write
+    # from Python comes the same way; a marker without its piece is refused, nothing written.
     values = {
-        "ascii": "data:image/png;base64," + "A" * 5000,
-        "late": "x" * 4000 + "é€😀 — " + "y" * 100,
-        "early": "😀" + "z" * 300,
-        "mixed": ["ünïcödé", {"k": "日本語"}, 1.5, None, True],
+        "ascii": "data:image/png;base64," + "A" * LONG,
+        "late": "x" * LONG + "é€😀 — " + "y" * 100,
+        "early": "😀" + "z" * LONG,
+        "short": "é" * 300,
+        "mixed": ["ünïcödé", {"k": "日本語", "deep": ["q" * (LONG + 1)]}, 1.5, None, True],
         "empty": "",
     }
+    pieces: list[str] = []
+    light = wire.split_long_strings({"again": values}, pieces)
     got = run_copy(
         tmp_path,
         """
-for (const [k, v] of Object.entries(input)) stored.set(k, v);
-const bytes = await bridge.storageGet('local', JSON.stringify(Object.keys(input)));
-console.log(JSON.stringify({ reply: JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes)) }));
+for (const [k, v] of Object.entries(input.values)) stored.set(k, v);
+const [head, ...rest] = await bridge.storageGet('local', JSON.stringify(Object.keys(input.values)));
+const strict = new TextDecoder('utf-8', { fatal: true });
+const read = { head: JSON.parse(strict.decode(head)), pieces: rest.map((b) => strict.decode(b)) };
+const wrote = JSON.parse(await bridge.storageSet('local', JSON.stringify(input.light), ...input.pieces));
+const refused = JSON.parse(await bridge.storageSet('local', JSON.stringify({ bad: { '\\u0000margin.piece': 9 } })));
+console.log(JSON.stringify({ read, wrote, again: stored.get('again'), refused, bad: stored.has('bad') }));
 """,
-        values,
+        {"values": values, "light": light, "pieces": pieces},
     )
-    assert got["reply"] == {"ok": True, "value": values}
+    read = got["read"]
+    assert len(read["pieces"]) == 4  # ascii, late, early, mixed's deep one
+    assert "margin.piece" in json.dumps(read["head"])
+    assert wire.join_long_strings(read["head"], read["pieces"]) == {"ok": True, "value": values}
+    assert got["wrote"] == {"ok": True, "value": None}
+    assert got["again"] == values
+    assert got["refused"]["ok"] is False and "piece 9 of 0" in got["refused"]["error"]["message"]
+    assert got["bad"] is False
+
+
+def test_wire_splits_only_long_strings_and_refuses_a_marker_without_its_piece():
+    value = {"a": "s", "b": ["x" * LONG, {"c": "y" * (LONG - 1)}], "n": 1}
+    pieces: list[str] = []
+    light = wire.split_long_strings(value, pieces)
+    assert pieces == ["x" * LONG]
+    assert light == {"a": "s", "b": [{wire.PIECE: 0}, {"c": "y" * (LONG - 1)}], "n": 1}
+    assert wire.join_long_strings(light, pieces) == value
+    for bad in ({wire.PIECE: 1}, {wire.PIECE: "0"}, {wire.PIECE: True}, {wire.PIECE: -1}):
+        with pytest.raises(ValueError, match="refers to piece"):
+            wire.join_long_strings({"k": [bad]}, pieces)
