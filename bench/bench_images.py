@@ -289,8 +289,8 @@ _written = await image_bound.store_ahead(_platform, _records, turn_running=lambd
 
 
 # Reading the 20 MB history, in the worker: chrome.storage alone, and through the bridge into
-# Python as the bound reads it (storageGet's JSON and UTF-8, the copy into Pyodide, json.loads,
-# parse_history).
+# Python as the bound reads it (storageGet's JSON text and long strings as UTF-8 pieces, the
+# copies into Pyodide, json.loads, parse_history).
 READ_JS = """async () => {
     const t = performance.now();
     const {history} = await chrome.storage.local.get(['history']);
@@ -432,7 +432,8 @@ def bound_in_browser(bench: Any) -> list[dict[str, Any]]:
             _median(read_bridged),
             "ms",
             samples=read_bridged,
-            note=f"the bridge (JSON, UTF-8, the copy into Pyodide, json.loads) adds"
+            note="the bridge (the JSON text and the long strings apart as UTF-8 pieces, the copies"
+            f" into Pyodide, json.loads) adds"
             f" {_median(read_bridged) - _median(read_alone):.0f} ms to chrome.storage's read",
         ),
         result(
