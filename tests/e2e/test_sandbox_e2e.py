@@ -159,7 +159,9 @@ def stored_run(margin: Margin, name: str, timeout: float = 20.0) -> dict:
 
 
 STATUS_STARTS_JS = "(start) => [...document.querySelectorAll('.code-run-status')].some((n) => n.textContent.startsWith(start))"
-STATUS_IS_JS = "(text) => [...document.querySelectorAll('.code-run-status')].some((n) => n.textContent === text)"
+STATUS_IS_JS = (
+    "(text) => [...document.querySelectorAll('.code-run-status')].some((n) => n.textContent === text)"
+)
 
 
 def test_a_pandas_and_matplotlib_block_gives_a_table_and_a_real_png_that_are_stored(sandboxed):
