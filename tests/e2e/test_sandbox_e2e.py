@@ -261,10 +261,7 @@ def test_stop_ends_a_run(sandboxed):
     _margin, page = sandboxed
     code_block = block(page, "loop")
     code_block.get_by_role("button", name="Run").click()
-    page.wait_for_function(
-        "() => [...document.querySelectorAll('.code-run-status')].some((n) => n.textContent === 'Running…')",
-        timeout=RUN_TIMEOUT_MS,
-    )
+    page.wait_for_function(STATUS_IS_JS, arg="Running…", timeout=RUN_TIMEOUT_MS)
     code_block.get_by_role("button", name="Stop").click()
     output = code_block.locator("xpath=following-sibling::div[contains(@class,'code-run')][1]")
     page.wait_for_function(
@@ -280,10 +277,7 @@ def test_a_running_block_keeps_its_run_through_a_change_of_language(sandboxed):
     code_block = block(page, "loop")
     code_block.get_by_role("button", name="Run").click()
     output = code_block.locator("xpath=following-sibling::div[contains(@class,'code-run')][1]")
-    page.wait_for_function(
-        "() => [...document.querySelectorAll('.code-run-status')].some((n) => n.textContent === 'Running…')",
-        timeout=RUN_TIMEOUT_MS,
-    )
+    page.wait_for_function(STATUS_IS_JS, arg="Running…", timeout=RUN_TIMEOUT_MS)
     try:
         margin.storage_set({"uiLanguage": "ru"})
         code_block.get_by_role("button", name="Стоп").wait_for(timeout=COLD_TIMEOUT_MS)
