@@ -12,6 +12,17 @@ from fake_behaviours import bad_key, rate_limited, slow_stream
 from harness import COLD_TIMEOUT_MS, Margin, launch, poll
 
 
+def usage_line_reads(page, expected: str) -> None:
+    """The usage line's text, as text: a bubble built again on a change of language is
+    `content-visibility: auto`, and its innerText is '' until the next frame lays it out."""
+    line = page.locator(".usage-line")
+    poll(
+        lambda: line.text_content() == expected,
+        timeout=10,
+        message=lambda: f"usage line {line.text_content()!r}",
+    )
+
+
 def three_minutes_ago() -> int:
     return int(time.time() * 1000) - 3 * 60 * 1000
 
@@ -118,7 +129,7 @@ def test_the_panel_speaks_japanese_then_follows_the_setting_to_russian(browser_i
     page.get_by_role("button", name="コピー", exact=True).first.wait_for(timeout=COLD_TIMEOUT_MS)
     page.get_by_role("button", name="編集", exact=True).wait_for()
     page.get_by_role("button", name="再生成", exact=True).wait_for()
-    assert page.locator(".usage-line").inner_text() == "入力 1,234 · 出力 56"
+    usage_line_reads(page, "入力 1,234 · 出力 56")
 
     open_drawer(page, "セッション", "セッションを検索")
     poll(lambda: len(dates(page)) == 4, timeout=COLD_TIMEOUT_MS / 1000, message=lambda: str(dates(page)))
@@ -145,7 +156,7 @@ def test_the_panel_speaks_japanese_then_follows_the_setting_to_russian(browser_i
     # The bubbles were built again in Russian (their labels are built in).
     page.get_by_role("button", name="Изменить", exact=True).wait_for()
     page.get_by_role("button", name="Повторить", exact=True).wait_for()
-    assert page.locator(".usage-line").inner_text() == "1\u00a0234 вход · 56 выход"
+    usage_line_reads(page, "1\u00a0234 вход · 56 выход")
     assert page.get_by_role("button", name="Открыть").count() == 4
     page.get_by_role("button", name="Закрыть сессии").click()
     page.get_by_role("button", name="Новая сессия", exact=True).wait_for()
