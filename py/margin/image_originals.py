@@ -24,12 +24,11 @@ Rules:
 6. `images.original` (`handle_original`) reads one original by address for the panel's viewer.
 7. Stored ahead, off the bound's path: after a turn that leaves images UNSEEN (failed or stopped:
    they stay parked), the originals of the images the next bound will shrink (its choice:
-   margin.image_bound `store_ahead`; `store_one_ahead` stores one, `store_unseen` every unseen
-   one) are stored under their keys, in the background, once the turn has ended (margin.chat),
-   one write at a time and never while a turn runs (it stops when one starts, so a turn that
-   starts meanwhile waits at most for the write or the thumbnail in progress; the bound stores
-   what it left). When Pillow is loaded (the turn's
-   attachment check loaded it) it also stores the bound's thumbnail of the image under
+   margin.image_bound `store_ahead`, which calls `store_one_ahead` for each) are stored under
+   their keys, in the background, once the turn has ended (margin.chat), one write at a time
+   and never while a turn runs (it stops when one starts, so a turn that starts meanwhile waits
+   at most for the write or the thumbnail in progress; the bound stores what it left). When
+   Pillow is loaded (the turn's attachment check loaded it) it also stores the bound's thumbnail of the image under
    `imageThumbnail_<the same 32 hex>` (`{url, side, from}`): derived data, never the only copy of
    anything. It never writes `history`, so a crash between its writes loses nothing, and it holds
    no lock (content-addressed: writing a key twice writes the same value). The part is not
@@ -45,7 +44,6 @@ Rules:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import re
 from collections.abc import Callable, Iterable
@@ -205,23 +203,6 @@ def unseen_inline_urls(records: list[Record]) -> list[str]:
             if url:
                 urls.setdefault(url)
     return list(urls)
-
-
-async def store_unseen(
-    area: StorageArea,
-    records: list[Record],
-    *,
-    turn_running: Callable[[], bool],
-    thumbnail: ThumbnailMaker | None = None,
-) -> list[str]:
-    """Rule 7: `store_one_ahead` for every unseen inline image of `records`, one write at a time;
-    stop as soon as `turn_running()` (the turn goes first). Returns the keys written. Never
-    writes `history`."""
-    written: list[str] = []
-    with contextlib.suppress(TurnStarted):
-        for url in unseen_inline_urls(records):
-            await store_one_ahead(area, url, turn_running=turn_running, thumbnail=thumbnail, written=written)
-    return written
 
 
 def thumbnail_key(digest: str) -> str:

@@ -3,6 +3,7 @@ collection, sessions and requests carrying the original, the images.original rou
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import io
 import json
@@ -188,16 +189,26 @@ def turn_never_runs() -> bool:
     return False
 
 
+async def store_unseen(area, records, *, turn_running) -> list[str]:
+    """Rule 7 for every unseen inline image (the product stores only the bound's choice:
+    image_bound.store_ahead), one write at a time, stopping when a turn starts."""
+    written: list[str] = []
+    with contextlib.suppress(image_originals.TurnStarted):
+        for url in image_originals.unseen_inline_urls(records):
+            await image_originals.store_one_ahead(area, url, turn_running=turn_running, written=written)
+    return written
+
+
 async def store_ahead_then_bound(platform) -> None:
     records = (await read_history(platform.local)).records
-    await image_originals.store_unseen(platform.local, records, turn_running=turn_never_runs)
+    await store_unseen(platform.local, records, turn_running=turn_never_runs)
     await bound_then_collect(platform)
 
 
 def test_originals_stored_ahead_leave_the_bound_only_history_to_write():
     history, platform = bound_platform()
     records = run(read_history(platform.local)).records
-    written = run(image_originals.store_unseen(platform.local, records, turn_running=turn_never_runs))
+    written = run(store_unseen(platform.local, records, turn_running=turn_never_runs))
     assert len(written) == 4 and all(isinstance(w, dict) and HISTORY not in w for w in platform.local.writes)
     assert platform.local.snapshot()[HISTORY] == history  # the parts are not changed
     # Stored ahead and still inline: the collector keeps them (only the stale orphan goes).
@@ -227,10 +238,10 @@ def test_storing_ahead_stops_when_a_turn_starts_and_skips_what_is_stored_or_seen
     _, platform = bound_platform()
     records = run(read_history(platform.local)).records
     calls = iter([False, False, True])  # a turn starts before the second write
-    written = run(image_originals.store_unseen(platform.local, records, turn_running=lambda: next(calls)))
+    written = run(store_unseen(platform.local, records, turn_running=lambda: next(calls)))
     assert len(written) == 1
     seen = [r.with_fields(imagesSeen=True) if i < 4 else r for i, r in enumerate(records)]
-    again = run(image_originals.store_unseen(platform.local, seen, turn_running=turn_never_runs))
+    again = run(store_unseen(platform.local, seen, turn_running=turn_never_runs))
     assert len(again) == 2 and written[0] not in again  # the two seen images are left out
     # Once its image is seen, an original stored ahead is garbage.
     run(platform.local.set({HISTORY: history_json(seen)}))
@@ -241,7 +252,7 @@ def test_storing_ahead_stops_when_a_turn_starts_and_skips_what_is_stored_or_seen
 def test_an_original_stored_ahead_but_damaged_is_written_again_by_the_bound():
     _, platform = bound_platform()
     records = run(read_history(platform.local)).records
-    written = run(image_originals.store_unseen(platform.local, records, turn_running=turn_never_runs))
+    written = run(store_unseen(platform.local, records, turn_running=turn_never_runs))
     damaged = platform.local.snapshot()[written[0]]
     run(platform.local.set({written[0]: {"url": damaged["url"][:-8], "sha256": damaged["sha256"]}}))
     assert not run(image_originals.is_stored(platform.local, damaged["url"], damaged["sha256"]))
