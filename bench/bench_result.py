@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 from typing import Any
 
 
@@ -25,3 +26,8 @@ def result(
         "samples": samples or [],
         "note": note,
     }
+
+
+def median(samples: list[float]) -> float:
+    """The median, to the hundredth: the figure every table row reports of its samples."""
+    return round(statistics.median(samples), 2)

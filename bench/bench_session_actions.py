@@ -33,8 +33,8 @@ import json
 import sys
 from typing import Any
 
-from bench_result import result
-from bench_sessions import SESSIONS, _median, _seed_index
+from bench_result import median, result
+from bench_sessions import SESSIONS, _seed_index
 
 ACTION_SAMPLES = 9
 SMALL = 100
@@ -162,7 +162,7 @@ LABELS = {"checkScan": "check, first of a browser run (lists every key's name)"}
 
 
 def _ms(samples: list[float]) -> str:
-    return f"{_median(samples)} ms"
+    return f"{median(samples)} ms"
 
 
 def session_actions(bench: Any) -> list[dict[str, Any]]:
@@ -194,7 +194,7 @@ def session_actions(bench: Any) -> list[dict[str, Any]]:
     )
     rows: list[dict[str, Any]] = []
     for action in ("rename", "pin", "new", "open", "delete", "undelete", "check", "checkScan"):
-        at_small, at_big = _median(small[action]), _median(big[action])
+        at_small, at_big = median(small[action]), median(big[action])
         # Independence is judged on the worker's own time (the round trip adds messaging, whose
         # time moves with the machine's load: app.ping is beside it).
         worker_small, worker_big = in_worker[SMALL][action], in_worker[SESSIONS][action]

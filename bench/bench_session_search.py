@@ -34,8 +34,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_result import result
-from bench_sessions import DIGEST_CHARS, QUERIES, SESSIONS, _median, _p95, _seed_index
+from bench_result import median, result
+from bench_sessions import DIGEST_CHARS, QUERIES, SESSIONS, _p95, _seed_index
 
 # The preload's main-thread time, measured three ways while it reads the index and every digest:
 # long tasks (> 50 ms, as Chrome reports them), the time inside the preload's own callbacks, and a
@@ -308,7 +308,7 @@ def search_and_open(bench: Any) -> list[dict[str, Any]]:
     return [
         result(
             "search 1,000 sessions x 100K chars, per keystroke in the side panel (search worker, median)",
-            _median(samples),
+            median(samples),
             "ms",
             20.0,
             samples=samples,
@@ -317,10 +317,10 @@ def search_and_open(bench: Any) -> list[dict[str, Any]]:
                 f"(~16 keys/s, then cleared): the query to the worker, its first page of rows (10) with "
                 f"previews and highlights painted, layout; slowest: "
                 f"{', '.join(f'{label!r} {v} ms' for v, label in typed['slowest'])}; the worker's own "
-                f"search per keystroke: median {_median(typed['inWorker'])} ms, "
+                f"search per keystroke: median {median(typed['inWorker'])} ms, "
                 f"p95 {_p95(typed['inWorker'])} ms; its answer's trip back to the page: median "
-                f"{_median(typed['hops'])} ms, p95 {_p95(typed['hops'])} ms; painting the rows: median "
-                f"{_median(typed['paints'])} ms, p95 {_p95(typed['paints'])} ms; "
+                f"{median(typed['hops'])} ms, p95 {_p95(typed['hops'])} ms; painting the rows: median "
+                f"{median(typed['paints'])} ms, p95 {_p95(typed['paints'])} ms; "
                 f"{load}"
             ),
         ),
@@ -334,7 +334,7 @@ def search_and_open(bench: Any) -> list[dict[str, Any]]:
             note=(
                 f"main thread p95 {p95_before} ms; ratio worker / main thread "
                 f"{round(p95_beside / p95_before, 3)} "
-                f"(medians {_median(beside)} / {_median(before)} ms); {len(beside)} keystrokes each, every "
+                f"(medians {median(beside)} / {median(before)} ms); {len(beside)} keystrokes each, every "
                 f"query typed into one page then the other, the order flipped in the second round"
             ),
         ),
@@ -354,7 +354,7 @@ def search_and_open(bench: Any) -> list[dict[str, Any]]:
         ),
         result(
             "open sessions panel, 1,000 sessions, index preloaded: click to painted list",
-            _median(open_samples[1:]),
+            median(open_samples[1:]),
             "ms",
             100.0,
             samples=[round(s, 2) for s in open_samples],
@@ -365,7 +365,7 @@ def search_and_open(bench: Any) -> list[dict[str, Any]]:
         ),
         result(
             "open sessions panel, 1,000 sessions, COLD (no preload): click to painted list",
-            _median(cold_samples),
+            median(cold_samples),
             "ms",
             None,
             samples=[round(s, 2) for s in cold_samples],

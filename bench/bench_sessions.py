@@ -26,7 +26,6 @@ import base64
 import json
 import os
 import random
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -36,7 +35,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "py"))
 sys.path.insert(0, str(REPO / "tests" / "e2e"))
 
-from bench_result import result
+from bench_result import median, result
 
 from margin import session_index, sessions
 
@@ -49,10 +48,6 @@ WORDS = (
 ).split()
 IMAGE_BYTES = 8 * 1024 * 1024
 QUERIES = ["quick brown", "café", "naïve résumé", "привет", "你好世界", "straße", "données notes", "zebra"]
-
-
-def _median(samples: list[float]) -> float:
-    return round(statistics.median(samples), 2)
 
 
 def _p95(samples: list[float]) -> float:
@@ -221,7 +216,7 @@ def save_8mb(bench: Any) -> list[dict[str, Any]]:
     return [
         result(
             "save conversation with 8 MB of images (session.new, Chromium)",
-            _median(samples),
+            median(samples),
             "ms",
             None,
             samples=samples,
@@ -262,7 +257,7 @@ def _save_8mb_cpython(history: list[dict[str, Any]], others: dict[str, Any]) -> 
             raise RuntimeError(f"the save wrote {bodies}")
     return result(
         "save conversation with 8 MB of images (CPython, memory store)",
-        _median(samples),
+        median(samples),
         "ms",
         None,
         samples=samples,

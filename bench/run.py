@@ -18,7 +18,6 @@ import argparse
 import json
 import os
 import platform
-import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -30,6 +29,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "e2e"))
 sys.path.insert(0, str(REPO / "bench"))
 
+from bench_result import median
 from harness import Launched, Margin, launch
 from histories import realistic_history
 from playwright.sync_api import sync_playwright
@@ -66,10 +66,6 @@ class Bench:
     launched: Launched
     margin: Margin
     runs: int
-
-
-def median(samples: list[float]) -> float:
-    return round(statistics.median(samples), 2)
 
 
 PING = (
@@ -306,6 +302,7 @@ METRICS: list[Callable[[Bench], Result | list[Result]]] = [
 
 METRIC_MODULES = (
     "bench_images",
+    "bench_image_bound",
     "bench_huge_images",
     "bench_session_actions",  # before bench_sessions: its 100 MB search index keeps the worker busy
     "bench_sessions",
