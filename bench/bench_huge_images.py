@@ -6,14 +6,13 @@ process. Browserless (in run.py's `BROWSERLESS_METRICS`); run alone:
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench_result import result
+from bench_result import python_child, result
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -62,15 +61,7 @@ def huge_images_in_cpython(bench: Any = None) -> list[dict[str, Any]]:
             subprocess.run(
                 [sys.executable, "-c", _MAKE_CHILD, str(side), fmt, str(path)], check=True, timeout=600
             )
-            done = subprocess.run(
-                [sys.executable, "-c", _HUGE_CHILD, str(REPO / "py"), str(path)],
-                capture_output=True,
-                text=True,
-                timeout=600,
-            )
-            if done.returncode != 0:
-                raise RuntimeError(f"the huge-image child failed:\n{done.stderr[-2000:]}")
-            out = json.loads(done.stdout.strip().splitlines()[-1])
+            out = python_child(_HUGE_CHILD, str(REPO / "py"), str(path), what="the huge-image child")
             if not out["outcome"].startswith(expected):
                 raise RuntimeError(f"{side} px {fmt}: expected {expected}, got {out['outcome']}")
             label = f"{side:,} x {side:,} {fmt} ({side * side / 1e6:g} MP): {out['outcome']}"

@@ -30,14 +30,13 @@ it started from), so a broken product gives an error, not a figure.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from bench_images import BOUND_PHOTOS, PHOTO_SIZE, REPO, UNSEEN_LIMIT, bound_history, unseen_bytes
-from bench_result import median, result
+from bench_result import median, python_child, result
 
 # --- 1. the bound in Chromium -------------------------------------------------------------------------------
 
@@ -314,15 +313,7 @@ def bound_in_cpython(bench: Any = None, runs: int | None = None) -> list[dict[st
     with tempfile.TemporaryDirectory(prefix="margin-bench-") as tmp:
         path = Path(tmp) / "history.json"
         path.write_text(json.dumps(history))
-        done = subprocess.run(
-            [sys.executable, "-c", _CPYTHON_CHILD, str(REPO / "py"), str(path), str(runs)],
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-    if done.returncode != 0:
-        raise RuntimeError(f"the CPython bound failed:\n{done.stderr[-2000:]}")
-    out = json.loads(done.stdout.strip().splitlines()[-1])
+        out = python_child(_CPYTHON_CHILD, str(REPO / "py"), str(path), str(runs), what="the CPython bound")
     first, *rest = out["timings"]
     return [
         result(

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import statistics
+import subprocess
+import sys
 from typing import Any
 
 
@@ -31,3 +34,12 @@ def result(
 def median(samples: list[float]) -> float:
     """The median, to the hundredth: the figure every table row reports of its samples."""
     return round(statistics.median(samples), 2)
+
+
+def python_child(code: str, *args: str, what: str) -> Any:
+    """Run `code` in a fresh CPython (so a first call includes its imports) with `args`; the JSON
+    of its last line of output. A child that fails raises with the end of its stderr."""
+    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        raise RuntimeError(f"{what} failed:\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
