@@ -25,20 +25,20 @@ Rules:
 7. Stored ahead, off the bound's path: after a turn that leaves images UNSEEN (failed or stopped:
    they stay parked), the originals of the images the next bound will shrink (its choice:
    margin.image_bound `store_ahead`, which calls `store_one_ahead` for each) are stored under
-   their keys, in the background, once the turn has ended (margin.chat), one write at a time
-   and never while a turn runs (it stops when one starts, so a turn that starts meanwhile waits
-   at most for the write or the thumbnail in progress; the bound stores what it left). When
-   Pillow is loaded (the turn's attachment check loaded it) it also stores the bound's thumbnail of the image under
-   `imageThumbnail_<the same 32 hex>` (`{url, side, from}`): derived data, never the only copy of
-   anything. It never writes `history`, so a crash between its writes loses nothing, and it holds
-   no lock (content-addressed: writing a key twice writes the same value). The part is not
-   changed: its reference is added by the bound, which then only checks the original is there
-   whole (`is_stored`: its size, by getBytesInUse, without reading it), takes the thumbnail made
-   ahead (`read_thumbnail`, checked to be an image smaller than the original, made from an image
-   of the original's size; else Pillow makes it), and so writes only the smaller `history`.
-   While its image is still inline in an unseen part, an original and its thumbnail are kept
-   (rule 4 counts the key of the part's data URL as referenced); a thumbnail whose image is no
-   longer inline in an unseen part is removed by the same collector.
+   their keys, in the background, once the turn has ended (margin.chat), one write at a time and
+   never while a turn runs (it stops when one starts, so a turn that starts meanwhile waits at
+   most for the write or the thumbnail in progress; the bound stores what it left). When Pillow is
+   loaded (the turn's attachment check loaded it) it also stores the bound's thumbnail of the
+   image under `imageThumbnail_<the same 32 hex>` (`{url, side, from}`): derived data, never the
+   only copy of anything. It never writes `history`, so a crash between its writes loses nothing,
+   and it holds no lock (content-addressed: writing a key twice writes the same value). The part
+   is not changed: its reference is added by the bound, which then only checks the original is
+   there whole (`is_stored`: its size, by getBytesInUse, without reading it), takes the thumbnail
+   made ahead (`read_thumbnail`, checked to be an image smaller than the original, made from an
+   image of the original's size; else Pillow makes it), and so writes only the smaller `history`.
+   While its image is still inline in an unseen part, an original and its thumbnail are kept (rule
+   4 counts the key of the part's data URL as referenced); a thumbnail whose image is no longer
+   inline in an unseen part is removed by the same collector.
 """
 
 from __future__ import annotations
