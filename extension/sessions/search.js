@@ -10,12 +10,20 @@
 // its digest's head (`digestHead`, the preview without a query); the digest itself comes apart
 // (`sessionDigest_<id>`) and `dataOf(entry)` hands it over with the search data.
 //
+// The name searched and highlighted is the one the user reads (margin.session_search rule 6): an
+// untitled session (stored under the English sentinel, margin.session_entries rule 3) is searched
+// as `untitledName`, the catalogue's `py_session_untitled` in the language of the moment. This
+// module has no i18n: the panel hands the word over with each search (`searchData`'s argument),
+// and the search data made with it holds the name it searched (`name`), which `rowFor`
+// highlights; a row's `name` stays the stored one.
+//
 // API: fold, foldWithMap, queryWords, previewFor (the text side); readableIndex, sortEntries,
-//      searchData, matchSessions, narrows, rowFor, searchSessions (the index side).
+//      searchedName, searchData, matchSessions, narrows, rowFor, searchSessions (the index side).
 
 import { CONTRACT } from "../generated/contract.js";
 
 const PREVIEW_LENGTH = CONTRACT.limits.previewLength;  // margin.session_search.PREVIEW_LENGTH
+const UNTITLED = CONTRACT.storedNames.untitledSession;  // margin.session_entries.UNTITLED
 
 const MARKS = /\p{M}/gu;
 // An alternation, not a class: U+0345 is a combining mark, which a class would mix up with its base.
@@ -135,18 +143,27 @@ export function sortEntries(entries) {
     active(b) - active(a) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }
 
-// Per-session search data: the digest, the folded name + digest and a 4096-bit bigram filter over it.
+// The name search matches and highlights (margin.session_search `searched_name`): `untitledName`
+// for an untitled session (not `named` by the user, stored under the sentinel), else the stored
+// name. Without a word the sentinel is searched as it is (it is the English word).
+export function searchedName(entry, untitledName = UNTITLED) {
+  return untitledName && entry.named !== true && entry.name === UNTITLED ? untitledName : entry.name;
+}
+
+// Per-session search data: the name searched, the digest, the folded name + digest and a
+// 4096-bit bigram filter over it. A cache of it is valid while the searched name is the same.
 const FILTER_BITS = 4096;
 function bigram(a, b) { return ((a * 31) ^ b) & (FILTER_BITS - 1); }
 
-export function searchData(entry, digest = "") {
-  const haystack = fold(entry.name) + "\n" + fold(digest);
+export function searchData(entry, digest = "", untitledName = UNTITLED) {
+  const name = searchedName(entry, untitledName);
+  const haystack = fold(name) + "\n" + fold(digest);
   const filter = new Uint32Array(FILTER_BITS / 32);
   for (let i = 1; i < haystack.length; i++) {
     const h = bigram(haystack.charCodeAt(i - 1), haystack.charCodeAt(i));
     filter[h >>> 5] |= 1 << (h & 31);
   }
-  return { digest, haystack, filter };
+  return { name, digest, haystack, filter };
 }
 
 function mayContain(filter, word) {
@@ -158,8 +175,8 @@ function mayContain(filter, word) {
 }
 
 // The sessions matching `query`, pinned first then newest (no previews yet: that is `rowFor`).
-// `within`: a previous result to narrow, valid when every earlier word is inside a new word.
-// dataOf(entry) -> searchData(entry, its digest).
+// `within`: a previous result to narrow, valid when every earlier word is inside a new word (and
+// the untitled word the same). dataOf(entry) -> searchData(entry, its digest, the untitled word).
 export function matchSessions(entries, query, dataOf, within = null) {
   const words = queryWords(query);
   const sorted = within ?? sortEntries(entries);
@@ -176,22 +193,25 @@ export function narrows(previousQuery, query) {
   return before.length > 0 && before.every((w) => now.some((n) => n.includes(w)));
 }
 
-// One row of the list: what session.list returns for it (same preview and highlights).
+// One row of the list: what session.list returns for it (same preview and highlights). Its
+// `name` is the stored name; `highlights.name` are ranges of the name searched (`data.name`).
 export function rowFor(entry, query, dataOf) {
   const words = queryWords(query);
   let digest = entry.digestHead;
   let foldedDigest = null;
+  let nameHighlights = [];
   if (words.length) {
     const data = dataOf(entry);
     digest = data.digest;
     foldedDigest = data.haystack.slice(data.haystack.indexOf("\n") + 1);
+    nameHighlights = ranges(data.name, words);
   }
   const { preview, highlights } = previewFor(digest, foldedDigest, words);
   return {
     id: entry.id, name: entry.name, named: entry.named === true, createdAt: entry.createdAt, savedAt: entry.savedAt ?? 0,
     pinned: entry.pinned, preview, damaged: Boolean(entry.damaged),
     damagedReason: entry.damaged ?? null,
-    highlights: { name: words.length ? ranges(entry.name, words) : [], preview: highlights },
+    highlights: { name: nameHighlights, preview: highlights },
   };
 }
 

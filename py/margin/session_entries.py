@@ -17,6 +17,7 @@ Rules:
    user reads: an entry so named and not `named` by the user is shown as the catalogue's
    `py_session_untitled`, in the language of the moment it is shown (`shown_name`; the panel's
    sessions list does the same, extension/sessions_panel.js), so a change of language relabels it.
+   Search matches and highlights that shown name too (margin.session_search rule 6).
 """
 
 from __future__ import annotations

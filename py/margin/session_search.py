@@ -6,12 +6,16 @@ margin.sessions):
 6. Search is case- and diacritics-insensitive in every script: both sides are folded by `fold()`
    (NFKD, lowercase + the ß/final-sigma/iota folds, NFKD, marks dropped), then every word of the
    query must occur as a substring of the folded name + digest (substring matching also serves
-   CJK, which has no spaces). Where it runs: in the side panel's search worker, in JS, over the
-   index the panel read and the digests' IndexedDB copy (extension/sessions/search.js and
-   search_engine.js, same fold, same results; tests compare both with this module): Python here
-   takes seconds per query
-   over 1,000 full digests, the panel answers each keystroke in milliseconds. This Python search
-   serves `session.list {query}` and the tests; tests keep the two in step.
+   CJK, which has no spaces). The name is the one the user reads (`searched_name`): an untitled
+   session (margin.session_entries rule 3) is matched and highlighted as the catalogue's word in
+   the language of the moment, never as its stored English sentinel; a row still carries the
+   stored name (the panel says it again, in its own language). Where it runs: in the side
+   panel's search worker, in JS, over the index the panel read and the digests' IndexedDB copy
+   (extension/sessions/search.js and search_engine.js, same fold, same results, the panel handing
+   over its untitled word; tests compare both with this module): Python here takes seconds per
+   query over 1,000 full digests, the panel answers each keystroke in milliseconds. This Python
+   search serves `session.list {query}` (whose handler loads the user's language first) and the
+   tests; tests keep the two in step.
    The digests come by address (`sessionDigest_<id>`, margin.session_index rule 3); without a
    query the list needs none: each preview is the entry's `digestHead`.
 """
@@ -23,7 +27,8 @@ import unicodedata
 from functools import lru_cache
 from typing import Any
 
-from .session_index import DIGEST_HEAD, IndexEntry
+from .sentences import Sentence, say
+from .session_index import DIGEST_HEAD, IndexEntry, shown_name
 
 PREVIEW_LENGTH = DIGEST_HEAD
 
@@ -73,8 +78,16 @@ def query_words(query: str) -> list[str]:
     return fold(query or "").split()
 
 
+def searched_name(entry: IndexEntry) -> str:
+    """Rule 6: the name search matches and highlights, the one the user reads (`shown_name`, said
+    in the language `catalogue.ensure` last loaded). extension/sessions/search.js `searchedName`
+    is the same rule, given the word by the panel."""
+    name = shown_name(entry)
+    return say(name) if isinstance(name, Sentence) else name
+
+
 def matches(entry: IndexEntry, words: list[str], digest: str) -> bool:
-    haystack = fold(entry.name) + "\n" + fold(digest)
+    haystack = fold(searched_name(entry)) + "\n" + fold(digest)
     return all(word in haystack for word in words)
 
 
@@ -148,7 +161,9 @@ def sort_entries(entries: list[IndexEntry]) -> list[IndexEntry]:
 def list_view(
     entries: list[IndexEntry], query: str = "", digests: dict[str, str] | None = None
 ) -> list[dict[str, Any]]:
-    """The rows for `query`; `digests` (id -> digest) is needed only when the query has words."""
+    """The rows for `query`; `digests` (id -> digest) is needed only when the query has words.
+    `name` is the stored name; `highlights.name` are ranges of the name the user reads
+    (`searched_name`)."""
     words = query_words(query)
     text = (lambda e: (digests or {}).get(e.id, "")) if words else (lambda e: e.digest_head)
     shown = [e for e in entries if matches(e, words, text(e))] if words else entries
@@ -167,7 +182,7 @@ def list_view(
                 "damaged": bool(entry.damaged),
                 "damagedReason": entry.damaged,
                 "highlights": {
-                    "name": _ranges(entry.name, words) if words else [],
+                    "name": _ranges(searched_name(entry), words) if words else [],
                     "preview": preview_ranges,
                 },
             }

@@ -207,7 +207,11 @@ async def handle_list(platform: Platform, payload: dict) -> dict:
     query = query if isinstance(query, str) else ""
     async with lock_for(platform.local):
         entries = await _checked_index(platform.local)
-        digests = await read_digests(platform.local, entries) if query.split() else {}
+        digests: dict[str, str] = {}
+        if query.split():
+            digests = await read_digests(platform.local, entries)
+            # An untitled session is searched by the word the user reads (margin.session_search rule 6).
+            await catalogue.ensure_spoken(platform)
     return {"sessions": list_view(entries, query, digests)}
 
 

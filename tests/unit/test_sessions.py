@@ -5,12 +5,12 @@ import json
 
 import pytest
 
-from margin import clock, session_index, session_search, sessions, storage
+from margin import catalogue, clock, session_index, session_search, sessions, storage
 from margin.errors import MarginError
 from margin.history import Record
 from margin.platform_memory import StoreCrashed, memory_platform
 from margin.session_index import stored_entries
-from margin.storage import HISTORY, HISTORY_SESSION_ID, session_body_key, session_digest_key
+from margin.storage import HISTORY, HISTORY_SESSION_ID, UI_LANGUAGE, session_body_key, session_digest_key
 
 PIXELS = "data:image/png;base64," + "iVBORw0KGgo" * 500
 
@@ -455,6 +455,58 @@ console.log(JSON.stringify(rows));""",
         {"index": index, "digests": digests, "queries": queries},
     )
     assert got == expected
+
+
+def test_an_untitled_session_is_searched_by_the_word_the_user_reads_in_python_and_in_js(tmp_path):
+    """margin.session_search rule 6: an unnamed session stored as "Untitled session" is found and
+    highlighted by the catalogue's word in the language of the moment, not by the stored English;
+    one the user named so keeps its words. JS is handed the word (the panel's t()) and agrees."""
+    queries = ["без назв", "untitled", "сессия", "untitled session", ""]
+    results = {}
+    for language in ("ru", "en"):
+        platform = memory_platform({UI_LANGUAGE: language})
+        chat(platform, user("", image=PIXELS))  # nothing to name it by
+        new_session(platform)
+        chat(platform, user("", image=PIXELS), answer("a picture"))
+        sid = new_session(platform)
+        run(sessions.handle_rename(platform, {"id": sid, "name": "Untitled session"}))  # the user's words
+        stored = platform.local.snapshot()
+        index = stored_entries(stored)
+        assert sorted((e["name"], e.get("named", False)) for e in index) == [
+            ("Untitled session", False),
+            ("Untitled session", True),
+        ]
+        digests = {e["id"]: stored[session_digest_key(e["id"])] for e in index}
+        expected = [listed(platform, q) for q in queries]
+        for rows in expected:
+            for row in rows:
+                del row["savedAt"]
+        word = catalogue.words(language).text("py_session_untitled")
+        (tmp_path / language).mkdir()
+        got = run_search_js(
+            tmp_path / language,
+            """
+const dataOf = (e) => search.searchData(e, input.digests[e.id], input.word);
+const rows = input.queries.map((q) => search.searchSessions(input.index, q, dataOf).map((r) => {
+  delete r.savedAt; return r; }));
+console.log(JSON.stringify(rows));""",
+            {"index": index, "digests": digests, "queries": queries, "word": word},
+        )
+        assert got == expected
+        results[language] = {q: rows for q, rows in zip(queries, expected, strict=True)}
+
+    ru, en = results["ru"], results["en"]
+    [untitled] = ru["без назв"]
+    assert (untitled["name"], untitled["named"]) == ("Untitled session", False)  # stored as it was
+    shown = "Сессия без названия"
+    assert [shown[start:end] for start, end in untitled["highlights"]["name"]] == ["без", "назв"]
+    assert [r["named"] for r in ru["untitled"]] == [True]  # only the one the user named so
+    assert [r["named"] for r in ru["сессия"]] == [False]
+    assert ru["untitled session"][0]["highlights"]["name"] == [[0, 8], [9, 16]]
+    assert sorted(r["named"] for r in en["untitled"]) == [False, True]  # English reads the sentinel
+    assert all(r["highlights"]["name"] == [[0, 8]] for r in en["untitled"])
+    assert en["без назв"] == [] and en["сессия"] == []
+    assert all(r["highlights"]["name"] == [] for r in ru[""])
 
 
 # -- rule 4: an action on one session touches the index and that session's keys only ---------------
