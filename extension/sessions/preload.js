@@ -19,9 +19,11 @@
 // slices arrive, so the panel refreshes its results).
 //
 // API: preloadSessions({storage, readIndex, readDigests}) -> Promise (resolves once the index is read)
-//      findSessions(query, pageSize) -> Promise<{ids, rows, pending}>: the matches in list order,
-//        the first page's rows (what session.list returns for them), digests still missing
-//      sessionRows(query, ids) -> Promise<rows>: the rows of further matches (a next page)
+//      findSessions(query, pageSize, untitledName) -> Promise<{ids, rows, pending}>: the matches in
+//        list order, the first page's rows (what session.list returns for them), digests still missing
+//      sessionRows(query, ids, untitledName) -> Promise<rows>: the rows of further matches (a next page)
+//        untitledName: the word an untitled session is searched and highlighted as, the panel's
+//        `py_session_untitled` in its language of the moment (search.js `searchedName`)
 //      useSearchWorker(false): search on the main thread from now on (the bench's "before")
 //      sessionsIndexTimings() -> {readMs, prepareMs, prepareBusyMs, prepared, sessions, version, slices,
 //        searchIn: "worker" | "page", digestsReadHere: digests read from chrome.storage on the main thread}
@@ -31,7 +33,8 @@
 //      onIndexChange(listener) -> unsubscribe: called after each new value of the index
 //      onDigests(listener) -> unsubscribe: called after digests arrived or changed
 //      digestsPending()  how many entries' digests are not read yet
-//      dataOf(entry)     the entry's search data, cached while its name and digest are unchanged
+//      dataOf(entry)     the entry's search data, cached while the name it searched (its name, or
+//                        the untitled word of the latest search) and its digest are unchanged
 //                        (main-thread search only)
 // readIndex() resolves to the index as a list of stored entries (or an older raw `savedSessions`
 // value) and readDigests(keys) to {key: value}; both default to reading chrome.storage.local
@@ -40,7 +43,9 @@
 
 import { CONTRACT } from "../generated/contract.js";
 import { indexSource } from "./index_read.js";
-import { matchSessions, narrows, queryWords, readableIndex, rowFor, searchData, sortEntries } from "./search.js";
+import {
+  matchSessions, narrows, queryWords, readableIndex, rowFor, searchData, searchedName, sortEntries,
+} from "./search.js";
 import { startSearchWorker } from "./searcher.js";
 
 const DIGEST_PREFIX = CONTRACT.storage.sessionDigestPrefix;
@@ -71,6 +76,7 @@ const index = {
   searcher: null,         // the search worker's client, or null: search on the main thread
   workerAllowed: true,    // false once the worker failed (or the bench turned it off)
   last: null,             // main-thread narrowing: {query, matched}
+  untitledName: undefined, // the untitled word of the latest main-thread search (undefined: the stored name)
   // For the bench and for honest figures: the index read and the digests' reading + preparation.
   timings: { readMs: null, prepareMs: null, prepareBusyMs: null, prepared: 0, slices: 0, longestSliceMs: 0,
     digestsReadHere: 0 },
@@ -80,10 +86,10 @@ const digestOf = (value) => (typeof value === "string" ? value : "");
 
 export function dataOf(entry) {
   const known = index.digests.has(entry.id);
-  const key = `${entry.name}\u0000${known}\u0000${index.generation.get(entry.id) ?? 0}`;
+  const key = `${searchedName(entry, index.untitledName)}\u0000${known}\u0000${index.generation.get(entry.id) ?? 0}`;
   const hit = index.cache.get(entry.id);
   if (hit && hit.key === key) return hit.data;
-  const data = searchData(entry, index.digests.get(entry.id) ?? "");
+  const data = searchData(entry, index.digests.get(entry.id) ?? "", index.untitledName);
   index.cache.set(entry.id, { key, data });
   return data;
 }
@@ -105,7 +111,15 @@ const entryIds = (ids) => {
   return ids.map((id) => byId.get(id)).filter(Boolean);
 };
 
-function findHere(query, pageSize) {
+// A main-thread search in another language's words narrows nothing it found before.
+function useWord(untitledName) {
+  if (untitledName === index.untitledName) return;
+  index.untitledName = untitledName;
+  index.last = null;
+}
+
+function findHere(query, pageSize, untitledName) {
+  useWord(untitledName);
   const within = index.last && narrows(index.last.query, query) ? index.last.matched : null;
   const matched = matchSessions(index.entries ?? [], query, dataOf, within);
   index.last = queryWords(query).length ? { query, matched } : null;
@@ -114,17 +128,18 @@ function findHere(query, pageSize) {
 }
 
 // A query without words needs no digest: the list in its order, previews from `digestHead`.
-export function findSessions(query, pageSize) {
+export function findSessions(query, pageSize, untitledName) {
   if (!queryWords(query).length) {
     const sorted = sortEntries(index.entries ?? []);
     return Promise.resolve({ ids: sorted.map((e) => e.id), rows: sorted.slice(0, pageSize).map((e) => rowFor(e, query, dataOf)), pending: 0 });
   }
-  if (index.searcher) return index.searcher.search(query, pageSize);
-  return Promise.resolve(findHere(query, pageSize));
+  if (index.searcher) return index.searcher.search(query, pageSize, untitledName);
+  return Promise.resolve(findHere(query, pageSize, untitledName));
 }
 
-export function sessionRows(query, ids) {
-  if (index.searcher && queryWords(query).length) return index.searcher.rows(query, ids);
+export function sessionRows(query, ids, untitledName) {
+  if (index.searcher && queryWords(query).length) return index.searcher.rows(query, ids, untitledName);
+  if (queryWords(query).length) useWord(untitledName);
   return Promise.resolve(entryIds(ids).map((e) => rowFor(e, query, dataOf)));
 }
 
@@ -135,8 +150,9 @@ function searchHere(requests) {
   index.last = null;
   warmDigests();
   for (const { request, resolve } of requests) {
+    if (request.type === "rows") useWord(request.untitledName);
     resolve(request.type === "rows" ? entryIds(request.ids).map((e) => rowFor(e, request.query, dataOf))
-      : findHere(request.query, request.pageSize));
+      : findHere(request.query, request.pageSize, request.untitledName));
   }
 }
 

@@ -16,13 +16,18 @@
 //    chrome.storage as it did before the copy existed; until it arrives the session is found by
 //    its name only and counted in `pending()`.
 // 4. Narrowing (a query that extends the previous one searches the previous matches only) is
-//    forgotten at every change of the entries or the digests.
+//    forgotten at every change of the entries, the digests or the untitled word.
+// 5. Each search and rows request brings the word an untitled session is searched as (the
+//    panel's `py_session_untitled` in its language, search.js `searchedName`); a session's search
+//    data is cached under the name it searched, so data folded in another language is never used.
+//    `prepare` folds with the word of the latest request.
 //
 // API: createEngine({readCopy(ids) -> Promise<{epoch, found: {id: text}}>, onMissing(ids)})
-//      -> {setEntries(entries, epoch) -> Promise, setDigests({id: text | null}), search(query, pageSize),
-//          rows(query, ids), prepare(budgetMs) -> more?, pending(), unprepared()}
+//      -> {setEntries(entries, epoch) -> Promise, setDigests({id: text | null}),
+//          search(query, pageSize, untitledName), rows(query, ids, untitledName),
+//          prepare(budgetMs) -> more?, pending(), unprepared()}
 
-import { matchSessions, narrows, queryWords, rowFor, searchData, sortEntries } from "./search.js";
+import { matchSessions, narrows, queryWords, rowFor, searchData, searchedName, sortEntries } from "./search.js";
 
 const COPY_BATCH = 50;
 
@@ -32,6 +37,7 @@ export function createEngine({ readCopy, onMissing = () => {} }) {
   let byId = new Map();
   let epoch = null;
   let last = null;                // {query, matched}: what a longer query may narrow
+  let untitledName;               // rule 5: the word of the latest request (undefined: the stored name)
   const digests = new Map();      // id -> text ("" when the stored value is not a string)
   const fed = new Map();          // id -> how many values the panel sent for it (rule 2)
   const generation = new Map();   // id -> bumped at each new digest (the cache key's part)
@@ -41,10 +47,10 @@ export function createEngine({ readCopy, onMissing = () => {} }) {
 
   function dataOf(entry) {
     const known = digests.has(entry.id);
-    const key = `${entry.name}\u0000${known}\u0000${generation.get(entry.id) ?? 0}`;
+    const key = `${searchedName(entry, untitledName)}\u0000${known}\u0000${generation.get(entry.id) ?? 0}`;
     const hit = cache.get(entry.id);
     if (hit && hit.key === key) return hit.data;
-    const data = searchData(entry, digests.get(entry.id) ?? "");
+    const data = searchData(entry, digests.get(entry.id) ?? "", untitledName);
     cache.set(entry.id, { key, data });
     unprepared.delete(entry.id);
     return data;
@@ -54,6 +60,12 @@ export function createEngine({ readCopy, onMissing = () => {} }) {
     digests.set(id, typeof text === "string" ? text : "");
     generation.set(id, (generation.get(id) ?? 0) + 1);
     unprepared.add(id);
+    last = null;
+  }
+
+  function useWord(word) {
+    if (word === untitledName) return;
+    untitledName = word;
     last = null;
   }
 
@@ -96,7 +108,8 @@ export function createEngine({ readCopy, onMissing = () => {} }) {
         setDigest(id, text);
       }
     },
-    search(query, pageSize) {
+    search(query, pageSize, untitled) {
+      useWord(untitled);
       const within = last && narrows(last.query, query) ? last.matched : null;
       // The sorted entries serve as the candidates when nothing narrows: the same order
       // matchSessions would sort them into, without sorting a thousand entries per keystroke.
@@ -109,7 +122,8 @@ export function createEngine({ readCopy, onMissing = () => {} }) {
         pending: words ? this.pending() : 0,
       };
     },
-    rows(query, ids) {
+    rows(query, ids, untitled) {
+      useWord(untitled);
       return ids.filter((id) => byId.has(id)).map((id) => rowFor(byId.get(id), query, dataOf));
     },
     prepare(budgetMs) {

@@ -6,7 +6,9 @@
 // Messages in (from extension/sessions/preload.js):
 //   {type: "entries", entries, epoch}   the readable index, and chrome.storage's searchCopyEpoch
 //   {type: "digests", digests}          {id: text | null}: new values, or what the copy lacked
-//   {type: "search", seq, query, pageSize}, {type: "rows", seq, query, ids}
+//   {type: "search", seq, query, pageSize, untitledName}, {type: "rows", seq, query, ids, untitledName}
+//                                       (untitledName: the word an untitled session is searched as,
+//                                       in the panel's language; search_engine.js rule 5)
 // Messages out:
 //   {type: "missing", ids}                 the copy lacks these: the panel reads them from storage
 //   {type: "progress", pending, unprepared}
@@ -50,9 +52,9 @@ function prepareLater() {
   }, 0);
 }
 
-function answer({ seq, query, pageSize }) {
+function answer({ seq, query, pageSize, untitledName }) {
   const started = performance.now();
-  const found = engine.search(query, pageSize);
+  const found = engine.search(query, pageSize, untitledName);
   const now = performance.now();
   postMessage({ type: "result", seq, ...found, workerMs: now - started, sentAt: performance.timeOrigin + now });
 }
@@ -70,6 +72,6 @@ self.addEventListener("message", (event) => {
   } else if (message.type === "search") {
     answer(message);
   } else if (message.type === "rows") {
-    postMessage({ type: "rows", seq: message.seq, rows: engine.rows(message.query, message.ids ?? []) });
+    postMessage({ type: "rows", seq: message.seq, rows: engine.rows(message.query, message.ids ?? [], message.untitledName) });
   }
 });

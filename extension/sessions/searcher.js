@@ -17,9 +17,10 @@
 //
 // API: startSearchWorker({readEpoch, readDigests, onProgress, onFail, retryMs}) -> searcher | null
 //      searcher = {setEntries(entries), setDigest(id, value), setEpoch(epoch),
-//                  search(query, pageSize) -> Promise<{ids, rows, pending}>,
-//                  rows(query, ids) -> Promise<rows>, pending(), settled(), busyMs(), readHere(),
-//                  stop()}
+//                  search(query, pageSize, untitledName) -> Promise<{ids, rows, pending}>,
+//                  rows(query, ids, untitledName) -> Promise<rows>, pending(), settled(), busyMs(),
+//                  readHere(), stop()}
+//      untitledName: the word an untitled session is searched as (search.js `searchedName`)
 
 import { CONTRACT } from "../generated/contract.js";
 
@@ -149,8 +150,8 @@ export function startSearchWorker({ readEpoch, readDigests, onProgress = () => {
       epoch = typeof value === "string" ? value : null;
       post({ type: "entries", entries, epoch });
     },
-    search: (query, pageSize) => ask({ type: "search", query, pageSize }),
-    rows: (query, ids) => ask({ type: "rows", query, ids }),
+    search: (query, pageSize, untitledName) => ask({ type: "search", query, pageSize, untitledName }),
+    rows: (query, ids, untitledName) => ask({ type: "rows", query, ids, untitledName }),
     pending: () => pending ?? entries.length,
     // Every digest in the worker and folded, nothing left to read.
     settled: () => pending === 0 && unprepared === 0 && !missing.length && !reading,

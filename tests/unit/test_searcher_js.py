@@ -65,6 +65,28 @@ console.log(JSON.stringify({ beforeEpoch, sent: worker.sent.map((m) => [m.type, 
     assert got["answers"] == [[], ["a"]]
 
 
+def test_the_untitled_word_goes_with_each_search_and_each_next_page(tmp_path):
+    """The worker searches an untitled session by the word the panel shows it as (search_engine.js
+    rule 5): it comes with every request, so a change of language reaches the next one."""
+    got = run_searcher(
+        tmp_path,
+        """
+const s = startSearchWorker({ readEpoch: async () => 'E1', readDigests: async () => ({}) });
+s.setEntries([]);
+s.search('без', 10, 'Сессия без названия');
+s.rows('без', ['a'], 'Сессия без названия');
+s.search('無題', 10, '無題のセッション');
+await tick();
+console.log(JSON.stringify(worker.sent.slice(1).map((m) => [m.type, m.query, m.untitledName])));
+""",
+    )
+    assert got == [
+        ["search", "без", "Сессия без названия"],
+        ["rows", "без", "Сессия без названия"],
+        ["search", "無題", "無題のセッション"],
+    ]
+
+
 def test_what_the_copy_lacks_is_read_here_and_a_change_during_the_read_wins(tmp_path):
     got = run_searcher(
         tmp_path,

@@ -1,6 +1,7 @@
 """The search worker's engine (extension/sessions/search_engine.js) under node: it finds what
 Python's session.list finds, through the search copy or through what the panel hands it, and a
-copy that is stale, missing or from another epoch never gives a wrong result."""
+copy that is stale, missing or from another epoch never gives a wrong result; nor does search
+data folded in another language's untitled word."""
 
 import asyncio
 from pathlib import Path
@@ -8,13 +9,14 @@ from pathlib import Path
 import pytest
 from helpers import run_js_module
 
-from margin import sessions
+from margin import catalogue, sessions
 from margin.contract import render_js
 from margin.platform_memory import memory_platform
 from margin.session_index import stored_entries
-from margin.storage import HISTORY, session_digest_key
+from margin.storage import HISTORY, UI_LANGUAGE, session_digest_key
 
 SESSIONS_JS = Path(__file__).resolve().parents[2] / "extension" / "sessions"
+JS_BESIDE = ("search.js", "searcher.js", "index_read.js")  # what the modules tested here import
 
 TEXTS = (
     "Un café à Paris, " + "notes " * 60 + "encore un CAFÉ",
@@ -159,3 +161,100 @@ def test_a_rename_is_searched_at_once_and_a_digest_that_is_not_text_reads_as_non
     asyncio.run(platform.local.set({session_digest_key(target["id"]): 12345}))
     assert got["rows"] == python_rows(platform, ["", "quokka", "nothing"])
     assert [r["name"] for r in got["rows"][1]] == ["Quokka notes"]
+
+
+# -- an untitled session is searched by the word it is shown as (search_engine.js rule 5) ------------
+
+# [language, query] as typed in turn, while the language changes.
+LANGUAGE_STEPS = [
+    ["ja", "untitled"],
+    ["en", "untitled session"],  # narrows the search above, made in other words: not narrowed
+    ["ru", "без"],
+    ["ja", "без"],  # the search data folded in Russian is not used in Japanese
+    ["ja", "無題"],
+    ["ru", "untitled"],
+]
+# Names found at each step: by the word the user reads, never by the stored English sentinel.
+LANGUAGE_FOUND = [
+    ["untitled thoughts"],
+    ["Untitled session"],
+    ["Untitled session"],
+    [],
+    ["Untitled session"],
+    ["untitled thoughts"],
+]
+
+# Everything folded before the first search (in no request's word), then the steps, then the
+# last step's rows asked again as a next page would be.
+IN_THE_WORKER = """
+const { createEngine } = tested;
+const engine = createEngine({ readCopy: async () => ({ epoch: input.epoch, found: input.digests }) });
+await engine.setEntries(input.index, input.epoch);
+while (engine.prepare(50)) { /* fold everything */ }
+const search = async (query, word) => engine.search(query, 1000, word);
+const rowsOf = async (query, ids, word) => engine.rows(query, ids, word);
+"""
+ON_THE_PAGE = """
+const p = tested;
+p.useSearchWorker(false);
+await p.preloadSessions({ storage: null, readIndex: async () => input.index,
+  readDigests: async (keys) => Object.fromEntries(keys.map((k) => [k, input.digests[k.slice(input.prefix.length)]])) });
+while (p.digestsPending() > 0) await new Promise((r) => setTimeout(r, 5));  // read and folded
+const search = async (query, word) => p.findSessions(query, 1000, word);
+const rowsOf = async (query, ids, word) => p.sessionRows(query, ids, word);
+"""
+STEPS = """
+const strip = (rows) => rows.map((r) => { delete r.savedAt; return r; });
+const rows = [];
+for (const [language, query] of input.steps) rows.push(strip((await search(query, input.words[language])).rows));
+const [language, query] = input.steps[input.steps.length - 1];
+const again = strip(await rowsOf(query, rows[rows.length - 1].map((r) => r.id), input.words[language]));
+console.log(JSON.stringify({ rows, again }));
+"""
+
+
+@pytest.mark.parametrize("where", ["worker", "page"])
+def test_an_untitled_session_is_searched_by_the_word_of_each_request_and_no_other(tmp_path, where):
+    """The word an untitled session is shown as comes with each search, in the worker's engine
+    and in the page's own search (preload.js, when the worker failed): after a change of language
+    the search data folded in the old word is not used, nor a narrowing of a search in it."""
+    platform = memory_platform()
+    image = [{"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}]
+    for records in ([{"role": "user", "content": image}], [{"role": "user", "content": "untitled thoughts"}]):
+        asyncio.run(platform.local.set({HISTORY: records}))
+        asyncio.run(sessions.handle_new(platform, {}))
+    stored = platform.local.snapshot()
+    index = stored_entries(stored)
+    assert sorted(e["name"] for e in index) == ["Untitled session", "untitled thoughts"]
+    digests = {e["id"]: stored[session_digest_key(e["id"])] for e in index}
+    expected = []
+    for language, query in LANGUAGE_STEPS:
+        asyncio.run(platform.local.set({UI_LANGUAGE: language}))
+        expected.append(python_rows(platform, [query])[0])
+    words = {lang: catalogue.words(lang).text("py_session_untitled") for lang in ("en", "ja", "ru")}
+    module = "search_engine.js" if where == "worker" else "preload.js"
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    got = run_js_module(
+        folder,
+        SESSIONS_JS / module,
+        "tested",
+        (IN_THE_WORKER if where == "worker" else ON_THE_PAGE) + STEPS,
+        {
+            "index": index,
+            "digests": digests,
+            "epoch": "E1",
+            "steps": LANGUAGE_STEPS,
+            "words": words,
+            "prefix": session_digest_key(""),
+        },
+        extra_files={
+            **{name: (SESSIONS_JS / name).read_text(encoding="utf-8") for name in JS_BESIDE},
+            "../generated/contract.js": render_js("margin-test.whl"),
+        },
+    )
+    assert got["rows"] == expected
+    assert [sorted(r["name"] for r in rows) for rows in got["rows"]] == LANGUAGE_FOUND
+    [[start, end]] = got["rows"][4][0]["highlights"]["name"]
+    assert words["ja"][start:end] == "無題"
+    assert got["again"] == got["rows"][5]
