@@ -32,7 +32,10 @@
 // on the main thread if the worker fails), over the index read once from storage. Python
 // (margin.sessions) owns every write and the migration; asking it per keystroke would move the
 // whole index (up to 1,000 x 100K characters) through the service worker each time. Searches are
-// answered asynchronously: the latest query wins (an answer to an older one is dropped).
+// answered asynchronously: the latest query wins (an answer to an older one is dropped). A search
+// matches and highlights the names the list shows: each one hands over the word an untitled
+// session is shown as (`untitledWord()`, in the language of the moment; margin.session_search
+// rule 6), so after a change of language the next search uses the new word.
 
 import { CONTRACT } from "./generated/contract.js";
 import { t, tPlural, formatNumber, formatSize, onLanguageChange } from "./i18n.js";
@@ -57,7 +60,8 @@ const VERIFY_EVERY_MS = 60_000;
 // An unnamed session is stored under this English sentinel (margin.session_entries, rule 3): it is
 // shown as the catalogue's word in the language of the moment, so a change of language relabels it.
 const UNTITLED = CONTRACT.storedNames.untitledSession;
-const shownName = (row) => (!row.named && row.name === UNTITLED ? t("py_session_untitled") : row.name);
+const untitledWord = () => t("py_session_untitled");
+const shownName = (row) => (!row.named && row.name === UNTITLED ? untitledWord() : row.name);
 // "3 minutes ago" becomes "4 minutes ago" while the drawer stays open; the timer runs only then.
 const DATES_TICK_MS = 20_000;
 
@@ -198,6 +202,7 @@ export function mountSessionsPanel(root, options) {
   let matched = [];             // the ids matching renderedQuery, in list order
   let shown = 0;
   let renderedQuery = "";
+  let renderedWord = "";        // the untitled word renderedQuery was searched with
   let renderToken = 0;          // the latest render: an older answer is dropped
   let lastSearch = null;        // where the last search's time went (the bench reads it)
   let paging = 0;               // the render whose next page is being built
@@ -230,12 +235,15 @@ export function mountSessionsPanel(root, options) {
   async function render() {
     const token = ++renderToken;
     const asked = query;
-    const found = await findSessions(asked, FIRST_PAGE);
-    if (token !== renderToken || destroyed) return found.ids.length;
+    const word = untitledWord();
+    const found = await findSessions(asked, FIRST_PAGE, word);
+    // Rows searched in another language's words are not painted: the change of language renders again.
+    if (token !== renderToken || destroyed || word !== untitledWord()) return found.ids.length;
     const painting = performance.now();
     const focused = focusedAction();
     matched = found.ids;
     renderedQuery = asked;
+    renderedWord = word;
     shown = 0;
     list.replaceChildren();
     paintRows(found.rows);
@@ -264,17 +272,16 @@ export function mountSessionsPanel(root, options) {
     if (paging === token || shown >= matched.length) return;
     paging = token;
     try {
-      const rows = await sessionRows(renderedQuery, matched.slice(shown, shown + PAGE_SIZE));
-      if (token === renderToken && !destroyed) paintRows(rows);
+      const rows = await sessionRows(renderedQuery, matched.slice(shown, shown + PAGE_SIZE), renderedWord);
+      if (token === renderToken && !destroyed && renderedWord === untitledWord()) paintRows(rows);
     } finally {
       if (paging === token) paging = 0;
     }
   }
 
   function rowElement(row) {
-    const shown = shownName(row);
-    // Highlights are found in the stored name: a name shown in other words has none.
-    const name = row.id === renaming ? renameField(row) : el("span", { class: "sp-name" }, marked(shown, shown === row.name ? row.highlights.name : []));
+    // Highlights are ranges of the name shown: the search was given the same untitled word.
+    const name = row.id === renaming ? renameField(row) : el("span", { class: "sp-name" }, marked(shownName(row), row.highlights.name));
     const exportMenu = el("div", { class: "sp-menu", role: "menu", hidden: true, "aria-label": t("sessions_export_format"),
       onkeydown: (event) => menuKey(event, exportButton, exportMenu) },
       el("button", { type: "button", role: "menuitem", text: "Markdown", onclick: () => exportSession(row, "markdown", exportMenu) }),

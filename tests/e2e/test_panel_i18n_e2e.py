@@ -78,6 +78,23 @@ def open_drawer(page, button: str, search: str):
     page.get_by_role("searchbox", name=search).wait_for(state="visible", timeout=COLD_TIMEOUT_MS)
 
 
+def searched(page, search: str, query: str) -> dict[str, list[str]]:
+    """Type `query` into the search box named `search`: each name listed, with its marked words,
+    once the list shows the search's own rows (known by a mark of the query's last word: the
+    list before it has none, or the previous query's)."""
+    page.get_by_role("searchbox", name=search).fill(query)
+    last = query.split()[-1].lower()
+
+    def rows():
+        found = page.evaluate(
+            """() => Object.fromEntries([...document.querySelectorAll('.sp-item .sp-name')].map((name) =>
+                [name.textContent, [...name.querySelectorAll('mark')].map((m) => m.textContent)]))"""
+        )
+        return found if any(m.lower() == last for marks in found.values() for m in marks) else None
+
+    return poll(rows, timeout=10, message=lambda: f"no rows marked for {query!r}: {dates(page)}")
+
+
 def dates(page) -> dict[str, str]:
     return page.evaluate(
         """() => Object.fromEntries([...document.querySelectorAll('.sp-item')].map((row) =>
@@ -88,8 +105,12 @@ def dates(page) -> dict[str, str]:
 def test_the_panel_speaks_japanese_then_follows_the_setting_to_russian(browser_in, tmp_path):
     margin = browser_in("ja")
     # Two sessions stored as "Untitled session": Margin's own sentinel is shown in the language of the
-    # moment; the one the user named so keeps its words.
-    untitled = legacy("s3", "Untitled session", LONG_AGO)
+    # moment; the one the user named so keeps its words. (The untitled one's text does not say the
+    # word either: search finds it by its name as shown.)
+    untitled = {
+        **legacy("s3", "Untitled session", LONG_AGO),
+        "history": [{"role": "user", "content": "Rivers?"}, {"role": "assistant", "content": "ok"}],
+    }
     named = {**legacy("s4", "Untitled session", LONG_AGO), "named": True}
     margin.storage_set(
         {
@@ -144,6 +165,10 @@ def test_the_panel_speaks_japanese_then_follows_the_setting_to_russian(browser_i
     }
     assert expected_old.startswith("2025/03/1")
     page.get_by_role("button", name="開く").first.wait_for()
+    # Search matches the name as shown: the untitled session by its Japanese words, with a mark.
+    assert searched(page, "セッションを検索", "無題") == {"無題のセッション": ["無題"]}
+    page.get_by_role("searchbox", name="セッションを検索").fill("")
+    poll(lambda: len(dates(page)) == 4, timeout=10, message=lambda: str(dates(page)))
 
     # The setting, changed elsewhere (the options page writes it): the open panel follows.
     margin.storage_set({"uiLanguage": "ru"})
@@ -158,6 +183,12 @@ def test_the_panel_speaks_japanese_then_follows_the_setting_to_russian(browser_i
     page.get_by_role("button", name="Повторить", exact=True).wait_for()
     usage_line_reads(page, "1\u00a0234 вход · 56 выход")
     assert page.get_by_role("button", name="Открыть").count() == 4
+    # With the drawer still open, a search now uses the Russian words (not the Japanese search
+    # data the worker folded before), and "untitled" finds only the session the user named so.
+    assert searched(page, "Поиск по сессиям", "без назв") == {"Сессия без названия": ["без", "назв"]}
+    assert searched(page, "Поиск по сессиям", "untitled") == {"Untitled session": ["Untitled"]}
+    page.get_by_role("searchbox", name="Поиск по сессиям").fill("")
+    poll(lambda: len(dates(page)) == 4, timeout=10, message=lambda: str(dates(page)))
     page.get_by_role("button", name="Закрыть сессии").click()
     page.get_by_role("button", name="Новая сессия", exact=True).wait_for()
     margin.storage_set({"history": []})
