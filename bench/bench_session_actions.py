@@ -11,6 +11,8 @@ seeding they share). Run alone:
    bounds the worker's time from above), ACTION_SAMPLES per action; `session.check` twice: as
    most calls are (this browser run looked for lost bodies already) and as the first of a run
    (`sessionBodiesChecked` removed from chrome.storage.session first: it lists every key's name);
+   and a rename sent just after such a first check, as the user's first action in a panel just
+   opened is (the check looks without the storage lock: the rename must not wait for it);
    the medians at 1,000 and at 100 say whether an action on one session grows with the number of
    sessions (more than 1.5x and more than FLAT_MS: GROWS, a failure). Beside it, in the same run,
    what no Python does: chrome.storage's get and set of one ~282 K-character value (the whole
@@ -60,6 +62,7 @@ ACTIONS_JS = """async ({ids, samples}) => {
                        {role: 'assistant', content: 'Answer ' + i}];
   await send('session.check', {});
   const out = {rename: [], pin: [], new: [], open: [], delete: [], undelete: [], check: [], checkScan: [],
+               renameWhileLooking: [], lookWithRename: [],
                ping: [], getWhole: [], setWhole: [], getEntries: [], getEntry: [], setEntry: []};
   // The whole index as one value (the layout before), built from the entries, under a scratch key.
   const entryKeys = ids.map((id) => 'sessionEntry_' + id);
@@ -89,6 +92,12 @@ ACTIONS_JS = """async ({ids, samples}) => {
     out.check.push((await send('session.check', {})).ms);
     await chrome.storage.session.remove('sessionBodiesChecked');  // as after a browser start
     out.checkScan.push((await send('session.check', {})).ms);
+    // A rename sent just after the first check of a run, as the user's first action after opening
+    // the panel would be: the check's look must not hold it up.
+    await chrome.storage.session.remove('sessionBodiesChecked');
+    const looking = send('session.check', {});
+    out.renameWhileLooking.push((await send('session.rename', {id, name: 'Renamed mid-check ' + i})).ms);
+    out.lookWithRename.push((await looking).ms);
   }
   await chrome.storage.local.remove(['benchIndexCopy', 'benchEntryCopy']);
   return {...out, wholeChars};
@@ -232,6 +241,23 @@ def session_actions(bench: Any) -> list[dict[str, Any]]:
                 note=f"{note}; {storage}",
             )
         )
+    rows.append(
+        result(
+            "session.rename sent just after the first check of a browser run, at 1,000 sessions x "
+            "100K digests (round trip from the page)",
+            median(big["renameWhileLooking"]),
+            "ms",
+            200.0,
+            samples=[round(v, 2) for v in big["renameWhileLooking"]],
+            note=(
+                f"the check it follows took {_ms(big['lookWithRename'])} (alone: "
+                f"{_ms(big['checkScan'])}); the rename alone {_ms(big['rename'])}; at {SMALL} "
+                f"sessions {_ms(small['renameWhileLooking'])}. The check looks without the storage "
+                "lock (margin.sessions rule 8): the rename waits only for chrome.storage's call in "
+                "flight"
+            ),
+        )
+    )
     if layout != "keys":
         return rows
     before = _seed_index(bench, SESSIONS, layout="apart")

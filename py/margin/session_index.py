@@ -64,7 +64,7 @@ from .session_entries import (
     with_digest,
 )
 from .session_migration import migrate_list, repair_entry
-from .storage import SAVED_SESSIONS, SESSION_INDEX_LAYOUT, session_entry_key
+from .storage import SAVED_SESSIONS, SESSION_INDEX_LAYOUT, session_body_key, session_entry_key
 from .stored_values import parked_key
 
 # The entry's concept (margin.session_entries) is imported by the sessions modules from here.
@@ -206,9 +206,13 @@ async def read_session_index(area: StorageArea) -> SessionIndex:
 # -- bodies: present, readable ---------------------------------------------------------------
 
 
-async def check_bodies_present(area: StorageArea, entries: list[IndexEntry]) -> list[IndexEntry]:
-    """Entries whose body key is gone marked damaged "missing" (and back ones unmarked); reads no body."""
-    present = set(await area.keys())
+async def check_bodies_present(
+    area: StorageArea, entries: list[IndexEntry], present: set[str] | None = None
+) -> list[IndexEntry]:
+    """Entries whose body key is gone marked damaged "missing" (and back ones unmarked); reads no
+    body. `present`: the body keys known to be stored (by default every key's name is listed)."""
+    if present is None:
+        present = set(await area.keys())
     checked: list[IndexEntry] = []
     for entry in entries:
         if entry.body_key not in present and entry.damaged != "missing":
@@ -220,6 +224,33 @@ async def check_bodies_present(area: StorageArea, entries: list[IndexEntry]) -> 
     if changed:
         await area.set(changed)
     return checked
+
+
+async def entries_to_mark(area: StorageArea, ids: list[str]) -> list[str]:
+    """The ids among `ids` whose entry is not clean, or whose `damaged: "missing"` mark disagrees
+    with its body key's presence: what `check_bodies_present` would change, found from the key
+    names and the entries as stored. It writes nothing and holds no lock (margin.sessions rule 8):
+    the caller looks at these ids again under the lock (`mark_entries`)."""
+    present = set(await area.keys())
+    keys = [session_entry_key(sid) for sid in ids]
+    stored = await area.get(keys)
+
+    def looks_right(sid: str, raw: Any) -> bool:
+        if not (is_clean_entry(raw) and raw["id"] == sid):
+            return False
+        marked_missing = IndexEntry.from_clean_json(raw).damaged == "missing"
+        return (session_body_key(sid) in present) != marked_missing
+
+    return [sid for sid, key in zip(ids, keys, strict=True) if not looks_right(sid, stored.get(key))]
+
+
+async def mark_entries(area: StorageArea, index: SessionIndex, ids: list[str]) -> None:
+    """`check_bodies_present` for the ids the index still lists, with each body key's presence
+    asked by its name (getBytesInUse: no body is read): the confirmation of `entries_to_mark`,
+    under the lock, reading the entries again (and repairing a bad one, rule 2)."""
+    entries = [entry for sid in ids if (entry := await index.find(sid)) is not None]
+    present = {e.body_key for e in entries if await area.bytes_in_use([e.body_key]) > 0}
+    await check_bodies_present(area, entries, present)
 
 
 async def read_body_checked(area: StorageArea, entry: IndexEntry) -> list[Any]:

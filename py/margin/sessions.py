@@ -34,7 +34,10 @@ Rules (numbered as for every sessions module):
    looked at. The marker is written after the marks, so a worker stopped mid-way leaves none and
    the next check looks again. Every call removes expired bodies and migrates an older index or
    repairs its header. A body lost later in the same run is marked when the session is opened or
-   exported (margin.session_index `read_body_checked`), or at the next start.
+   exported (margin.session_index `read_body_checked`), or at the next start. The look reads
+   without the storage lock (`entries_to_mark`: key names and entries, no write) and takes the
+   lock only to mark what it found wrong, reading those entries again first (`mark_entries`), so
+   an action on one session never waits for the look, only for chrome.storage's call in flight.
 """
 
 from __future__ import annotations
@@ -54,9 +57,11 @@ from .session_index import (
     body_hash,
     check_bodies_present,
     default_name,
+    entries_to_mark,
     entry_item,
     index_item,
     is_number,
+    mark_entries,
     read_body_checked,
     read_digests,
     read_session_index,
@@ -224,9 +229,15 @@ async def handle_check(platform: Platform, payload: dict) -> dict:
     async with lock_for(area):
         await purge_expired_trash(area)
         index = await read_session_index(area)
-        if repair or not (await platform.session.get([SESSION_BODIES_CHECKED])).get(SESSION_BODIES_CHECKED):
-            await check_bodies_present(area, await index.entries())
-            await platform.session.set({SESSION_BODIES_CHECKED: True})
+        if not repair and (await platform.session.get([SESSION_BODIES_CHECKED])).get(SESSION_BODIES_CHECKED):
+            return {}
+    # The look itself runs without the lock: at 1,000 sessions listing every key's name and reading
+    # every entry take hundreds of ms, which an action on one session would otherwise wait for.
+    wrong = await entries_to_mark(area, index.ids)
+    if wrong:
+        async with lock_for(area):
+            await mark_entries(area, await read_session_index(area), wrong)
+    await platform.session.set({SESSION_BODIES_CHECKED: True})
     return {}
 
 

@@ -312,6 +312,75 @@ def test_a_check_stopped_before_its_marks_looks_again_next_time(platform):
     assert _stored_entry(platform, sid)["damaged"] == "missing"
 
 
+def _paused_after_the_look_reads_the_entries(platform, monkeypatch):
+    """The check's look paused once it has read every entry: (reading, resume) events."""
+    reading, resume = asyncio.Event(), asyncio.Event()
+    real_get = platform.local.get
+
+    async def get(keys):
+        got = await real_get(keys)
+        if len(keys) > 1 and all(k.startswith("sessionEntry_") for k in keys):
+            reading.set()
+            await resume.wait()
+        return got
+
+    monkeypatch.setattr(platform.local, "get", get)
+    return reading, resume
+
+
+def test_the_first_check_of_a_run_looks_without_holding_the_lock(platform, monkeypatch):
+    seed(platform, "kept", "lost")
+    ids = {s["name"]: s["id"] for s in listed(platform)}
+    run(platform.local.remove([session_body_key(ids["lost"])]))
+    _browser_restarts(platform)
+    reading, resume = _paused_after_the_look_reads_the_entries(platform, monkeypatch)
+
+    async def rename_while_the_check_looks():
+        check = asyncio.create_task(sessions.handle_check(platform, {}))
+        await reading.wait()
+        # Both renames finish while the look is still going: it does not hold the lock.
+        for sid, name in ((ids["kept"], "Renamed while it looked"), (ids["lost"], "Lost, renamed")):
+            await asyncio.wait_for(sessions.handle_rename(platform, {"id": sid, "name": name}), 1)
+        resume.set()
+        await check
+
+    run(rename_while_the_check_looks())
+    lost = _stored_entry(platform, ids["lost"])
+    # Marked from the entry read again under the lock: the rename made meanwhile is kept.
+    assert lost["damaged"] == "missing" and lost["name"] == "Lost, renamed"
+    assert _stored_entry(platform, ids["kept"])["name"] == "Renamed while it looked"
+    assert "damaged" not in _stored_entry(platform, ids["kept"])
+
+
+def test_a_session_deleted_while_the_check_looks_is_not_marked(platform, monkeypatch):
+    seed(platform, "lost, then deleted")
+    sid = listed(platform)[0]["id"]
+    run(platform.local.remove([session_body_key(sid)]))
+    _browser_restarts(platform)
+    reading, resume = _paused_after_the_look_reads_the_entries(platform, monkeypatch)
+    seed(platform, "another")  # two entries, so the look reads them in one call
+
+    async def delete_while_the_check_looks():
+        check = asyncio.create_task(sessions.handle_check(platform, {}))
+        await reading.wait()
+        await asyncio.wait_for(sessions.handle_delete(platform, {"id": sid}), 1)
+        resume.set()
+        await check
+
+    run(delete_while_the_check_looks())
+    assert "damaged" not in platform.local.snapshot()[storage.session_entry_key(sid)]
+    assert sid not in [s["id"] for s in listed(platform)]
+
+
+def test_a_first_check_that_finds_nothing_wrong_writes_nothing_to_local(platform):
+    seed(platform, "one", "two")
+    _browser_restarts(platform)
+    writes = len(platform.local.writes)
+    run(sessions.handle_check(platform, {}))
+    assert len(platform.local.writes) == writes
+    assert platform.local.key_listings and run(platform.session.get([storage.SESSION_BODIES_CHECKED]))
+
+
 def test_a_check_asked_to_repair_rebuilds_a_lost_entry_whenever_asked(platform):
     seed(platform, "first", "second")
     sid = listed(platform)[0]["id"]
