@@ -263,32 +263,32 @@ def test_a_long_list_and_its_matches_are_all_reached_by_scrolling(margin: Margin
     page = margin.open_panel()
     open_sessions(page)
 
-    def scrolled_to(count):
-        # Counted and scrolled in one turn of the page: a keystroke rebuilds the rows, so a row
-        # counted by one Playwright call can be detached by the next (CI saw exactly that).
-        shown = sessions_region(page).evaluate(
+    def scrolled_rows():
+        # Read and scrolled in one turn of the page: a re-render (a keystroke, the search copy's
+        # digests arriving) replaces the rows, so rows read by one Playwright call can be gone by
+        # the next (CI saw a row detached, and 25 names then 10 marked rows).
+        return sessions_region(page).evaluate(
             """region => {
-                const rows = region.querySelectorAll('[role=listitem]');
+                const rows = [...region.querySelectorAll('[role=listitem]')];
                 // The list's end, past the last row: where a reader's scroll brings the next page.
-                rows[rows.length - 1]?.parentElement.lastElementChild.scrollIntoView({block: 'end'});
-                return rows.length;
+                rows.at(-1)?.parentElement.lastElementChild.scrollIntoView({block: 'end'});
+                return rows.map((row) => ({name: row.querySelector('.sp-name')?.textContent,
+                                           marked: !!row.querySelector('.sp-preview mark')}));
             }"""
         )
-        return shown == count
 
     newest_first = [f"Meeting {i:02d}" for i in reversed(range(25))]
-    poll(lambda: scrolled_to(25), timeout=COLD_S, message=lambda: f"listed {item_names(page)}")
-    assert item_names(page) == newest_first
+    seen: list = []
+
+    def reached(marked):
+        seen[:] = scrolled_rows()
+        return [r["name"] for r in seen] == newest_first and all(r["marked"] == marked for r in seen)
+
+    poll(lambda: reached(False), timeout=COLD_S, message=lambda: f"listed {seen}")
     page.get_by_role("searchbox", name="Search sessions").fill("notes meeting")
-    # The unsearched list has the same first row: the search's own rows are known by their marks.
-    searched = items(page).first.locator(".sp-preview mark")
-    poll(
-        lambda: item_names(page)[:1] == [newest_first[0]] and searched.count() and scrolled_to(25),
-        timeout=COLD_S,
-        message=lambda: f"matches listed {item_names(page)}",
-    )
-    assert item_names(page) == newest_first
-    assert items(page).filter(has=page.locator(".sp-preview mark")).count() == 25
+    # The unsearched list has the same rows: the search's own are known by their marks, every one
+    # of them, the rows built as the list scrolls too.
+    poll(lambda: reached(True), timeout=COLD_S, message=lambda: f"matches listed {seen}")
 
 
 THREE = [
