@@ -226,6 +226,11 @@ async def check_bodies_present(
     return checked
 
 
+# chrome.storage runs an extension's calls one after another: the look reads the entries in
+# batches, so an action sent meanwhile waits for one batch (~3 ms at 100), not for all 1,000.
+LOOK_READ_BATCH = 100
+
+
 async def entries_to_mark(area: StorageArea, ids: list[str]) -> list[str]:
     """The ids among `ids` whose entry is not clean, or whose `damaged: "missing"` mark disagrees
     with its body key's presence: what `check_bodies_present` would change, found from the key
@@ -233,7 +238,9 @@ async def entries_to_mark(area: StorageArea, ids: list[str]) -> list[str]:
     the caller looks at these ids again under the lock (`mark_entries`)."""
     present = set(await area.keys())
     keys = [session_entry_key(sid) for sid in ids]
-    stored = await area.get(keys)
+    stored: dict[str, Any] = {}
+    for start in range(0, len(keys), LOOK_READ_BATCH):
+        stored.update(await area.get(keys[start : start + LOOK_READ_BATCH]))
 
     def looks_right(sid: str, raw: Any) -> bool:
         if not (is_clean_entry(raw) and raw["id"] == sid):
