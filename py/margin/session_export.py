@@ -8,8 +8,9 @@ Rules:
 1. No record is left out: images are exported as stored (data URLs, inline in Markdown; the
    records verbatim in JSON), an attachment with the text the model got, and a record Margin
    cannot read as (the first 2,000 characters of) its raw JSON under a note.
-2. The file name comes from the session's name (word characters and dashes, at most 60), or
-   "session" when nothing of the name is left.
+2. The file name comes from the session's name as the user reads it (an untitled session's is
+   the catalogue's word, rule 5; word characters and dashes, at most 60), or "session" when
+   nothing of the name is left.
 3. The JSON file is `{format: "margin-session", version: 1, session: {id, name, createdAt,
    savedAt, pinned}, history}`, `history` being the body's records exactly as stored.
 4. Code runs are in the Markdown too: an answer's `toolRounds` (the model's own runs) before its
@@ -129,10 +130,14 @@ def _attached(kind: Any) -> Sentence:
     return sentence("py_export_attached", kind)
 
 
+def _said_name(entry: IndexEntry) -> str:
+    name = shown_name(entry)
+    return say(name) if isinstance(name, Sentence) else name
+
+
 def to_markdown(entry: IndexEntry, raw_history: list[Any]) -> str:
     """Rules 1, 4 and 5: in the user's language (what `catalogue.ensure` last loaded)."""
-    name = shown_name(entry)
-    lines = [f"# {say(name) if isinstance(name, Sentence) else name}", "", f"_{_date(entry.created_at)}_", ""]
+    lines = [f"# {_said_name(entry)}", "", f"_{_date(entry.created_at)}_", ""]
     for item in raw_history:
         try:
             record = Record.from_json(item)
@@ -193,7 +198,7 @@ def check_export_format(fmt: Any) -> str:
 def export_session(entry: IndexEntry, raw_history: list[Any], fmt: str) -> dict[str, str]:
     if check_export_format(fmt) == "markdown":
         return {
-            "filename": _filename(entry.name, "md"),
+            "filename": _filename(_said_name(entry), "md"),
             "mimeType": "text/markdown",
             "text": to_markdown(entry, raw_history),
         }
@@ -210,7 +215,7 @@ def export_session(entry: IndexEntry, raw_history: list[Any], fmt: str) -> dict[
         "history": raw_history,
     }
     return {
-        "filename": _filename(entry.name, "json"),
+        "filename": _filename(_said_name(entry), "json"),
         "mimeType": "application/json",
         "text": json.dumps(value, ensure_ascii=False, indent=2),
     }

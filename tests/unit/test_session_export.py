@@ -3,13 +3,15 @@ English byte for byte what Margin always wrote; what the conversation holds writ
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from helpers import run
 
 from margin import catalogue, sessions, tool_loop
 from margin.history import Record
 from margin.platform_memory import memory_platform
-from margin.session_export import to_markdown
+from margin.session_export import export_session, to_markdown
 from margin.session_index import UNTITLED, IndexEntry
 from margin.storage import HISTORY, UI_LANGUAGE
 
@@ -302,6 +304,17 @@ def test_an_untitled_sessions_heading_is_said_in_the_language():
     assert exported("ko", untitled).startswith("# 제목 없는 세션\n\n_2025-11-30 14:05 UTC_\n")
     renamed = IndexEntry("s", UNTITLED, 0, False, "", named=True)  # the user chose these words
     assert exported("ko", renamed).startswith("# Untitled session\n")
+
+
+def test_an_untitled_sessions_file_is_named_as_the_user_reads_it():
+    untitled = IndexEntry("s", UNTITLED, 0, False, "")
+    run(catalogue.ensure(memory_platform(), "ko"))
+    assert export_session(untitled, CONVERSATION, "markdown")["filename"] == "제목-없는-세션.md"
+    kept = export_session(untitled, CONVERSATION, "json")
+    assert kept["filename"] == "제목-없는-세션.json"
+    assert json.loads(kept["text"])["session"]["name"] == UNTITLED  # the file keeps what is stored
+    renamed = IndexEntry("s", UNTITLED, 0, False, "", named=True)  # the user chose these words
+    assert export_session(renamed, CONVERSATION, "markdown")["filename"] == "Untitled-session.md"
 
 
 def test_the_handler_says_the_export_in_the_setting_s_language():
