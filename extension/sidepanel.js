@@ -112,7 +112,7 @@ async function firstPaint() {
     stored = read && !early.changed ? read : await chrome.storage.local.get(FIRST_PAINT_KEYS);
     storageReadAt = performance.now();
   } catch {
-    showAlert(i18n.t("panel_read_failed"));
+    showAlert(() => i18n.t("panel_read_failed"));
   }
   state.providers = providerList(stored[KEYS.providers]);
   state.activeProviderId = stored[KEYS.activeProviderId] ?? null;

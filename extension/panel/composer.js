@@ -142,18 +142,18 @@ async function addFiles(files, source) {
   for (const file of files.filter((f) => !dataFiles.includes(f))) {
     const name = file.name || t("panel_image_word");
     if (!file.type.startsWith("image/")) {
-      showAlert(t("panel_not_an_image", name));
+      showAlert(() => t("panel_not_an_image", name));
       continue;
     }
     if (file.size > MAX_IMAGE_BYTES) {
-      showAlert(t("panel_image_too_large", name, formatNumber(MAX_IMAGE_MB)));
+      showAlert(() => t("panel_image_too_large", name, formatNumber(MAX_IMAGE_MB)));
       continue;
     }
     try {
       const dataUrl = await readAsDataUrl(file);
       state.attachments.push({ dataUrl, name, source });
     } catch {
-      showAlert(t("panel_image_unreadable", name));
+      showAlert(() => t("panel_image_unreadable", name));
     }
   }
   renderChips();

@@ -501,7 +501,7 @@ async function onAction(event) {
     case "copy": {
       const text = record ? recordText(record) : state.turn?.text ?? "";
       if (await copyText(text)) flashCopied(button);
-      else showAlert(t("panel_clipboard_failed"));
+      else showAlert(() => t("panel_clipboard_failed"));
       break;
     }
     case "copy-code": {

@@ -46,24 +46,24 @@ function paintTitle() {
   button.title = t("panel_attach_file_hint", formatNumber(MAX_MB));
 }
 
-// Rule 1: the text of `file`, or a refusal's sentence.
+// Rule 1: the text of `file`, or a refusal: the function that says it (again, when the language changes).
 async function readText(file) {
   const name = file.name;
   const ext = extensionOf(name);
-  if (SPREADSHEETS.includes(ext)) return { refusal: t("panel_file_spreadsheet", name) };
-  if (!EXTENSIONS.includes(ext)) return { refusal: t("panel_file_unsupported", name) };
-  if (file.size > MAX_BYTES) return { refusal: t("panel_file_too_large", name, formatNumber(MAX_MB)) };
+  if (SPREADSHEETS.includes(ext)) return { refusal: () => t("panel_file_spreadsheet", name) };
+  if (!EXTENSIONS.includes(ext)) return { refusal: () => t("panel_file_unsupported", name) };
+  if (file.size > MAX_BYTES) return { refusal: () => t("panel_file_too_large", name, formatNumber(MAX_MB)) };
   let bytes;
   try {
     bytes = new Uint8Array(await file.arrayBuffer());
   } catch {
-    return { refusal: t("panel_file_unreadable", name) };
+    return { refusal: () => t("panel_file_unreadable", name) };
   }
-  if (bytes.includes(0)) return { refusal: t("panel_file_not_text", name) };
+  if (bytes.includes(0)) return { refusal: () => t("panel_file_not_text", name) };
   try {
     return { text: new TextDecoder("utf-8", { fatal: true }).decode(bytes) };
   } catch {
-    return { refusal: t("panel_file_not_text", name) };
+    return { refusal: () => t("panel_file_not_text", name) };
   }
 }
 

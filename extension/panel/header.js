@@ -104,7 +104,7 @@ async function openSessions() {
   } catch (error) {
     console.error("sessions panel", error);
     closeSessions();
-    showAlert(t("panel_sessions_load_failed"));
+    showAlert(() => t("panel_sessions_load_failed"));
   }
 }
 

@@ -126,18 +126,27 @@ export function announce(text) {
 
 // --- Alerts (role=alert above the composer) --------------------------------------------------------
 
-export function showAlert(sentence) {
-  ui.alertText.textContent = sentence;
+// `words`: the panel's own sentence as a function, said again in the new language when the
+// setting changes; or text already said (the worker's error, in the language it was said in).
+let sayAlert = null;
+
+export function showAlert(words) {
+  sayAlert = typeof words === "function" ? words : null;
+  ui.alertText.textContent = sayAlert ? sayAlert() : words;
   ui.alertBox.hidden = false;
 }
 
 export function clearAlert() {
+  sayAlert = null;
   ui.alertBox.hidden = true;
   ui.alertText.textContent = "";
 }
 
 export function init() {
   document.body.dataset.turnState = state.turnState;
+  events.addEventListener("language-changed", () => {
+    if (sayAlert && !ui.alertBox.hidden) ui.alertText.textContent = sayAlert();
+  });
   $("alert-dismiss").append(svg("close"));
   $("alert-dismiss").addEventListener("click", () => {
     clearAlert();

@@ -44,7 +44,7 @@ export function startSummary(card) {
   try {
     port = chrome.runtime.connect({ name: CONTRACT.summaryPort });
   } catch {
-    showAlert(couldNotSummarize(title, lost()));
+    showAlert(() => couldNotSummarize(title, lost()));
     return;
   }
   const pass = { port, chars: 0, title, keepAlive: 0, cancelTimer: 0, cancelled: false };
@@ -97,9 +97,9 @@ function end(key, pass, outcome) {
     pass.port.disconnect();
   } catch {}
   if (outcome.event === "done") announce(t("panel_summary_ready", pass.title));
-  else if (outcome.event === "cancelled") showAlert(t("panel_summary_cancelled", pass.title));
+  else if (outcome.event === "cancelled") showAlert(() => t("panel_summary_cancelled", pass.title));
   else if (!QUIET_CODES.includes(outcome.error?.code)) {
-    showAlert(couldNotSummarize(pass.title, outcome.error?.message || t("panel_summary_no_answer")));
+    showAlert(() => couldNotSummarize(pass.title, outcome.error?.message || t("panel_summary_no_answer")));
   }
   emit("summary-changed", { key });
 }

@@ -49,7 +49,7 @@ export function startTurn(start, restore = null, { quietErrors = [] } = {}) {
     port = chrome.runtime.connect({ name: CONTRACT.turnPort });
   } catch {
     // Nothing was sent, so nothing was stored: the words go back into the box.
-    showAlert(t("panel_worker_unreachable"));
+    showAlert(() => t("panel_worker_unreachable"));
     emit("turn-unsent", { restore });
     return;
   }
@@ -95,7 +95,7 @@ export function startTurn(start, restore = null, { quietErrors = [] } = {}) {
     if (state.turn !== turn) return;
     const stopping = state.turnState === "stopping";
     endTurn(turn, { removeNow: true });
-    if (!stopping) showAlert(t("panel_connection_lost"));
+    if (!stopping) showAlert(() => t("panel_connection_lost"));
   });
   // Several large images can make the start larger than one port message may be (64 MiB).
   postInPieces(port, start);
@@ -134,7 +134,7 @@ function onTurnEvent(turn, message) {
       if (turn.questionStored && message.unsaved) {
         emit("answer-unsaved", { unsaved: message.unsaved });
         endTurn(turn, { removeNow: true });
-        showAlert(message.error?.message || t("panel_answer_not_saved"));
+        showAlert(message.error?.message || (() => t("panel_answer_not_saved")));
         break;
       }
       // Text that arrived is stored as an incomplete answer (py/margin/chat.py rule 3): the stored
@@ -143,7 +143,7 @@ function onTurnEvent(turn, message) {
       if (kept) paintStream(turn, { final: true });
       endTurn(turn, { removeNow: !kept });
       if (!turn.quietErrors.includes(message.error?.code)) {
-        showAlert(message.error?.message || t("panel_no_answer"));
+        showAlert(message.error?.message || (() => t("panel_no_answer")));
       }
       // Nothing was stored: give the user their words back.
       if (!turn.questionStored) emit("turn-unsent", { restore: turn.restore });

@@ -156,7 +156,7 @@ async function onClick(event) {
   if (!entry) return;
   if (button.dataset.unsavedAction === "copy") {
     if (await copyText(entry.answer.content)) announce(t("panel_copied"));
-    else showAlert(t("panel_clipboard_failed"));
+    else showAlert(() => t("panel_clipboard_failed"));
     return;
   }
   button.disabled = true;

@@ -174,6 +174,12 @@ def test_the_panel_speaks_japanese_then_follows_the_setting_to_russian(browser_i
     margin.storage_set({"uiLanguage": "ru"})
     page.get_by_role("textbox", name="Сообщение").wait_for(timeout=COLD_TIMEOUT_MS)
     assert page.evaluate("document.documentElement.lang") == "ru"
+    # The alert still up from before is the panel's own sentence: it is said again, in Russian.
+    poll(
+        lambda: margin.wait_alert(page).startswith("«notes.txt» — не изображение."),
+        timeout=10,
+        message=lambda: margin.wait_alert(page),
+    )
     page.get_by_role("button", name="Отправить", exact=True).wait_for()
     page.get_by_role("searchbox", name="Поиск по сессиям").wait_for()
     assert dates(page)["Recent"] == "3 минуты назад"
