@@ -64,7 +64,7 @@ from .session_entries import (
     with_digest,
 )
 from .session_migration import migrate_list, repair_entry
-from .storage import SAVED_SESSIONS, SESSION_INDEX_LAYOUT, session_body_key, session_entry_key
+from .storage import SAVED_SESSIONS, SESSION_INDEX_LAYOUT, session_entry_key
 from .stored_values import parked_key
 
 # The entry's concept (margin.session_entries) is imported by the sessions modules from here.
@@ -206,6 +206,16 @@ async def read_session_index(area: StorageArea) -> SessionIndex:
 # -- bodies: present, readable ---------------------------------------------------------------
 
 
+def _marked_by_presence(entry: IndexEntry, present: set[str]) -> IndexEntry:
+    """The entry with its `damaged: "missing"` mark agreeing with its body key's presence (the
+    same object when it already does)."""
+    if entry.body_key not in present and entry.damaged != "missing":
+        return replace(entry, damaged="missing")
+    if entry.body_key in present and entry.damaged == "missing":
+        return replace(entry, damaged=None)
+    return entry
+
+
 async def check_bodies_present(
     area: StorageArea, entries: list[IndexEntry], present: set[str] | None = None
 ) -> list[IndexEntry]:
@@ -213,13 +223,7 @@ async def check_bodies_present(
     body. `present`: the body keys known to be stored (by default every key's name is listed)."""
     if present is None:
         present = set(await area.keys())
-    checked: list[IndexEntry] = []
-    for entry in entries:
-        if entry.body_key not in present and entry.damaged != "missing":
-            entry = replace(entry, damaged="missing")
-        elif entry.body_key in present and entry.damaged == "missing":
-            entry = replace(entry, damaged=None)
-        checked.append(entry)
+    checked = [_marked_by_presence(entry, present) for entry in entries]
     changed = {e.entry_key: e.to_json() for a, e in zip(entries, checked, strict=True) if a is not e}
     if changed:
         await area.set(changed)
@@ -245,8 +249,8 @@ async def entries_to_mark(area: StorageArea, ids: list[str]) -> list[str]:
     def looks_right(sid: str, raw: Any) -> bool:
         if not (is_clean_entry(raw) and raw["id"] == sid):
             return False
-        marked_missing = IndexEntry.from_clean_json(raw).damaged == "missing"
-        return (session_body_key(sid) in present) != marked_missing
+        entry = IndexEntry.from_clean_json(raw)
+        return _marked_by_presence(entry, present) is entry
 
     return [sid for sid, key in zip(ids, keys, strict=True) if not looks_right(sid, stored.get(key))]
 
