@@ -5,13 +5,15 @@ a time on a busy main thread (README.md "Measured"); one file of the same code i
 
 Rules:
 1. Source stays separate ES modules in extension/; dist's sidepanel.js is esbuild's bundle of its
-   static import graph (early_read.js included), made from the files already copied into dist
-   (generated/contract.js included). What it imports with import() stays lazy: each such module
-   is an entry of its own (LAZY_ENTRIES), bundled at its own path, and what the entries share is
-   split into chunks (`--splitting`), so no module ever runs twice in the page (i18n.js holds the
-   page's language) and `import("./sessions_panel.js")` from the page (a test, the bench) gets the
-   panel's own instance. A lazy import that is not in LAZY_ENTRIES stops the build.
-2. vendor/ is never bundled: the verified files are imported as they are (external).
+   static import graph (panel/early_read.js included), made from the files already copied into
+   dist (generated/contract.js included). What it imports with import() stays lazy: each such
+   module is an entry of its own (LAZY_ENTRIES), bundled at its own path, and what the entries
+   share is split into chunks (`--splitting`), so no module ever runs twice in the page
+   (shared/i18n.js holds the page's language) and `import("./panel/sessions/drawer.js")` from the
+   page (a test, the bench) gets the panel's own instance. A lazy import that is not in
+   LAZY_ENTRIES stops the build.
+2. vendor/ is never bundled: the verified files are imported as they are (external), from any
+   folder (`./vendor/…` from the root, `../vendor/…` from panel/).
 3. The chunks are written at dist's root, beside the entries: a module bundled into a file of
    another folder that builds a relative URL from `import.meta.url` is refused (the URL would
    change): it builds one from the extension's root instead.
@@ -19,9 +21,9 @@ Rules:
    (either would load an unbundled copy of a module, run a second time); the build adds a
    modulepreload for each chunk the bundle imports statically, fetched with the bundle, not after,
    right before the module script (in the template first_frame.js starts once the kept frame is
-   on screen: sidepanel.html).
+   on screen: sidepanel.html, panel/first_frame.js).
 5. The page's stylesheets (`INLINED_STYLESHEETS`, in <head>) are put into it as <style> in dist:
-   the kept first frame (first_frame.js, a classic script) cannot run before every stylesheet is
+   the kept first frame (panel/first_frame.js, a classic script) cannot run before every stylesheet is
    in, and three requests through the extension's protocol handler came first (README.md
    "Measured"). The extension pages' CSP restricts scripts, not styles; a stylesheet with a url()
    or an @import is refused (inlined, its relative URLs would be the page's).
@@ -46,10 +48,10 @@ from buildsteps.fetch import cache_dir, npm_binary, npm_pin, read_npm_lock
 from buildsteps.sources import ESBUILD_BINARY, ESBUILD_PACKAGES
 
 ENTRY = "sidepanel.js"
-LAZY_ENTRIES = ("markdown.js", "sessions_panel.js")  # what the panel imports with import()
+LAZY_ENTRIES = ("panel/markdown.js", "panel/sessions/drawer.js")  # what the panel imports with import()
 PAGE = "sidepanel.html"
 SCRIPT_TAG = f'<script type="module" src="{ENTRY}"></script>'
-INLINED_STYLESHEETS = ("theme.css", "sidepanel.css", "sessions_panel.css")
+INLINED_STYLESHEETS = ("shared/theme.css", "panel/sidepanel.css", "panel/sessions/drawer.css")
 WORK = ".bundle"  # esbuild's output folder inside dist, emptied into dist's root, then removed
 
 MODULE_SCRIPT = re.compile(r"""<script\b[^>]*\btype=["']module["'][^>]*>""")

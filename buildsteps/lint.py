@@ -40,7 +40,7 @@ IMPORT_FROM = re.compile(r"""^\s*(?:import|export)\b[^'"`;]*?\bfrom\s*['"]([^'"]
 BARE_IMPORT = re.compile(r"""^\s*import\s*['"]([^'"]+)['"]""", re.M)
 DYNAMIC_IMPORT = re.compile(r"""\bimport\(\s*['"]([^'"]+)['"]\s*\)""")
 # A module Worker started by a module (`new Worker(new URL("./x.js", import.meta.url), {type: "module"})`);
-# a path from the extension's root ("/sessions/x.js") is one too (buildsteps/bundle.py rule 3).
+# a path from the extension's root ("/panel/sessions/x.js") is one too (buildsteps/bundle.py rule 3).
 MODULE_WORKER = re.compile(
     r"""new\s+Worker\(\s*new\s+URL\(\s*["']([./][^"']+)["']\s*,\s*import\.meta\.url\s*\)\s*,\s*\{\s*type:\s*["']module["']"""
 )

@@ -1,16 +1,18 @@
-// The side panel's entry point: wires the panel's parts, paints the conversation from storage, then
-// follows storage and wakes the worker. The features live in panel/ (one file each); importing one
-// wires nothing: its `init()` does, called here in order.
+// The side panel's entry point: imports the panel's features, starts them, paints the conversation
+// from storage, then follows storage and wakes the worker. The features live in panel/ (one file
+// each); importing one wires nothing: it registers itself with panel/registry.js, and the
+// registry starts the features, phase by phase, in the order their registrations state.
 //
 // Rules:
 // 1. The conversation on screen is `history` from chrome.storage.local, read directly on load
 //    (before Python is up) and kept in step with storage.onChanged. The panel never writes storage:
 //    every change goes through the service worker (docs/protocol.md).
 // 2. First paint comes first. When the panel kept a frame of the conversation as it last looked
-//    (panel/kept_frame.js), first_frame.js shows it before this module has loaded, and the first
-//    paint builds the real one in the task that takes it down. Python is woken and the sessions index read only after it. Only what
-//    the first paint needs is imported statically (sessions_panel.js is a dynamic import); the
-//    Markdown and highlighting libraries load after the first frame (markdown_lite.js).
+//    (panel/kept_frame.js), panel/first_frame.js shows it before this module has loaded, and the
+//    first paint builds the real one in the task that takes it down. Python is woken and the
+//    "painted" phase started (Explain, the sessions index read ahead) only after it. Only what the
+//    first paint needs is imported statically (the sessions drawer is a dynamic import); the
+//    Markdown and highlighting libraries load after the first frame (panel/markdown_lite.js).
 // 3. Accessible names are the contract of docs/interface.md ("Message", "Send"/"Stop", "Copy", "Edit",
 //    "Regenerate", "Attach image", "Screenshot", "New session", "Sessions", role=alert for errors).
 // 4. `window.__marginFirstPaint` (when the first frame showing the stored conversation was drawn:
@@ -23,60 +25,59 @@
 //    put in above them (conversation.js rule 10).
 // 5. The panel's modules import one way (tests/unit/test_js_imports.py fails on a cycle): header
 //    uses conversation, composer and turn; conversation uses composer, turn and attachments;
-//    attachments uses slimming and summaries; composer and explain use turn; everything uses state. What goes back up is an event on `events`
-//    (state.js) or a function handed to an `init()`.
+//    attachments uses slimming and summaries; composer and explain use turn; everything uses state
+//    and the registry. What goes back up is an event on `events` (state.js) or a function a
+//    feature `provides` through the registry (panel/registry.js rule 4).
+// 6. The phases (panel/registry.js rule 2): "base" and "wire" start before the storage is followed
+//    and read; "painted" once the first frame is drawn and the worker is being woken.
 //
+// panel/registry.js      the features' registrations and the order they start in (phases, `after`)
 // panel/state.js         shared state, the event bus, the turn state, element refs, records, alerts
+// panel/words.js         the panel's words: static HTML translated, the language followed live
 // panel/conversation.js  bubbles painted from history, their actions, the image viewer
 // panel/composer.js      message box, Send/Stop, attachments, edit mode
 // panel/turn.js          a turn: the port, streaming, Stop, keepalive
-// panel/header.js        model name, New session, Sessions, Settings, Esc
+// panel/header.js        model name (panel/model_menu.js), New session, Sessions, Settings, Esc
 // panel/attachments.js   Attach page (button, keyboard command), attachment cards, Attach again
+// panel/data_files.js    "Attach file": a data file as an attachment record
 // panel/slimming.js      which cards the model gets as a short note (Python's aging rule, pure)
 // panel/summaries.js     summary passes of long pages: the port, progress, Cancel summary
 // panel/capsules.js      "Seek to 12:34" capsules in answers that follow a video (timecodes.js)
 // panel/explain.js       runs the turn the context menu's "Explain with Margin" queued
 // panel/unsaved.js       answers whose save failed: "Not saved", Copy, Retry save
 // panel/code_runs.js     "Run" on an answer's Python blocks, in the code sandbox; their output
-// panel/words.js         the panel's words: static HTML translated, the language followed live
+// panel/tool_calls.js    the model's run_python calls: shown, run in the sandbox, answered
+// panel/usage.js         an answer's usage line (pure)
+// panel/markdown*.js     Markdown: the lazy loader, the libraries' renderer, the sanitizer's policy
+// panel/stream_render.js a streaming answer's Markdown in linear time (pure)
 // panel/render_cache.js  the kept render: the newest answers' sanitized HTML, for the next first paint
-// panel/kept_frame.js    the kept first frame: the settled panel's HTML, shown on the next open (first_frame.js)
-// early_read.js          the first paint's storage reads (history, the language), started before the other modules run
+// panel/kept_frame.js    the kept first frame: the settled panel's HTML, shown on the next open
+// panel/first_frame.js   shows the kept frame before this module loads, then starts it (classic script)
+// panel/early_read.js    the first paint's storage reads (history, the language), started before the other modules run
+// panel/sessions/        the sessions drawer (drawer.js), its search worker and the backup's port
 
-// early_read.js first: in the bundle (buildsteps/bundle.py) its reads start before the rest runs.
-import { FIRST_PAINT_KEYS } from "./early_read.js";
-import { call, idle } from "./ui_common.js";
-import * as i18n from "./i18n.js";
-import { init as initState, KEYS, moduleStartedAt, ui, state, showAlert } from "./panel/state.js";
-import * as turn from "./panel/turn.js";
+// panel/early_read.js first: in the bundle (buildsteps/bundle.py) its reads start before the rest runs.
+import { FIRST_PAINT_KEYS } from "./panel/early_read.js";
+import { call } from "./shared/ui_common.js";
+import * as i18n from "./shared/i18n.js";
+import { start } from "./panel/registry.js";
+import { KEYS, moduleStartedAt, ui, state, showAlert } from "./panel/state.js";
 import * as composer from "./panel/composer.js";
-import * as attachments from "./panel/attachments.js";
 import * as conversation from "./panel/conversation.js";
-import * as unsaved from "./panel/unsaved.js";
 import * as header from "./panel/header.js";
-import * as explain from "./panel/explain.js";
-import * as codeRuns from "./panel/code_runs.js";
-import * as words from "./panel/words.js";
-import * as toolCalls from "./panel/tool_calls.js";
-import * as dataFiles from "./panel/data_files.js";
 import { keptFrame, takeOver } from "./panel/kept_frame.js";
+import * as words from "./panel/words.js";
+// The features that register themselves and are used by nothing above (their import is their registration).
+import "./panel/turn.js";
+import "./panel/attachments.js";
+import "./panel/data_files.js";
+import "./panel/unsaved.js";
+import "./panel/explain.js";
+import "./panel/code_runs.js";
+import "./panel/tool_calls.js";
 
 const PING_GRACE_MS = 250;
 const KEPT_FRAME_WAIT_MS = 250;
-
-function wirePanel() {
-  initState();
-  words.init();
-  turn.init({ refreshFromStorage: conversation.refreshFromStorage });
-  composer.init();
-  attachments.init();
-  dataFiles.init();
-  conversation.init();
-  unsaved.init();
-  header.init();
-  codeRuns.init();
-  toolCalls.init();
-}
 
 // --- Storage: paint first, then follow ------------------------------------------------------------
 
@@ -106,7 +107,7 @@ async function firstPaint() {
   let stored = {};
   let storageReadAt = null;
   try {
-    // early_read.js asked for these while the modules loaded; usable only if nothing changed since.
+    // panel/early_read.js asked for these while the modules loaded; usable only if nothing changed since.
     const early = window.__marginEarlyRead;
     const read = early?.read && !early.changed ? await early.read.catch(() => null) : null;
     stored = read && !early.changed ? read : await chrome.storage.local.get(FIRST_PAINT_KEYS);
@@ -117,7 +118,7 @@ async function firstPaint() {
   state.providers = providerList(stored[KEYS.providers]);
   state.activeProviderId = stored[KEYS.activeProviderId] ?? null;
   header.paintModel();
-  // The kept frame (first_frame.js) is drawn before this task builds the panel's own, and leaves
+  // The kept frame (panel/first_frame.js) is drawn before this task builds the panel's own, and leaves
   // in it: the two are never on screen together, and nothing shows between them.
   const kept = keptFrame();
   // (A page that is not drawn, a background tab, gets no frame callbacks: it does not wait for one.)
@@ -176,23 +177,15 @@ async function wakePython() {
   call("images.bound", {}).catch((error) => console.warn("images.bound failed:", error.code, error.message));
 }
 
-// Read the sessions index in idle time after the first paint, so "Sessions" opens by painting
-// from memory (with a thousand full digests the index is ~100 MB and takes seconds to read).
-function preloadSessionsIndex() {
-  idle(() => import("./sessions_panel.js")
-    .then((module) => module.preloadSessions())
-    .catch((error) => console.warn("sessions preload failed:", error)));
-}
-
-// The language setting: early_read.js started reading it while the modules loaded; one promise per page.
+// The language setting: panel/early_read.js started reading it while the modules loaded; one promise per page.
 const languageRead = i18n.start();
-wirePanel();
+start("base");
+start("wire");
 // Follow storage before reading it: a change that lands while we read must not be missed.
 followStorage();
 // Paint first, then wake the worker: booting Python competes for the CPU the first frame needs
 // (firstPaint resolves once that frame is drawn, not once it is asked for).
 firstPaint().finally(() => {
   wakePython();
-  explain.init();
-  preloadSessionsIndex();
+  start("painted");
 });

@@ -2,7 +2,7 @@
 // page-context records in the conversation (View text, Remove, and what the model gets for them).
 //
 // Rules:
-// 1. A page-context record (py/margin/page_context.py) is a card, never a bubble: it is not an
+// 1. A page-context record (py/margin/page/context.py) is a card, never a bubble: it is not an
 //    `article[data-role]`, it has no Edit or Regenerate, and a run of cards is answered by the
 //    next question.
 // 2. Attaching never writes here: the worker appends the record and storage.onChanged paints it.
@@ -17,11 +17,12 @@
 //    summary pass changes.
 
 import { CONTRACT } from "../generated/contract.js";
-import { call, el, svg } from "../ui_common.js";
-import { t, tPlural, formatNumber, formatSize } from "../i18n.js";
+import { call, el, svg } from "../shared/ui_common.js";
+import { t, tPlural, formatNumber, formatSize } from "../shared/i18n.js";
 import { $, ui, state, events, recordText, showAlert, clearAlert, announce } from "./state.js";
 import { agedIndices, summaryOf } from "./slimming.js";
 import { summaryKey, summaryProgress, startSummary, cancelSummary } from "./summaries.js";
+import { register } from "./registry.js";
 
 const PREFIX = CONTRACT.pageContextPrefix;
 // The card's kind, as its accessible name begins ("Attached page: <title>").
@@ -104,7 +105,7 @@ export function attachmentSignature(record, waiting) {
   return `att|${waiting ? 1 : 0}|${meta.kind}|${meta.title}|${meta.url}|${record.content.length}|${slimming}`;
 }
 
-// A data file (py/margin/data_files.py): its type, its size and, for a table, its rows.
+// A data file (py/margin/page/data_files.py): its type, its size and, for a table, its rows.
 function fileMetaLine(meta) {
   const type = /\.([^.]+)$/.exec(meta.name || "")?.[1]?.toUpperCase() || meta.mediaType || "";
   const parts = [type, formatSize(meta.size)];
@@ -269,3 +270,5 @@ export function updateComposerHint(records) {
   const waiting = records.length - waitingFrom(records);
   ui.message.placeholder = waiting ? tPlural("panel_ask_attached", waiting) : t("panel_ask_anything");
 }
+
+register({ name: "attachments", init });

@@ -1,6 +1,6 @@
 // "Run" on an answer's Python code blocks: the code runs in the code sandbox (sandbox/sandbox.html,
 // a sandboxed page framed here), its output is painted under the block and stored with the answer
-// (`code.save_run`, py/margin/code_runs.py), so it is painted again after a reload.
+// (`code.save_run`, py/margin/sandbox/code_runs.py), so it is painted again after a reload.
 //
 // Rules:
 // 1. Every Python block of a stored answer (`article[data-index]`, not the streaming bubble) gets
@@ -21,9 +21,10 @@
 //    catalogue carry their keys (data-i18n…, words.js); a bubble built again in the new language
 //    takes over the run of its block (its output and "Stop").
 import { CONTRACT } from "../generated/contract.js";
-import { call, el } from "../ui_common.js";
-import { t, setAttributeWords, setWords } from "../i18n.js";
+import { call, el } from "../shared/ui_common.js";
+import { t, setAttributeWords, setWords } from "../shared/i18n.js";
 import { ui, state } from "./state.js";
+import { register } from "./registry.js";
 
 const CHANNEL = "margin-sandbox";
 const VERSION = 1;
@@ -346,3 +347,6 @@ export function init() {
     }
   }).observe(ui.conversation, { childList: true, subtree: true, attributeFilter: ["data-streaming"] }); // before the first paint (sidepanel.js)
 }
+
+// Wired before the first paint: its MutationObserver must see the first paint's blocks.
+register({ name: "code-runs", init });

@@ -15,11 +15,12 @@
 //    turn runs, disabled while it is stopping. A new turn starts only while idle.
 
 import { CONTRACT } from "../generated/contract.js";
-import { call, el, svg } from "../ui_common.js";
-import { t, formatNumber } from "../i18n.js";
+import { call, el, svg } from "../shared/ui_common.js";
+import { t, formatNumber } from "../shared/i18n.js";
 import { $, ui, state, events, recordText, recordImages, recordSignature, showAlert } from "./state.js";
 import { startTurn, stopTurn } from "./turn.js";
 import { isDataFile, attachDataFiles } from "./data_files.js";
+import { register } from "./registry.js";
 
 const MAX_IMAGE_BYTES = CONTRACT.limits.attachmentMaxBytes;
 const MAX_IMAGE_MB = Math.floor(MAX_IMAGE_BYTES / (1024 * 1024));
@@ -81,7 +82,7 @@ function paintSendButton() {
   ui.send.disabled = state.turnState === "stopping";
 }
 
-// A screenshot's stored name is its tab's title (py/margin/screenshot.py); one stored before says
+// A screenshot's stored name is its tab's title (py/margin/images/screenshot.py); one stored before says
 // "Screenshot of <title>" in English. Either is shown as the catalogue's "Screenshot of $1" in the
 // language of the moment; any other image's name is shown as it is.
 const LEGACY_SCREENSHOT = CONTRACT.storedNames.legacyScreenshotPrefix;
@@ -301,3 +302,5 @@ function submit() {
   autosize();
   startTurn(start, restore);
 }
+
+register({ name: "composer", init });

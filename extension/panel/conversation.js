@@ -32,9 +32,9 @@
 //    one-shot paint gives (tests/e2e/test_first_paint_e2e.py). Building and styling 200 bubbles
 //    held the first frame for ~40 + ~30 ms; the ones above the view are not in it anyway.
 
-import { call, el, svg, copyText, idle } from "../ui_common.js";
-import { t, formatNumber } from "../i18n.js";
-import { markdownModule, loadMarkdown } from "../markdown_lite.js";
+import { call, el, svg, copyText, idle } from "../shared/ui_common.js";
+import { t, formatNumber } from "../shared/i18n.js";
+import { markdownModule, loadMarkdown } from "./markdown_lite.js";
 import { cachedFragment, keepRenders, recordKey, MAX_ENTRIES, MAX_ENTRY_CHARS } from "./render_cache.js";
 import { keepSoon as keepFirstFrame } from "./kept_frame.js";
 import { KEYS, $, ui, state, events, recordText, recordImages, recordSignature, scrollToBottom, announce, showAlert } from "./state.js";
@@ -44,6 +44,7 @@ import { isAttachment, isVideoRecord, waitingFrom, attachmentSignature, buildAtt
 import { addCapsules } from "./capsules.js";
 import { usageLine } from "./usage.js";
 import { unsavedAfter, forgetUnsavedNodes } from "./unsaved.js";
+import { register } from "./registry.js";
 
 const EAGER_BUBBLES = 12;
 const EAGER_IMAGE_BUBBLES = 12;
@@ -236,7 +237,7 @@ function buildBubble(record, index, { regenerate, lite, deferImages, videoIndex,
     if (!streamed) body.append(content);
     else if (content !== streamed.content) streamed.content.replaceWith(content);
     if (record.stopped) body.append(el("span", { class: "tag", text: t("panel_stopped") }));
-    // A turn that failed mid-answer keeps what arrived (py/margin/chat.py rule 3); never let it look whole.
+    // A turn that failed mid-answer keeps what arrived (py/margin/turn/chat.py rule 3); never let it look whole.
     if (record.incomplete) body.append(el("p", { class: "answer-note", text: t("panel_incomplete") }));
   }
   const actions = el("div", { class: "actions" });
@@ -590,3 +591,5 @@ function dataUrlBlob(url) {
   for (let i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);
   return new Blob([bytes], { type: match[1] });
 }
+
+register({ name: "conversation", provides: { refreshFromStorage }, init });

@@ -1,5 +1,5 @@
 // "Attach file": a data file the user chooses (CSV, TSV, JSON, Markdown, plain text) becomes an
-// attachment record (py/margin/data_files.py), shown as a card like an attached page.
+// attachment record (py/margin/page/data_files.py), shown as a card like an attached page.
 //
 // Rules:
 // 1. The file is read here, in the panel, and decoded as UTF-8 (fatal): a file over
@@ -10,9 +10,10 @@
 // 3. Dropped or pasted files that are data files come here too (composer.js asks `isDataFile`).
 
 import { CONTRACT } from "../generated/contract.js";
-import { call, svg } from "../ui_common.js";
-import { t, formatNumber } from "../i18n.js";
+import { call, svg } from "../shared/ui_common.js";
+import { t, formatNumber } from "../shared/i18n.js";
 import { $, ui, events, showAlert, clearAlert, announce } from "./state.js";
+import { register } from "./registry.js";
 
 const MAX_BYTES = CONTRACT.limits.dataFileMaxBytes;
 const MAX_MB = Math.floor(MAX_BYTES / (1024 * 1024));
@@ -95,3 +96,5 @@ async function attachOne(file) {
     showAlert(error.message);
   }
 }
+
+register({ name: "data-files", init });

@@ -2,21 +2,25 @@
 // Sessions, Settings; and Esc, which leaves edit mode or closes the sessions panel.
 //
 // Rules:
-// 1. sessions_panel.js is imported on first use (dynamic import is allowed in extension pages), so
-//    the panel paints without it and still works if it fails to load.
+// 1. The sessions drawer (panel/sessions/drawer.js) is imported on first use (dynamic import is
+//    allowed in extension pages), so the panel paints without it and still works if it fails to
+//    load. After the first paint, in idle time, it reads the sessions index ahead (`preloadSessions`),
+//    so "Sessions" opens by painting from memory (with a thousand full digests the index is
+//    ~100 MB and takes seconds to read).
 // 2. The model name is painted from `state.providers` / `state.activeProviderId`, which follow storage.
 // 3. A request that switches the conversation (New session, Open) first stops the running turn and
 //    waits for it to end, so its answer is stored in the conversation it belongs to (chat.py drops an
 //    answer whose conversation changed meanwhile).
-// 4. `init()` wires the buttons and Esc.
+// 4. `init()` wires the buttons and Esc; `preloadSessionsIndex()` starts after the first paint.
 
-import { call, svg, openOptions } from "../ui_common.js";
-import { t } from "../i18n.js";
+import { call, idle, svg, openOptions } from "../shared/ui_common.js";
+import { t } from "../shared/i18n.js";
 import { $, ui, state, events, scrollToBottom, announce, showAlert } from "./state.js";
 import { updateEmptyState } from "./conversation.js";
 import { cancelEdit } from "./composer.js";
 import { stopTurn } from "./turn.js";
 import * as modelMenu from "./model_menu.js";
+import { register } from "./registry.js";
 
 export function paintModel() {
   const active = state.providers.find((p) => p?.id === state.activeProviderId) || null;
@@ -67,11 +71,17 @@ async function startNewSession(event) {
   }
 }
 
+function preloadSessionsIndex() {
+  idle(() => import("./sessions/drawer.js")
+    .then((module) => module.preloadSessions())
+    .catch((error) => console.warn("sessions preload failed:", error)));
+}
+
 // One mount, even when "Sessions" is pressed again while the module loads; a failed load is retried.
 let sessionsPanel = null;
 
 function mountedSessionsPanel() {
-  sessionsPanel ??= import("../sessions_panel.js").then(
+  sessionsPanel ??= import("./sessions/drawer.js").then(
     (module) =>
       module.mountSessionsPanel(ui.sessionsRoot, {
         call: (name, payload) =>
@@ -124,3 +134,7 @@ function onEscape(event) {
     ui.sessionsButton.focus();
   }
 }
+
+register({ name: "header", init });
+// Rule 1, after the explain request (a turn the user asked for) has been picked up.
+register({ name: "sessions-preload", phase: "painted", after: ["explain"], init: preloadSessionsIndex });

@@ -3,7 +3,7 @@
 // and takes over from it in the task that builds the panel's own first frame.
 //
 // Rules:
-// 1. Kept in the extension page's `localStorage` under `margin.firstFrame` (docs/storage.md), as
+// 1. Kept in the extension page's `localStorage` under `margin.firstFrame` (docs/storage-model.md), as
 //    `{v: 1, version, stamp, lang, html}`: a cache only, never read by the worker, never in a backup;
 //    the panel still never writes `chrome.storage` (sidepanel.js rule 1).
 // 2. Kept only when the panel is settled: no turn runs and no bubble waits for its Markdown render
@@ -19,7 +19,7 @@
 //    stale, and the first paint is the panel's own.
 // 4. A storage that throws (full, disabled) means no frame kept, never an error.
 
-import { idle } from "../ui_common.js";
+import { idle } from "../shared/ui_common.js";
 import { hash53 } from "./render_cache.js";
 import { recordSignature, state, ui } from "./state.js";
 import { usageLine } from "./usage.js";

@@ -9,8 +9,8 @@
 //    Tab or a click outside closes it.
 // 3. The menu is rebuilt from `state.providers` each time it opens, so it never shows a stale list.
 
-import { call, el, openOptions } from "../ui_common.js";
-import { t } from "../i18n.js";
+import { call, el, openOptions } from "../shared/ui_common.js";
+import { t } from "../shared/i18n.js";
 import { ui, state, announce, showAlert } from "./state.js";
 
 const menu = () => document.getElementById("model-menu");

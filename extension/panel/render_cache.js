@@ -2,7 +2,7 @@
 // them as they looked, before the Markdown libraries are loaded (markdown_lite.js).
 //
 // Rules:
-// 1. Stored in the extension page's `localStorage` under `margin.renderCache` (docs/storage.md):
+// 1. Stored in the extension page's `localStorage` under `margin.renderCache` (docs/storage-model.md):
 //    synchronous to read at first paint, never read by the worker, never part of a backup. The
 //    panel still never writes `chrome.storage` (sidepanel.js rule 1): this is a cache only.
 // 2. Keyed by the record's identity and a hash of its text (`recordKey`): a changed record gets
@@ -16,7 +16,7 @@
 //    loaded (conversation.js), so what stays on screen always came from the sanitizer.
 // 5. A storage that throws (full, disabled, corrupt JSON) means no cache, never an error.
 
-import { isSanitizedShape, decorate } from "../markdown_policy.js";
+import { isSanitizedShape, decorate } from "./markdown_policy.js";
 
 const KEY = "margin.renderCache";
 export const MAX_ENTRIES = 16;

@@ -1,9 +1,9 @@
-// What the model gets for each attachment card, by the rules of py/margin/slimming.py: its summary
+// What the model gets for each attachment card, by the rules of py/margin/turn/slimming.py: its summary
 // (once it has one), or a one-line stub once it is cold ("aged"). Pure: no DOM, no listeners;
 // tests/unit/test_slimming_js.py runs it in node against the Python module on many conversations.
 //
 // Rules (mirroring Python exactly):
-// 1. Records are read as Python reads them (margin.history.Record.from_json): a record that is not
+// 1. Records are read as Python reads them (margin.storage.history.Record.from_json): a record that is not
 //    `{role: user|assistant|system, content: string | [{type: string, ...}]}` is left out (it is
 //    neither a question nor an attachment), but indices are those of the raw list the panel paints.
 // 2. An attachment is a user record whose text starts with `CONTRACT.pageContextPrefix` and that has

@@ -5,13 +5,15 @@
 // Rules:
 // 1. `state` is the one mutable object of the panel; the features read and change it, nothing keeps
 //    a copy. `ui` holds the elements of sidepanel.html, looked up once.
-// 2. This module imports no other part of the panel, so every part can import it. The panel's
+// 2. This module imports no other part of the panel (but the registry, which imports nothing), so
+//    every part can import it. The panel's
 //    modules import one way (sidepanel.js rule 5); what has to go back up is an event on `events`.
 // 3. A turn's lifecycle is ONE value, `state.turnState`: "idle" (no turn), "starting" (the port is
 //    open, the question not stored yet), "streaming" (stored, the answer arriving), "stopping"
 //    (Stop pressed, waiting for the end). Only `setTurnState` changes it: it mirrors the value in
 //    `body[data-turn-state]` (tests wait for it) and dispatches "turn-state".
-// 4. Nothing here registers a listener at import time; `init()` does (sidepanel.js calls it).
+// 4. Nothing here registers a listener at import time; `init()` does (started by the registry,
+//    panel/registry.js, first of all).
 //
 // Events on `events` (CustomEvent, `detail` as listed):
 //   "turn-state"   {state, previous}  the lifecycle changed (composer paints Send/Stop)
@@ -21,7 +23,8 @@
 //   "unsaved-changed" {}              `state.unsaved` changed (conversation.js repaints)
 
 import { CONTRACT } from "../generated/contract.js";
-import { svg } from "../ui_common.js";
+import { svg } from "../shared/ui_common.js";
+import { register } from "./registry.js";
 
 export const KEYS = CONTRACT.storage.keys;
 // When the panel's own code started running (after its libraries loaded): see __marginPaintBreakdown.
@@ -153,3 +156,6 @@ export function init() {
     ui.message.focus();
   });
 }
+
+// The panel's own wiring (the turn state on <body>, the alert's Dismiss) before any feature's.
+register({ name: "state", phase: "base", init });

@@ -1,5 +1,5 @@
 // Summary passes: one port (`CONTRACT.summaryPort`) per long attachment, from the reply that
-// stored it to its one terminal event (py/margin/summaries.py, docs/protocol.md "A summary").
+// stored it to its one terminal event (py/margin/page/summaries.py, docs/protocol.md "A summary").
 //
 // Rules:
 // 1. A pass starts only when the worker's reply that stored the record says `summarize: true`
@@ -17,7 +17,7 @@
 // 6. Nothing here registers a listener at import time: a pass's listeners are its port's.
 
 import { CONTRACT } from "../generated/contract.js";
-import { t } from "../i18n.js";
+import { t } from "../shared/i18n.js";
 import { emit, announce, showAlert } from "./state.js";
 
 const KEEPALIVE_MS = 20_000;

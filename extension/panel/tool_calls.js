@@ -1,4 +1,4 @@
-// The model's run_python calls (py/margin/tool_turn.py): shown in the answer, run in the code
+// The model's run_python calls (py/margin/sandbox/tool_turn.py): shown in the answer, run in the code
 // sandbox (code_runs.js `runForTool`), answered on the turn's port; stored rounds painted again.
 //
 // Rules:
@@ -16,10 +16,11 @@
 // 5. Code and output are text, always (textContent); nothing the model sent is parsed as HTML.
 // 6. A live call's words carry their catalogue keys (data-i18n…): a change of language relabels
 //    them where they stand (words.js), as the streaming bubble is not built again.
-import { el } from "../ui_common.js";
-import { t, setWords } from "../i18n.js";
+import { el } from "../shared/ui_common.js";
+import { t, setWords } from "../shared/i18n.js";
 import { ui, state, events } from "./state.js";
 import { paintRun, runForTool, stopToolRun } from "./code_runs.js";
+import { register } from "./registry.js";
 
 const OUTCOME_KEYS = {
   declined: "panel_tool_declined",
@@ -162,3 +163,6 @@ export function init() {
     for (const mutation of mutations) for (const node of mutation.addedNodes) scan(node);
   }).observe(ui.conversation, { childList: true, subtree: true });
 }
+
+// Its stored rounds are painted by code_runs.js's painter: that observer first.
+register({ name: "tool-calls", after: ["code-runs"], init });

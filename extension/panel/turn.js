@@ -20,16 +20,17 @@
 //    about a turn, it does by listening to `events` or through what `init` is given.
 // 8. The streaming bubble is not built again when the language changes: its words carry their
 //    catalogue keys (data-i18n…), which words.js relabels where they stand.
-// 9. A `tool_call` event (the model's run_python call, py/margin/tool_turn.py) is handed to
+// 9. A `tool_call` event (the model's run_python call, py/margin/sandbox/tool_turn.py) is handed to
 //    tool_calls.js as "tool-call" with a slot in the streaming bubble and a `reply` that answers
 //    on this turn's port; the answer goes on streaming after the slot.
 
 import { CONTRACT } from "../generated/contract.js";
-import { el } from "../ui_common.js";
-import { t } from "../i18n.js";
-import { markdownModule, loadMarkdown } from "../markdown_lite.js";
-import { postInPieces } from "../port_chunks.js";
+import { el } from "../shared/ui_common.js";
+import { t } from "../shared/i18n.js";
+import { markdownModule, loadMarkdown } from "./markdown_lite.js";
+import { postInPieces } from "../shared/port_chunks.js";
 import { ui, state, emit, setTurnState, scrollToBottom, showAlert, clearAlert } from "./state.js";
+import { register } from "./registry.js";
 
 const KEEPALIVE_MS = 20_000;
 const STOP_GRACE_MS = 4000;
@@ -129,7 +130,7 @@ function onTurnEvent(turn, message) {
       endTurn(turn, { removeNow: false });
       break;
     case "error": {
-      // The answer could not be stored (py/margin/unsaved_answers.py): the event carries it, and
+      // The answer could not be stored (py/margin/turn/unsaved_answers.py): the event carries it, and
       // it stays on screen as "Not saved" (unsaved.js paints it before the streaming bubble goes).
       if (turn.questionStored && message.unsaved) {
         emit("answer-unsaved", { unsaved: message.unsaved });
@@ -137,7 +138,7 @@ function onTurnEvent(turn, message) {
         showAlert(message.error?.message || (() => t("panel_answer_not_saved")));
         break;
       }
-      // Text that arrived is stored as an incomplete answer (py/margin/chat.py rule 3): the stored
+      // Text that arrived is stored as an incomplete answer (py/margin/turn/chat.py rule 3): the stored
       // bubble takes over from the streaming one, as after a stop; otherwise it goes now.
       const kept = turn.questionStored && turn.text !== "";
       if (kept) paintStream(turn, { final: true });
@@ -309,3 +310,6 @@ export function takeStreamingBubble(text) {
   for (const name of ["aria-busy", "aria-live", "data-streaming"]) article.removeAttribute(name);
   return { article, bubble: turn.body.parentElement, content: turn.body, complete: painted && (() => painted.complete(text)) };
 }
+
+// Its init takes conversation.js's `refreshFromStorage` (provided through the registry).
+register({ name: "turn", init });

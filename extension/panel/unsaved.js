@@ -1,4 +1,4 @@
-// Answers whose final save failed (py/margin/unsaved_answers.py): shown after their question in a
+// Answers whose final save failed (py/margin/turn/unsaved_answers.py): shown after their question in a
 // "Not saved" state with the buttons "Copy" and "Retry save", until Retry save stores them.
 //
 // Rules:
@@ -15,17 +15,18 @@
 // 4. A change of `state.unsaved` is the "unsaved-changed" event: conversation.js repaints.
 // 5. `init()` wires the buttons and follows storage.session; nothing is registered at import.
 // 6. A turn that runs the model's code keeps its progress as an entry marked `inProgress`
-//    (py/margin/unsaved_answers.py rule 6): it is not shown while a turn runs, nor once its question
+//    (py/margin/turn/unsaved_answers.py rule 6): it is not shown while a turn runs, nor once its question
 //    has an answer; it is shown when the turn ended without one (the worker stopped mid-call),
 //    its code runs painted (tool_calls.js `roundsNode`) before its text.
 
 import { CONTRACT } from "../generated/contract.js";
-import { call, el, copyText } from "../ui_common.js";
-import { t } from "../i18n.js";
-import { markdownModule, loadMarkdown } from "../markdown_lite.js";
+import { call, el, copyText } from "../shared/ui_common.js";
+import { t } from "../shared/i18n.js";
+import { markdownModule, loadMarkdown } from "./markdown_lite.js";
 import { ui, state, events, emit, announce, showAlert, clearAlert, recordText } from "./state.js";
 import { isAttachment } from "./attachments.js";
 import { roundsNode } from "./tool_calls.js";
+import { register } from "./registry.js";
 
 const KEY = CONTRACT.storage.sessionKeys.unsavedAnswers;
 
@@ -173,3 +174,6 @@ async function onClick(event) {
     button.disabled = false;
   }
 }
+
+// After conversation.js: its click handler and its "live-changed" follow the conversation's.
+register({ name: "unsaved", after: ["conversation"], init });

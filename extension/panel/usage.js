@@ -2,14 +2,14 @@
 //
 // Rules:
 // 1. The line is made only from what is stored on the record: `usage` ({input, cachedInput,
-//    output}, docs/storage.md) and `cost` (US dollars, present only when the provider has prices).
+//    output}, docs/storage-model.md) and `cost` (US dollars, present only when the provider has prices).
 // 2. A count that is not a finite number of 0 or more is left out; no usage, no line ("").
 // 3. The cached part shows only when it is above 0; the cost only when it was stored.
 // 4. A cost under a dollar keeps two significant digits ($0.0031), else cents ($1.25).
 
 // 5. Words and numbers are the chosen language's (i18n.js): "1 234 вход", "$0.0031" as "0,0031 $".
 
-import { t, language } from "../i18n.js";
+import { t, language } from "../shared/i18n.js";
 
 // Made at first use (a page's first Intl object loads ICU data), again when the language changed.
 let formats = null;

@@ -11,9 +11,10 @@
 // 3. A tip names the controls it speaks of with their own messages (`<strong>` Attach page, …),
 //    so the tip and the button always agree; `$1`, `$2`, … in the tip's message mark where.
 
-import * as i18n from "../i18n.js";
-import { el } from "../ui_common.js";
+import * as i18n from "../shared/i18n.js";
+import { el } from "../shared/ui_common.js";
 import { $, emit } from "./state.js";
+import { register } from "./registry.js";
 
 // The message with `$1`… replaced by `parts` (nodes), the rest as text. The marks are private-use
 // characters, which no message holds.
@@ -43,3 +44,6 @@ export function relabel() {
 export function init() {
   i18n.onLanguageChange(relabel);
 }
+
+// The language followed live (rule 2) before the features listen for "language-changed".
+register({ name: "words", phase: "base", after: ["state"], init });

@@ -32,7 +32,7 @@
   const MAX_CODE_CHARS = 1_000_000;
   const MAX_TIMEOUT_MS = 600_000;
   const MAX_LIMIT = 1_000_000;
-  // The conversation's files for the model's run_python calls (py/margin/sandbox_files.py's bounds).
+  // The conversation's files for the model's run_python calls (py/margin/page/sandbox_files.py's bounds).
   const MAX_FILES = 40;
   const MAX_FILES_CHARS = 40_000_000;
   const DATA_PATH = /^\/data\/[A-Za-z0-9][A-Za-z0-9._-]{0,120}$/;

@@ -43,35 +43,35 @@ needs_esbuild = pytest.mark.skipif(
 
 PAGE = """<!doctype html>
 <html><head>
-  <link rel="stylesheet" href="theme.css">
-  <link rel="stylesheet" href="sidepanel.css">
-  <link rel="stylesheet" href="sessions_panel.css">
+  <link rel="stylesheet" href="shared/theme.css">
+  <link rel="stylesheet" href="panel/sidepanel.css">
+  <link rel="stylesheet" href="panel/sessions/drawer.css">
 </head><body>
   <script type="module" src="sidepanel.js"></script>
 </body></html>
 """
 
 # A small panel: a static graph, a module shared with a lazy import (it counts its runs), the lazy
-# import itself (one of LAZY_ENTRIES: a root module that reaches vendor/ and builds a URL from
-# import.meta.url), and the other lazy entry, which the build bundles at its path too.
+# import itself (one of LAZY_ENTRIES: a module of panel/ that reaches vendor/ and builds a URL from
+# import.meta.url), and the other lazy entry, one folder deeper, which the build bundles at its path too.
 FILES = {
     "sidepanel.html": PAGE,
     "sidepanel.js": (
         'import { first } from "./early.js";\nimport { part } from "./panel/part.js";\n'
         "globalThis.order.push('entry');\n"
-        'export const lazy = () => import("./markdown.js");\nexport const seen = [first, part];\n'
+        'export const lazy = () => import("./panel/markdown.js");\nexport const seen = [first, part];\n'
     ),
     "early.js": "globalThis.order = ['early'];\nexport const first = 1;\n",
     "panel/part.js": 'import { shared } from "../shared.js";\nexport const part = shared();\n',
     "shared.js": "globalThis.runs = (globalThis.runs || 0) + 1;\nexport const shared = () => globalThis.runs;\n",
-    "markdown.js": (
-        'import { shared } from "./shared.js";\nimport lib from "./vendor/lib.js";\n'
-        'export const url = new URL("./vendor/style.css", import.meta.url).href;\n'
+    "panel/markdown.js": (
+        'import { shared } from "../shared.js";\nimport lib from "../vendor/lib.js";\n'
+        'export const url = new URL("../vendor/style.css", import.meta.url).href;\n'
         "export const value = [shared(), lib];\n"
     ),
     "vendor/lib.js": "export default 'vendor';\n",
-    "sessions_panel.js": 'import { shared } from "./shared.js";\nexport const opened = shared();\n',
-    **{name: f".{name[:-4]} {{ color: red; }}\n" for name in bundle.INLINED_STYLESHEETS},
+    "panel/sessions/drawer.js": 'import { shared } from "../../shared.js";\nexport const opened = shared();\n',
+    **{name: f".{Path(name).stem} {{ color: red; }}\n" for name in bundle.INLINED_STYLESHEETS},
 }
 
 
@@ -92,8 +92,10 @@ def test_the_bundle_runs_each_module_once_and_keeps_lazy_imports_lazy(tmp_path):
     assert "sidepanel.js" in written and not (dist / ".bundle").exists()
     entry = (dist / "sidepanel.js").read_text()
     assert "import(" in entry and "globalThis.order = ['early']" not in entry.split("import(")[1]
-    assert {"markdown.js", "sessions_panel.js"} <= set(written)  # each lazy entry at its own path
-    assert 'from "./vendor/lib.js"' in (dist / "markdown.js").read_text()  # vendor/ stays as it is
+    assert {"panel/markdown.js", "panel/sessions/drawer.js"} <= set(
+        written
+    )  # each lazy entry at its own path
+    assert 'from "../vendor/lib.js"' in (dist / "panel/markdown.js").read_text()  # vendor/ stays as it is
     html = (dist / "sidepanel.html").read_text()
     chunks = [name for name in written if name.startswith("chunk-")]
     assert chunks  # shared.js, shared by the bundle and the lazy import
@@ -106,8 +108,8 @@ def test_the_bundle_runs_each_module_once_and_keeps_lazy_imports_lazy(tmp_path):
         "const m = await import('./sidepanel.js');\n"
         "const before = globalThis.runs;\n"
         "const lazy = await m.lazy();\n"
-        "const same = lazy === (await import('./markdown.js'));\n"
-        "const sessions = await import('./sessions_panel.js');\n"
+        "const same = lazy === (await import('./panel/markdown.js'));\n"
+        "const sessions = await import('./panel/sessions/drawer.js');\n"
         "console.log(JSON.stringify({ order: globalThis.order, before, runs: globalThis.runs, seen: m.seen,"
         " value: lazy.value, url: lazy.url.endsWith('/dist/vendor/style.css'), same, opened: sessions.opened }));\n"
     )
@@ -183,18 +185,19 @@ def test_a_page_loading_another_module_or_preloading_one_stops_the_build():
 def test_the_page_stylesheets_are_inlined_and_one_that_would_change_meaning_stops_the_build(tmp_path):
     page = "".join(f'<link rel="stylesheet" href="{name}">\n' for name in bundle.INLINED_STYLESHEETS)
     for name in bundle.INLINED_STYLESHEETS:
-        (tmp_path / name).write_text(f".{name[:-4]} {{ color: red; }}\n", encoding="utf-8")
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(f".{Path(name).stem} {{ color: red; }}\n", encoding="utf-8")
     inlined = bundle.inline_stylesheets(page, tmp_path)
     assert "<link" not in inlined
     assert inlined.count("<style>") == len(bundle.INLINED_STYLESHEETS)
     assert ".sidepanel { color: red; }" in inlined
     for css in ('.a { background: url("x.png"); }', '@import "other.css";', "/* </style><script> */"):
-        (tmp_path / "theme.css").write_text(css, encoding="utf-8")
+        (tmp_path / "shared/theme.css").write_text(css, encoding="utf-8")
         with pytest.raises(BuildError, match=r"theme\.css has a url"):
             bundle.inline_stylesheets(page, tmp_path)
-    (tmp_path / "theme.css").write_text(".theme {}", encoding="utf-8")
-    with pytest.raises(BuildError, match=r"must link sidepanel\.css once"):
-        bundle.inline_stylesheets(page.replace('href="sidepanel.css"', 'href="other.css"'), tmp_path)
+    (tmp_path / "shared/theme.css").write_text(".theme {}", encoding="utf-8")
+    with pytest.raises(BuildError, match=r"must link panel/sidepanel\.css once"):
+        bundle.inline_stylesheets(page.replace('href="panel/sidepanel.css"', 'href="other.css"'), tmp_path)
 
 
 def test_a_bundled_vendor_file_stops_the_build(tmp_path):

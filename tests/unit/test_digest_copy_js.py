@@ -1,5 +1,5 @@
-"""The search copy kept by the service worker (extension/digest_copy.js, through bridge.js's
-storage writes), run in node against an in-memory chrome.storage and IndexedDB: every digest
+"""The search copy kept by the service worker (extension/worker/digest_copy.js, through
+worker/storage.js's writes), run in node against an in-memory chrome.storage and IndexedDB: every digest
 Python writes reaches the copy, the copy's entry is gone before its digest changes, a failed
 removal invalidates the whole copy in the same write, the backfill never keeps a value that
 changed while it read, and an update of the extension starts the copy again."""
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from helpers import run_js_module
 
-from margin import wire
-from margin.contract import render_js
+from margin.app.contract import render_js
+from margin.base import wire
 
 EXTENSION = Path(__file__).resolve().parents[2] / "extension"
 
@@ -89,19 +89,22 @@ globalThis.indexedDB = { open(name) {
 const copy = () => Object.fromEntries(databases.get('margin-search')?.get('digests') ?? []);
 const copyEpoch = () => databases.get('margin-search')?.get('meta').get('epoch');
 const settle = async () => { for (let i = 0; i < 5; i++) await tick(); await globalThis.marginSearchCopy.settled(); };
-const py = (items) => bridge.storageSet('local', JSON.stringify(items)).then(JSON.parse);
+const py = (items) => storage.storageSet('local', JSON.stringify(items)).then(JSON.parse);
 const { startDigestCopy } = await import('./digest_copy.js');
-startDigestCopy({ writeEpoch: (epoch) => bridge.writeSearchCopyEpoch(epoch) });
+startDigestCopy({ writeEpoch: (epoch) => storage.writeSearchCopyEpoch(epoch) });
 """
 
 
 def run_copy(tmp_path, script, data=None):
     files = {
-        "generated/contract.js": render_js("margin-test.whl"),
-        "digest_copy.js": (EXTENSION / "digest_copy.js").read_text(encoding="utf-8"),
-        "sessions/copy_store.js": (EXTENSION / "sessions" / "copy_store.js").read_text(encoding="utf-8"),
+        "../generated/contract.js": render_js("margin-test.whl"),
+        "wire.js": (EXTENSION / "worker" / "wire.js").read_text(encoding="utf-8"),
+        "digest_copy.js": (EXTENSION / "worker" / "digest_copy.js").read_text(encoding="utf-8"),
+        "../shared/copy_store.js": (EXTENSION / "shared" / "copy_store.js").read_text(encoding="utf-8"),
     }
-    return run_js_module(tmp_path, EXTENSION / "bridge.js", "bridge", FAKES + script, data, extra_files=files)
+    (tmp_path / "worker").mkdir()
+    storage = EXTENSION / "worker" / "storage.js"
+    return run_js_module(tmp_path / "worker", storage, "storage", FAKES + script, data, extra_files=files)
 
 
 def test_a_profile_from_before_is_backfilled_and_pythons_writes_follow(tmp_path):
@@ -117,7 +120,7 @@ const backfilled = copy();
 const epochs = [copyEpoch(), stored.get('searchCopyEpoch')];
 await py({ sessionDigest_c: 'gamma text', session_c: { history: [] } });
 await py({ sessionDigest_a: 'alpha, edited' });
-await bridge.storageRemove('local', JSON.stringify(['sessionDigest_b', 'session_b']));
+await storage.storageRemove('local', JSON.stringify(['sessionDigest_b', 'session_b']));
 await settle();
 console.log(JSON.stringify({ backfilled, epochs, after: copy() }));
 """,
@@ -212,7 +215,7 @@ LONG = 64 * 1024  # wire.LONG_STRING: from this length a string crosses as a pie
 
 
 def test_bulk_values_cross_in_utf8_pieces_both_ways_ascii_or_not(tmp_path):
-    # bridge.js's half of margin.wire rule 6, against wire.py's half: a read is the JSON text with
+    # storage.js's (and wire.js's) half of margin.base.wire rule 6, against wire.py's half: a read is the JSON text with
     # markers and then each long string as UTF-8 (an ASCII start, then whatever follows); a write
     # from Python comes the same way; a marker without its piece is refused, nothing written.
     values = {
@@ -229,11 +232,11 @@ def test_bulk_values_cross_in_utf8_pieces_both_ways_ascii_or_not(tmp_path):
         tmp_path,
         """
 for (const [k, v] of Object.entries(input.values)) stored.set(k, v);
-const [head, ...rest] = await bridge.storageGet('local', JSON.stringify(Object.keys(input.values)));
+const [head, ...rest] = await storage.storageGet('local', JSON.stringify(Object.keys(input.values)));
 const strict = new TextDecoder('utf-8', { fatal: true });
 const read = { head: JSON.parse(strict.decode(head)), pieces: rest.map((b) => strict.decode(b)) };
-const wrote = JSON.parse(await bridge.storageSet('local', JSON.stringify(input.light), ...input.pieces));
-const refused = JSON.parse(await bridge.storageSet('local', JSON.stringify({ bad: { '\\u0000margin.piece': 9 } })));
+const wrote = JSON.parse(await storage.storageSet('local', JSON.stringify(input.light), ...input.pieces));
+const refused = JSON.parse(await storage.storageSet('local', JSON.stringify({ bad: { '\\u0000margin.piece': 9 } })));
 console.log(JSON.stringify({ read, wrote, again: stored.get('again'), refused, bad: stored.has('bad') }));
 """,
         {"values": values, "light": light, "pieces": pieces},

@@ -1,5 +1,5 @@
-"""extension/i18n.js in node, against the real catalogue: Chrome's substitution exactly as Python
-does it (margin.catalogue), the same locale resolution, the setting's locale fetched when Chrome
+"""extension/shared/i18n.js in node, against the real catalogue: Chrome's substitution exactly as Python
+does it (margin.i18n.catalogue), the same locale resolution, the setting's locale fetched when Chrome
 answers in another one, plurals and Intl formats in that language, and a change followed live."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from pathlib import Path
 
 from helpers import run_js_module
 
-from margin import catalogue
+from margin.i18n import catalogue
 
 REPO = Path(__file__).resolve().parents[2]
-MODULE = REPO / "extension" / "i18n.js"
+MODULE = REPO / "extension" / "shared" / "i18n.js"
 LOCALES_DIR = REPO / "extension" / "_locales"
 CONTRACT_STUB = 'export const CONTRACT = { storage: { keys: { uiLanguage: "uiLanguage" } } };\n'
 
@@ -109,13 +109,14 @@ def test_the_loader_speaks_the_settings_language_and_follows_it(tmp_path):
         "",
         "EN",
     ]
+    (tmp_path / "shared").mkdir()
     out = run_js_module(
-        tmp_path,
+        tmp_path / "shared",
         MODULE,
         "i18n",
         SCRIPT,
         {"files": files, "cases": entries, "tags": tags},
-        extra_files={"generated/contract.js": CONTRACT_STUB},
+        extra_files={"../generated/contract.js": CONTRACT_STUB},
     )
     assert out["renders"] == [catalogue.render(entry, tuple(subs)) for entry, subs in entries]
     assert out["locales"] == [catalogue.locale_of(tag) for tag in tags]
@@ -188,13 +189,14 @@ console.log(JSON.stringify(out));
 
 def test_the_service_worker_follows_its_own_writes_of_the_setting_without_a_storage_listener(tmp_path):
     files = {p.name: (p / "messages.json").read_text(encoding="utf-8") for p in LOCALES_DIR.iterdir()}
+    (tmp_path / "shared").mkdir()
     out = run_js_module(
-        tmp_path,
+        tmp_path / "shared",
         MODULE,
         "i18n",
         WORKER_SCRIPT,
         {"files": files},
-        extra_files={"generated/contract.js": CONTRACT_STUB},
+        extra_files={"../generated/contract.js": CONTRACT_STUB},
     )
     assert out["listeners"] == 0
     assert out["started"] == "Сохранить"  # the stored setting (ru) is read at start

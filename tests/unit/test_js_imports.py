@@ -1,16 +1,21 @@
 """Convention tests for the extension's JS modules: a one-way import graph, side-panel modules
-that wire nothing when they are imported, and the panel's preload list.
+that wire nothing when they are imported, the panel's features registering themselves, and the
+panel's preload list.
 
 Rules checked:
 1. No cycle among `extension/**/*.js` imports: static `import … from "…"`, `export … from "…"`,
    bare `import "…"` and dynamic `import("…")`, relative specifiers resolved against the importing
    file. A cycle is named file by file.
 2. Importing a module under `extension/panel/` registers no listener (`addEventListener`, or a
-   chrome event's `addListener`): its `init()` does, called by sidepanel.js. This is checked by
-   running the modules in node against a stub DOM that records every registration with its stack,
-   so a registration inside an `if` or a loop at top level is caught as well as a bare one.
+   chrome event's `addListener`): its `init()` does, started by the panel's registry
+   (panel/registry.js). This is checked by running the modules in node against a stub DOM that
+   records every registration with its stack, so a registration inside an `if` or a loop at top
+   level is caught as well as a bare one. The page's start scripts (START_SCRIPTS) act when loaded,
+   by design, and are left out.
 3. sidepanel.html loads sidepanel.js as its one module (the build bundles its static graph,
-   buildsteps/bundle.py), and early_read.js is its first import.
+   buildsteps/bundle.py), and panel/early_read.js is its first import.
+4. Every feature of the panel registers itself (panel/registry.js) and sidepanel.js calls no
+   `init()`: the registry starts them, in the phases and order the registrations state.
 """
 
 from __future__ import annotations
@@ -23,11 +28,16 @@ from pathlib import Path
 
 import pytest
 
-from margin import contract
+from margin.app import contract
 
 ROOT = Path(__file__).resolve().parents[2]
 EXTENSION = ROOT / "extension"
 PANEL = EXTENSION / "panel"
+# Run when the page loads them, which is their job: the kept first frame (a classic script) and
+# the first paint's early storage reads.
+START_SCRIPTS = {"first_frame.js", "early_read.js"}
+# Under panel/ but not one of its parts: the registry (it imports nothing) and the Markdown loader.
+NOT_PARTS = {"panel/registry.js", "panel/markdown_lite.js"}
 
 _COMMENTS = re.compile(r"/\*.*?\*/|(?<![:\\\"'])//[^\n]*", re.S)
 _STATIC = re.compile(r"""(?<![\w$.])(?:import|export)\b[\w\s{},*$]*?\bfrom\s*(['"])([^'"]+)\1""")
@@ -166,19 +176,20 @@ def test_the_extension_imports_one_way():
 
 
 def test_the_turn_imports_no_other_part_of_the_panel():
-    panel_imports = [t for t in import_graph(EXTENSION)["panel/turn.js"] if t.startswith("panel/")]
+    graph = import_graph(EXTENSION)
+    panel_imports = [t for t in graph["panel/turn.js"] if t.startswith("panel/") and t not in NOT_PARTS]
     assert panel_imports == ["panel/state.js"]
 
 
 def test_the_side_panel_loads_one_module_and_reads_storage_first():
     """The build bundles sidepanel.js's static graph into one file (buildsteps/bundle.py): the page
     loads that one module and preloads none of its own (an unbundled copy would run twice), and
-    early_read.js is the first import, so its reads start before the other modules run."""
+    panel/early_read.js is the first import, so its reads start before the other modules run."""
     html = (EXTENSION / "sidepanel.html").read_text(encoding="utf-8")
     assert re.findall(r'<script type="module"(?: async)? src="([^"]+)">', html) == ["sidepanel.js"]
     assert "modulepreload" not in re.sub(r"<!--.*?-->", "", html, flags=re.S)
     graph = import_graph(EXTENSION, dynamic=False)
-    assert graph["sidepanel.js"][0] == "early_read.js"
+    assert graph["sidepanel.js"][0] == "panel/early_read.js"
     needed, frontier = set(), ["sidepanel.js"]
     while frontier:
         for target in graph.get(frontier.pop(), []):
@@ -187,7 +198,7 @@ def test_the_side_panel_loads_one_module_and_reads_storage_first():
                 frontier.append(target)
     assert "panel/code_runs.js" in needed, "the graph lost the panel's imports"
     # The Markdown libraries and the sessions panel stay out of the bundle: imported with import().
-    assert not needed & {"markdown.js", "sessions_panel.js"}
+    assert not needed & {"panel/markdown.js", "panel/sessions/drawer.js"}
     assert not any(target.startswith("vendor/") for target in needed)
 
 
@@ -238,6 +249,8 @@ for (const [group, files] of Object.entries(input.groups)) {
     }
   }
 }
+const registry = await import(pathToFileURL(input.registry).href);
+result.phases = Object.fromEntries(registry.PHASES.map((name) => [name, registry.order(name)]));
 phase = "init";
 for (const file of input.groups.import) {
   try {
@@ -269,9 +282,11 @@ def imported_panel(tmp_path_factory) -> dict:
     for name in ("marked.esm.js", "purify.es.mjs", "highlight.min.js"):
         (tree / "vendor" / name).write_text(VENDOR_STUB)
     (tree / "probe_top_level.js").write_text('document.addEventListener("probe", () => {});\n')
-    modules = sorted(str(p.relative_to(EXTENSION)) for p in PANEL.glob("*.js"))
+    modules = sorted(str(p.relative_to(EXTENSION)) for p in PANEL.glob("*.js") if p.name not in START_SCRIPTS)
     groups = {"import": [str(tree / m) for m in modules], "probe": [str(tree / "probe_top_level.js")]}
-    (tree / "input.json").write_text(json.dumps({"groups": groups}))
+    (tree / "input.json").write_text(
+        json.dumps({"groups": groups, "registry": str(tree / "panel" / "registry.js")})
+    )
     (tree / "run.mjs").write_text(STUB_DOM)
     done = subprocess.run([node, str(tree / "run.mjs")], capture_output=True, text=True, timeout=60, cwd=tree)
     assert done.returncode == 0, done.stderr
@@ -316,3 +331,81 @@ def _panel_frame(stack: str, tree: str) -> str:
         if match.group(1) != "run.mjs":
             return f"{match.group(1)}:{match.group(2)}"
     return stack
+
+
+# --- 4. the panel's features register themselves ---------------------------------------------------
+
+
+def test_every_feature_registers_itself_in_a_stated_order(imported_panel):
+    phases = imported_panel["phases"]
+    assert phases["base"] == ["state", "words"]
+    wire = phases["wire"]
+    assert sorted(wire) == sorted(
+        [
+            "turn",
+            "composer",
+            "attachments",
+            "data-files",
+            "conversation",
+            "unsaved",
+            "header",
+            "code-runs",
+            "tool-calls",
+        ]
+    )
+    assert wire.index("unsaved") > wire.index("conversation")
+    assert wire.index("tool-calls") > wire.index("code-runs")
+    assert phases["painted"] == ["explain", "sessions-preload"]
+    # Every module with an init() is a registered feature (model_menu.js is the header's part).
+    with_init = {Path(m).name for m, names in imported_panel["modules"].items() if "init" in names}
+    registered = {name.replace("-", "_") + ".js" for names in phases.values() for name in names}
+    assert with_init - {"model_menu.js"} <= registered
+
+
+def test_the_entry_calls_no_features_init():
+    source = _without_comments((EXTENSION / "sidepanel.js").read_text(encoding="utf-8"))
+    assert not re.search(r"\.init\(|\binit\w*\(", source), (
+        "sidepanel.js calls an init(): register the feature"
+    )
+    assert re.findall(r"""\bstart\(\s*"(\w+)"\s*\)""", source) == ["base", "wire", "painted"]
+
+
+REGISTRY_CASES = r"""
+const registry = await import(process.argv[2] + "?" + Math.random());
+const says = (fn) => { try { fn(); return "ok"; } catch (error) { return error.message; } };
+const ran = [];
+registry.register({ name: "b", after: ["a"], init: () => ran.push("b") });
+registry.register({ name: "a", provides: { hello: () => "hi" }, init: (hooks) => ran.push("a:" + hooks.hello()) });
+registry.register({ name: "c", init: () => ran.push("c") });
+registry.register({ name: "late", phase: "painted", after: ["c"], init: () => ran.push("late") });
+registry.register({ name: "early", phase: "base", init: () => ran.push("early") });
+const twice = says(() => registry.register({ name: "a", init() {} }));
+registry.start("base");
+registry.start("wire");
+registry.start("painted");
+const again = says(() => registry.start("wire"));
+const circle = await import(process.argv[2] + "?" + Math.random());
+circle.register({ name: "x", after: ["y"], init() {} });
+circle.register({ name: "y", after: ["x"], init() {} });
+circle.register({ name: "z", after: ["nobody"], phase: "painted", init() {} });
+circle.register({ name: "up", after: ["z"], init() {} });
+console.log(JSON.stringify({ ran, twice, again, circle: says(() => circle.order("wire")),
+  missing: says(() => circle.order("painted")) }));
+"""
+
+
+def test_the_registry_orders_by_after_and_says_what_is_wrong(tmp_path):
+    node = shutil.which("node")
+    assert node, "node is not installed: it is part of the test environment (apt-get install nodejs)"
+    (tmp_path / "cases.mjs").write_text(REGISTRY_CASES)
+    module = (PANEL / "registry.js").as_uri()
+    done = subprocess.run(
+        [node, str(tmp_path / "cases.mjs"), module], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout)
+    assert got["ran"] == ["early", "a:hi", "b", "c", "late"]
+    assert "registered twice" in got["twice"]
+    assert "started twice" in got["again"]
+    assert "circle" in got["circle"]
+    assert "nobody, which is not registered" in got["missing"]

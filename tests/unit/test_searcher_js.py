@@ -1,4 +1,4 @@
-"""The panel's side of the search worker (extension/sessions/searcher.js) under node, against a
+"""The panel's side of the search worker (extension/panel/sessions/searcher.js) under node, against a
 stand-in Worker: the worker hears the index with the copy's epoch first, what the copy lacks is
 read from chrome.storage and handed on (never a value older than a change that came meanwhile),
 answers go back to the query that asked, and a failing worker hands its open requests back."""
@@ -7,9 +7,9 @@ from pathlib import Path
 
 from helpers import run_js_module
 
-from margin.contract import render_js
+from margin.app.contract import render_js
 
-SESSIONS_JS = Path(__file__).resolve().parents[2] / "extension" / "sessions"
+SESSIONS_JS = Path(__file__).resolve().parents[2] / "extension" / "panel" / "sessions"
 
 # A Worker that records what it is sent; `worker.reply(message)` answers as the real one would.
 FAKES = """
@@ -26,15 +26,15 @@ const { startSearchWorker } = searcher;
 
 
 def run_searcher(tmp_path, script):
-    folder = tmp_path / "sessions"
-    folder.mkdir()
+    folder = tmp_path / "panel" / "sessions"
+    folder.mkdir(parents=True)
     return run_js_module(
         folder,
         SESSIONS_JS / "searcher.js",
         "searcher",
         FAKES + script,
         None,
-        extra_files={"../generated/contract.js": render_js("margin-test.whl")},
+        extra_files={"../../generated/contract.js": render_js("margin-test.whl")},
     )
 
 

@@ -1,4 +1,4 @@
-"""The panel's aging rule (extension/panel/slimming.js) agrees with Python's (margin.slimming) on
+"""The panel's aging rule (extension/panel/slimming.js) agrees with Python's (margin.turn.slimming) on
 many generated conversations: the same cards are aged, and the text sent for each attachment is
 the same, byte for byte. Node is part of the test environment: without it this fails."""
 
@@ -12,15 +12,17 @@ from typing import Any
 import pytest
 from helpers import run_js_module
 
-from margin import catalogue, contract, slimming
-from margin.history import PAGE_CONTEXT_PREFIX, parse_history
+from margin.app import contract
+from margin.i18n import catalogue
+from margin.storage.history import PAGE_CONTEXT_PREFIX, parse_history
+from margin.turn import slimming
 
 ROOT = Path(__file__).resolve().parents[2]
 MODULE = ROOT / "extension" / "panel" / "slimming.js"
 LIMIT = slimming.AGING_MIN_CHARS
 
 SCRIPT = """
-const { render } = await import("../i18n.js");
+const { render } = await import("../shared/i18n.js");
 const say = (key, ...subs) => render(input.messages[key], subs);
 const out = input.conversations.map((records) => ({
   aged: slimming.agedIndices(records, say),
@@ -121,7 +123,7 @@ def run_panel_rule(tmp_path: Path, data: list[list[Any]], locale: str = "en") ->
     (tmp_path / "panel").mkdir()
     extra = {
         "../generated/contract.js": contract.render_js("margin-0-py3-none-any.whl"),
-        "../i18n.js": (ROOT / "extension" / "i18n.js").read_text(encoding="utf-8"),
+        "../shared/i18n.js": (ROOT / "extension" / "shared" / "i18n.js").read_text(encoding="utf-8"),
         "../package.json": '{"type": "module"}',
     }
     messages = json.loads(

@@ -1,17 +1,17 @@
 // The sessions index in memory: one per page, shared by every mounted sessions panel, and the
 // search over it.
 //
-// Where the digests go: to the search worker (extension/sessions/searcher.js), which reads them
+// Where the digests go: to the search worker (extension/panel/sessions/searcher.js), which reads them
 // from the search copy in IndexedDB off the main thread and answers `findSessions`; only what
 // the copy lacks is read here, from chrome.storage, and handed on. Without a worker (it could not
 // start, or failed) everything below runs on the page's main thread, as it did before the copy:
 //
 // The index (`savedSessions`) is light: ~300 bytes a session, each entry with its digest's head
 // (the preview the list shows). The digests themselves (up to 100K characters each, ~100 MB for a
-// thousand long sessions) are in `sessionDigest_<id>`, read by address (margin.session_index,
+// thousand long sessions) are in `sessionDigest_<id>`, read by address (margin.sessions.index,
 // rule 4). The side panel calls preloadSessions() once after its first paint: the index is read
 // in idle time, then the digests DIGEST_SLICE at a time, and each digest's search data
-// (extension/sessions/search.js `searchData`) prepared in idle callbacks, as many per callback as
+// (extension/panel/sessions/search.js `searchData`) prepared in idle callbacks, as many per callback as
 // its deadline allows (one at least); all of it kept in step with storage.onChanged (the change's
 // newValue, never a re-read). So "Sessions" opens as a paint from memory, and no task of the
 // preload holds the page for much longer than one digest's folding. Until every digest is in, a search finds sessions by name and by the
@@ -39,9 +39,9 @@
 // readIndex() resolves to the index as a list of stored entries (or an older raw `savedSessions`
 // value) and readDigests(keys) to {key: value}; both default to reading chrome.storage.local
 // directly (pages may read storage, never write it). The index's layout (a header of ids, one
-// key per entry) is extension/sessions/index_read.js's, which also follows its changes.
+// key per entry) is extension/panel/sessions/index_read.js's, which also follows its changes.
 
-import { CONTRACT } from "../generated/contract.js";
+import { CONTRACT } from "../../generated/contract.js";
 import { indexSource } from "./index_read.js";
 import {
   matchSessions, narrows, queryWords, readableIndex, rowFor, searchData, searchedName, sortEntries,

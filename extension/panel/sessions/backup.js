@@ -9,9 +9,9 @@
 //        asks; onProgress({bytes, size, sessions}) as it goes.
 //   Both reject with an Error carrying `.code` and a `.message` a user can read.
 
-import { CONTRACT } from "../generated/contract.js";
-import { PIECE_CHARS, splitText } from "../port_chunks.js";
-import { t } from "../i18n.js";
+import { CONTRACT } from "../../generated/contract.js";
+import { PIECE_CHARS, splitText } from "../../shared/port_chunks.js";
+import { t } from "../../shared/i18n.js";
 
 const workerGone = () => t("sessions_backup_worker_gone");
 

@@ -1,9 +1,9 @@
 // The sessions index as the panel reads it (pages read storage, never write it).
 //
-// Layout 2 (margin.session_index): `savedSessions` = {layout: 2, ids: [id, ...]}, the ids in their
+// Layout 2 (margin.sessions.index): `savedSessions` = {layout: 2, ids: [id, ...]}, the ids in their
 // stored order, and each session's light entry in `sessionEntry_<id>`. Before Python's first
 // session call migrates them, older profiles still hold a list of entries in `savedSessions`:
-// that list is passed on as it is (extension/sessions/search.js `readableIndex` checks it).
+// that list is passed on as it is (extension/panel/sessions/search.js `readableIndex` checks it).
 //
 // Rules:
 // 1. What this module hands on is always a list of the stored entry values in the index's order
@@ -19,7 +19,7 @@
 //                                                   null when it touched no key of the index
 //      isIndexKey(key)                              `savedSessions` or a `sessionEntry_<id>`
 
-import { CONTRACT } from "../generated/contract.js";
+import { CONTRACT } from "../../generated/contract.js";
 
 const SAVED_SESSIONS = CONTRACT.storage.keys.savedSessions;
 const ENTRY_PREFIX = CONTRACT.storage.sessionEntryPrefix;

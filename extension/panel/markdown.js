@@ -19,11 +19,11 @@
 //    through the same sanitizing as a whole answer (rules 1-3): pieces are joined as DOM nodes,
 //    never as HTML text. The last paint equals `renderMarkdown` of the whole answer.
 
-import { Marked } from "./vendor/marked.esm.js";
-import DOMPurify from "./vendor/purify.es.mjs";
-import { idle } from "./ui_common.js";
+import { Marked } from "../vendor/marked.esm.js";
+import DOMPurify from "../vendor/purify.es.mjs";
+import { idle } from "../shared/ui_common.js";
 import { ALLOWED_TAGS, ALLOWED_ATTR, SAFE_LINK, SAFE_IMAGE, keptClasses, decorate } from "./markdown_policy.js";
-import { createStreamSplit } from "./panel/stream_render.js";
+import { createStreamSplit } from "./stream_render.js";
 
 const escapeHtml = (text) =>
   text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
@@ -34,7 +34,7 @@ const marked = new Marked({ gfm: true, breaks: false });
 for (const [file, scheme] of [["hljs-light.css", "light"], ["hljs-dark.css", "dark"]]) {
   const link = document.createElement("link");
   link.rel = "stylesheet";
-  link.href = new URL(`./vendor/${file}`, import.meta.url).href;
+  link.href = new URL(`../vendor/${file}`, import.meta.url).href;
   link.media = `(prefers-color-scheme: ${scheme})`;
   document.head.append(link);
 }
@@ -226,7 +226,7 @@ export function streamingMarkdown(target, { around = (paint) => paint() } = {}) 
 
 let hljsPromise = null;
 function loadHighlighter() {
-  hljsPromise ??= import("./vendor/highlight.min.js").then((module) => {
+  hljsPromise ??= import("../vendor/highlight.min.js").then((module) => {
     const hljs = module.default;
     hljs.configure({ ignoreUnescapedHTML: true });
     return hljs;

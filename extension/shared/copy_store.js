@@ -1,6 +1,6 @@
 // The search copy's database: the session digests mirrored into IndexedDB, where a page's
 // dedicated Worker can read them (it has no chrome.storage). The service worker writes it
-// (extension/digest_copy.js); the sessions search worker reads it (extension/sessions/search_worker.js).
+// (extension/worker/digest_copy.js); the sessions search worker reads it (extension/panel/sessions/search_worker.js).
 //
 // Rules:
 // 1. The copy is a cache of `sessionDigest_<id>` in chrome.storage.local, never a source: losing

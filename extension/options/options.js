@@ -18,10 +18,10 @@
 // 7. An http:// Base URL shows "Send the API key over plain HTTP"; Python refuses a key sent to
 //    another machine over http:// without it (`key_over_http`), and the sentence says so.
 
-import { CONTRACT } from "./generated/contract.js";
-import { call, el, svg } from "./ui_common.js";
-import { fillPrices, formPrices, pricesProblem } from "./options_prices.js";
-import * as i18n from "./i18n.js";
+import { CONTRACT } from "../generated/contract.js";
+import { call, el, svg } from "../shared/ui_common.js";
+import { fillPrices, formPrices, pricesProblem } from "./prices.js";
+import * as i18n from "../shared/i18n.js";
 
 const { t } = i18n;
 await i18n.start();
@@ -150,7 +150,7 @@ function formProvider() {
     model: form.model.value.trim(),
     systemPrompt: form.systemPrompt.value.trim(),
     prices: formPrices(),
-    // Python decides whether the host needs it (py/margin/plain_http.py); only an http:// URL shows the box.
+    // Python decides whether the host needs it (py/margin/providers/plain_http.py); only an http:// URL shows the box.
     allowPlainHttpKey: isPlainHttp() && form.allowPlainHttpKey.checked,
   };
 }

@@ -1,4 +1,4 @@
-// The service worker's half of the search copy (extension/sessions/copy_store.js): it keeps the
+// The service worker's half of the search copy (extension/shared/copy_store.js): it keeps the
 // IndexedDB copy of every `sessionDigest_<id>` in step with chrome.storage.local, so the side
 // panel's search worker can read the digests off the panel's main thread.
 //
@@ -21,13 +21,13 @@
 //    and after the epoch changed; with nothing missing it costs two key listings.
 //
 // API: startDigestCopy({writeEpoch(epoch) -> Promise}) (once, at the service worker's start; the
-//        writer is bridge.js's, the one module that writes storage), restartDigestCopy() (after
+//        writer is worker/storage.js's, the one module that writes storage), restartDigestCopy() (after
 //        an update), beforeDigestWrite(ids) -> Promise<extra items for the same write>,
 //      afterDigestWrite(items) -> Promise (never rejects), digestIdsOf(keys),
 //      globalThis.marginSearchCopy.settled() -> Promise (the tests and the bench wait on it).
 
-import { CONTRACT } from "./generated/contract.js";
-import { copyEpoch, copyIds, openCopy, resetCopy, writeCopy } from "./sessions/copy_store.js";
+import { CONTRACT } from "../generated/contract.js";
+import { copyEpoch, copyIds, openCopy, resetCopy, writeCopy } from "../shared/copy_store.js";
 
 const PREFIX = CONTRACT.storage.sessionDigestPrefix;
 const EPOCH_KEY = CONTRACT.storage.keys.searchCopyEpoch;
@@ -38,7 +38,7 @@ let database = null;
 let backfilling = null;
 let again = false;
 let lastWrite = Promise.resolve();
-let writeEpoch = null;  // the bridge's (only bridge.js writes chrome.storage): startDigestCopy's
+let writeEpoch = null;  // storage.js's (only it writes chrome.storage): startDigestCopy's
 
 const newEpoch = () => crypto.randomUUID();
 const bump = (id) => seen.set(id, (seen.get(id) ?? 0) + 1);

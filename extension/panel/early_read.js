@@ -10,8 +10,8 @@
 //    one promise per page, so sidepanel.js awaits this same read instead of starting its own once
 //    the modules have run.
 
-import { CONTRACT } from "./generated/contract.js";
-import { start as startLanguage } from "./i18n.js";
+import { CONTRACT } from "../generated/contract.js";
+import { start as startLanguage } from "../shared/i18n.js";
 
 const KEYS = CONTRACT.storage.keys;
 export const FIRST_PAINT_KEYS = [KEYS.history, KEYS.providers, KEYS.activeProviderId];

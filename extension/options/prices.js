@@ -1,8 +1,8 @@
 // The provider form's three optional prices (US dollars per 1 million tokens), saved as the
 // provider's `prices` ({input?, cachedInput?, output?}); an empty field is no price. Python checks
-// them again when saving (margin.usage.clean_prices).
+// them again when saving (margin.providers.usage.clean_prices).
 
-import { t } from "./i18n.js";
+import { t } from "../shared/i18n.js";
 
 const FIELDS = [
   ["input", "price-input", "options_price_input_name"],

@@ -6,7 +6,7 @@
 //    Intl.PluralRules, `__other` always there). Placeholders are Chrome's: `$name$` in the
 //    message, `{"content": "$1"}` in its `placeholders`.
 // 2. The locale is the `uiLanguage` setting ("auto" = the browser's UI language), resolved to one
-//    of LOCALES by `localeOf` (the same rule as py/margin/catalogue.py). When it is the locale
+//    of LOCALES by `localeOf` (the same rule as py/margin/i18n/catalogue.py). When it is the locale
 //    Chrome's own i18n picked, `chrome.i18n.getMessage` answers; otherwise that locale's
 //    messages.json is fetched from the extension and substituted here the way Chrome does (Chrome
 //    cannot switch its locale at run time).
@@ -24,7 +24,7 @@
 //    number formatted in the language. An attribute with arguments (an image's alt, a link's
 //    aria-label) keeps its message in `data-i18n-attrs` (`setAttributeWords`).
 
-import { CONTRACT } from "./generated/contract.js";
+import { CONTRACT } from "../generated/contract.js";
 
 export const LOCALES = ["en", "zh_CN", "ja", "ko", "es", "pt_BR", "ru"];
 const SETTING_KEY = CONTRACT.storage.keys.uiLanguage;
@@ -207,7 +207,7 @@ let started = null;
 // Rule 2 and 3: read the setting, load its locale, follow its changes. Resolves when `t` answers
 // in the chosen language; on any failure Chrome's own locale stays in use. `follow: false` (the
 // service worker) adds no storage.onChanged listener: the caller passes each write of the
-// setting to `settingWritten` instead (background.js, from bridge.js `onLocalWrite`).
+// setting to `settingWritten` instead (background.js, from worker/storage.js `onLocalWrite`).
 export function start({ follow = true } = {}) {
   started ||= (async () => {
     try {

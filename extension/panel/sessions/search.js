@@ -1,17 +1,17 @@
 // Search over the sessions index, pure: no DOM, no chrome.*, so tests/unit/test_sessions.py runs
 // it under node and compares it with Python's.
 //
-// The fold below is the same function as margin.session_search.fold (a pytest compares them over
+// The fold below is the same function as margin.sessions.search.fold (a pytest compares them over
 // every code point), and a row is what `session.list` returns for that session (same preview,
 // same highlights; offsets in UTF-16 units here, code points in Python), so both sides find the
 // same sessions. Per keystroke the cost is bounded by a per-session bigram filter (`searchData`),
-// built once per session by the search worker's engine (extension/sessions/search_engine.js), or
-// by extension/sessions/preload.js when search runs on the page's main thread. An entry of the index carries only
+// built once per session by the search worker's engine (extension/panel/sessions/search_engine.js), or
+// by extension/panel/sessions/preload.js when search runs on the page's main thread. An entry of the index carries only
 // its digest's head (`digestHead`, the preview without a query); the digest itself comes apart
 // (`sessionDigest_<id>`) and `dataOf(entry)` hands it over with the search data.
 //
-// The name searched and highlighted is the one the user reads (margin.session_search rule 6): an
-// untitled session (stored under the English sentinel, margin.session_entries rule 3) is searched
+// The name searched and highlighted is the one the user reads (margin.sessions.search rule 6): an
+// untitled session (stored under the English sentinel, margin.sessions.entries rule 3) is searched
 // as `untitledName`, the catalogue's `py_session_untitled` in the language of the moment. This
 // module has no i18n: the panel hands the word over with each search (`searchData`'s argument),
 // and the search data made with it holds the name it searched (`name`), which `rowFor`
@@ -20,10 +20,10 @@
 // API: fold, foldWithMap, queryWords, previewFor (the text side); readableIndex, sortEntries,
 //      searchedName, searchData, matchSessions, narrows, rowFor, searchSessions (the index side).
 
-import { CONTRACT } from "../generated/contract.js";
+import { CONTRACT } from "../../generated/contract.js";
 
-const PREVIEW_LENGTH = CONTRACT.limits.previewLength;  // margin.session_search.PREVIEW_LENGTH
-const UNTITLED = CONTRACT.storedNames.untitledSession;  // margin.session_entries.UNTITLED
+const PREVIEW_LENGTH = CONTRACT.limits.previewLength;  // margin.sessions.search.PREVIEW_LENGTH
+const UNTITLED = CONTRACT.storedNames.untitledSession;  // margin.sessions.entries.UNTITLED
 
 const MARKS = /\p{M}/gu;
 // An alternation, not a class: U+0345 is a combining mark, which a class would mix up with its base.
@@ -143,7 +143,7 @@ export function sortEntries(entries) {
     active(b) - active(a) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }
 
-// The name search matches and highlights (margin.session_search `searched_name`): `untitledName`
+// The name search matches and highlights (margin.sessions.search `searched_name`): `untitledName`
 // for an untitled session (not `named` by the user, stored under the sentinel), else the stored
 // name. Without a word the sentinel is searched as it is (it is the English word).
 export function searchedName(entry, untitledName = UNTITLED) {

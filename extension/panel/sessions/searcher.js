@@ -1,6 +1,6 @@
-// The panel's side of the search worker (extension/sessions/search_worker.js): it starts the
+// The panel's side of the search worker (extension/panel/sessions/search_worker.js): it starts the
 // worker, hands it the index and every digest change, fills in what the search copy lacks, and
-// turns its answers back into promises. extension/sessions/preload.js owns it.
+// turns its answers back into promises. extension/panel/sessions/preload.js owns it.
 //
 // Rules:
 // 1. Messages go in the order they are made; those made before the copy's epoch is read wait
@@ -22,7 +22,7 @@
 //                  readHere(), stop()}
 //      untitledName: the word an untitled session is searched as (search.js `searchedName`)
 
-import { CONTRACT } from "../generated/contract.js";
+import { CONTRACT } from "../../generated/contract.js";
 
 const DIGEST_PREFIX = CONTRACT.storage.sessionDigestPrefix;
 const DIGEST_SLICE = 20;
@@ -34,7 +34,7 @@ export function startSearchWorker({ readEpoch, readDigests, onProgress = () => {
   let worker;
   try {
     // From the extension's root: in dist this code is bundled into a chunk at the root (buildsteps/bundle.py).
-    worker = new Worker(new URL("/sessions/search_worker.js", import.meta.url), { type: "module" });
+    worker = new Worker(new URL("/panel/sessions/search_worker.js", import.meta.url), { type: "module" });
   } catch {
     return null;
   }

@@ -1,6 +1,6 @@
-// The sessions search held by the search worker (extension/sessions/search_worker.js): the
+// The sessions search held by the search worker (extension/panel/sessions/search_worker.js): the
 // index's entries as the panel sent them, every digest it could get, folded and filtered
-// (extension/sessions/search.js `searchData`), and the searches over them. Pure: no DOM, no
+// (extension/panel/sessions/search.js `searchData`), and the searches over them. Pure: no DOM, no
 // chrome.*, no IndexedDB of its own (the copy is read through `readCopy`), so node tests it
 // against Python's session.list.
 //

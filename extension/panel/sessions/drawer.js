@@ -1,10 +1,10 @@
 // The sessions panel: list, search as you type, open, rename, pin, delete (with undo), export,
 // and the whole-backup export/import. This module is the DOM overlay; the index it shows lives in
-// extension/sessions/preload.js, the search it runs in extension/sessions/search.js, the backup's
-// port in extension/sessions/backup.js (the status line shows its progress).
+// extension/panel/sessions/preload.js, the search it runs in extension/panel/sessions/search.js, the backup's
+// port in extension/panel/sessions/backup.js (the status line shows its progress).
 //
 // API: preloadSessions({storage, readIndex, readDigests}) -> Promise, sessionsIndexTimings(),
-//        useSearchWorker(allowed) (from extension/sessions/preload.js, re-exported: the side panel
+//        useSearchWorker(allowed) (from extension/panel/sessions/preload.js, re-exported: the side panel
 //        imports this module, and in dist the preload's code is bundled into it, so a test or the
 //        bench reaches the panel's own preload through this module, buildsteps/bundle.py)
 //      mountSessionsPanel(root, {call, onOpened, onClose, readIndex, readDigests, storage}) -> controller
@@ -14,7 +14,7 @@
 //   onOpened(id)         called after "Open" made a session the current conversation.
 //   onClose()            called by the panel's "Close" button (default: hide the root).
 //   readIndex()          resolves to the index as a list of stored entries (its layout:
-//                        extension/sessions/index_read.js); defaults to reading
+//                        extension/panel/sessions/index_read.js); defaults to reading
 //                        chrome.storage.local directly (pages may read storage, never write it);
 //   readDigests(keys)    resolves to {key: value} for `sessionDigest_<id>` keys (same default).
 //   storage              the chrome.storage-like object whose onChanged keeps the list fresh.
@@ -28,36 +28,36 @@
 // which onChanged then paints); with `repair` it repairs a legacy or damaged index; and after a
 // delete it removes the body once the undo window has passed.
 //
-// Where search runs: in the panel's search worker (extension/sessions/preload.js `findSessions`;
+// Where search runs: in the panel's search worker (extension/panel/sessions/preload.js `findSessions`;
 // on the main thread if the worker fails), over the index read once from storage. Python
-// (margin.sessions) owns every write and the migration; asking it per keystroke would move the
+// (margin.sessions.actions) owns every write and the migration; asking it per keystroke would move the
 // whole index (up to 1,000 x 100K characters) through the service worker each time. Searches are
 // answered asynchronously: the latest query wins (an answer to an older one is dropped). A search
 // matches and highlights the names the list shows: each one hands over the word an untitled
-// session is shown as (`untitledWord()`, in the language of the moment; margin.session_search
+// session is shown as (`untitledWord()`, in the language of the moment; margin.sessions.search
 // rule 6), so after a change of language the next search uses the new word.
 
-import { CONTRACT } from "./generated/contract.js";
-import { t, tPlural, formatNumber, formatSize, onLanguageChange } from "./i18n.js";
-import { exportBackup as streamExport, importBackup as streamImport } from "./sessions/backup.js";
-import { dateElement, download, el, marked, refreshDates } from "./sessions/dom.js";
+import { CONTRACT } from "../../generated/contract.js";
+import { t, tPlural, formatNumber, formatSize, onLanguageChange } from "../../shared/i18n.js";
+import { exportBackup as streamExport, importBackup as streamImport } from "./backup.js";
+import { dateElement, download, el, marked, refreshDates } from "./dom.js";
 import {
   findSessions, followStorage, forgetEntry, indexEntries, onDigests, onIndexChange, readStoredIndex, sessionRows,
   useReadIndex,
-} from "./sessions/preload.js";
-import { queryWords } from "./sessions/search.js";
+} from "./preload.js";
+import { queryWords } from "./search.js";
 
-export { preloadSessions, sessionsIndexTimings, useSearchWorker } from "./sessions/preload.js";
+export { preloadSessions, sessionsIndexTimings, useSearchWorker } from "./preload.js";
 
 const UNDO_TOAST_MS = 8000;
-const UNDO_WINDOW_MS = CONTRACT.limits.undoWindowMs;  // margin.sessions.UNDO_MS
+const UNDO_WINDOW_MS = CONTRACT.limits.undoWindowMs;  // margin.sessions.actions.UNDO_MS
 // Rows built with each keystroke: a side panel shows 5 to 8, and building and laying out rows
 // is most of a keystroke's main-thread time, so no more than a tall panel shows; the rest follow
 // PAGE_SIZE at a time as the list scrolls (or at once, when the first page does not fill it).
 const FIRST_PAGE = 10;
 const PAGE_SIZE = 20;
 const VERIFY_EVERY_MS = 60_000;
-// An unnamed session is stored under this English sentinel (margin.session_entries, rule 3): it is
+// An unnamed session is stored under this English sentinel (margin.sessions.entries, rule 3): it is
 // shown as the catalogue's word in the language of the moment, so a change of language relabels it.
 const UNTITLED = CONTRACT.storedNames.untitledSession;
 const untitledWord = () => t("py_session_untitled");
@@ -185,7 +185,7 @@ export function mountSessionsPanel(root, options) {
     if (renaming === null) render();
   };
   const stopFollowing = onIndexChange(onIndexChanged);
-  // Digests arrive in slices after the index (extension/sessions/preload.js): a search shown
+  // Digests arrive in slices after the index (extension/panel/sessions/preload.js): a search shown
   // meanwhile is run again with what came in.
   const stopDigests = onDigests(() => {
     if (!destroyed && !root.hidden && renaming === null && queryWords(query).length) scheduleRender();
@@ -402,7 +402,7 @@ export function mountSessionsPanel(root, options) {
     if (file) download(file);
   }
 
-  // The whole backup streams over the worker's backup port (extension/sessions/backup.js): no
+  // The whole backup streams over the worker's backup port (extension/panel/sessions/backup.js): no
   // single message carries the file, so its size is not bound by Chrome's 64 MiB per message.
   let backupRunning = false;
   async function runBackup(action) {

@@ -12,7 +12,7 @@
 //                                       message has arrived it returns its JSON text (a message
 //                                       that is not a piece is returned at once, as JSON)
 
-import { CONTRACT } from "./generated/contract.js";
+import { CONTRACT } from "../generated/contract.js";
 
 export const PIECE_CHARS = CONTRACT.limits.portChunkChars;
 

@@ -5,7 +5,7 @@
 // Rules:
 // 1. The frame is the HTML of the panel's `.app` (the newest bubbles only), kept by the panel in
 //    `localStorage` under `margin.firstFrame` once it is settled (panel/kept_frame.js;
-//    docs/storage.md). This script only reads it; a value it cannot use is ignored, never an error.
+//    docs/storage-model.md). This script only reads it; a value it cannot use is ignored, never an error.
 // 2. It is untrusted on read (any code of the extension's origin can write localStorage): it is
 //    parsed inert (DOMParser: a document without scripting), must be one `div.app`, and loses every
 //    element that can run or load anything, every `on*` attribute, every id, and every URL but an

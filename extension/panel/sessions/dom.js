@@ -1,4 +1,4 @@
-// The small DOM helpers of the sessions panel (extension/sessions_panel.js).
+// The small DOM helpers of the sessions panel (extension/panel/sessions/drawer.js).
 //
 // API: el(tag, props, ...children) -> element ("class", "text", "on<event>", boolean attributes)
 //      marked(text, spans) -> fragment with each [start, end) span in a <mark>
@@ -7,7 +7,7 @@
 //      refreshDates(root) -> each such <time> under `root` says it again for now ("4 minutes ago")
 //      download({filename, mimeType, text}) saves a file through a temporary link
 
-import { t, formatDate, formatRelative } from "../i18n.js";
+import { t, formatDate, formatRelative } from "../../shared/i18n.js";
 
 export function el(tag, props = {}, ...children) {
   const node = document.createElement(tag);
