@@ -30,7 +30,7 @@ _HUGE_CHILD = r"""
 import io, json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
 from PIL import Image
-from margin import image_codec
+from margin.images import codec as image_codec
 data = open(sys.argv[2], "rb").read()
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 started = time.perf_counter()

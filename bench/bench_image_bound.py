@@ -9,7 +9,7 @@ None where no browser is needed, and returns a list of dicts with `Result`'s fie
    protected), timed from an extension page in Chromium: cold (worker stopped: Pyodide boot +
    Pillow load + work), first call with Python up (Pillow load + work), warm (Pillow loaded).
    Storage is re-seeded before every call, with the originals the failed turns that parked the
-   images stored ahead with their thumbnails (margin.image_originals rule 7: written by the
+   images stored ahead with their thumbnails (margin.images.originals rule 7: written by the
    worker's own `image_bound.store_ahead`, once, untimed); the seeding is not timed. Also
    timed: the same warm bound when nothing was stored ahead (a worker stopped mid-turn, a
    session opened: the bound stores the originals and makes the thumbnails itself), what
@@ -72,18 +72,18 @@ def _ping(margin: Any) -> None:
         raise RuntimeError(f"app.ping failed: {reply!r}")
 
 
-# The worker stores the originals and thumbnails ahead as a failed turn's end does (margin.chat
+# The worker stores the originals and thumbnails ahead as a failed turn's end does (margin.turn.chat
 # rule 13), timed; Pillow is loaded first, untimed, as the turn's attachment check loaded it.
 STORE_AHEAD_JS = """async () => {
     const {pyodide} = await marginPython();
     const seconds = await pyodide.runPythonAsync(`
 import time
 from margin import image_bound
-from margin.history import read_history
-from margin.platform import browser_platform
+from margin.storage.history import read_history
+from margin.platform.browser import browser_platform
 _platform = browser_platform()
 await _platform.load_package("pillow")
-import margin.image_codec
+import margin.images.codec
 _records = (await read_history(_platform.local)).records
 _t = time.perf_counter()
 _written = await image_bound.store_ahead(_platform, _records, turn_running=lambda: False)
@@ -106,8 +106,8 @@ READ_PY_JS = """async () => {
     const {pyodide} = await marginPython();
     const seconds = await pyodide.runPythonAsync(`
 import time
-from margin.history import read_history
-from margin.platform import ChromeStorageArea
+from margin.storage.history import read_history
+from margin.platform.browser import ChromeStorageArea
 _t = time.perf_counter()
 _read = await read_history(ChromeStorageArea("local"))
 assert _read.records
@@ -292,10 +292,11 @@ def _storage_floor(margin: Any, history: list[dict[str, Any]], originals: dict[s
 _CPYTHON_CHILD = r"""
 import asyncio, json, sys, time
 sys.path.insert(0, sys.argv[1])
+sys.path.insert(0, sys.argv[1] + "/../tests/support")  # the in-memory platform
 history = json.load(open(sys.argv[2]))
 t0 = time.perf_counter()
-from margin.image_bound import bound_unseen_image_bytes
-from margin.platform_memory import memory_platform
+from margin.images.bound import bound_unseen_image_bytes
+from platform_memory import memory_platform
 timings = []
 for _ in range(int(sys.argv[3])):
     platform = memory_platform({"history": history})

@@ -163,9 +163,9 @@ PROVIDER = {
 
 
 def request_body_bytes(records: list[dict[str, Any]]) -> int:
-    from margin.figures import prepare_history_for_model
-    from margin.history import Record
+    from margin.images.figures import prepare_history_for_model
     from margin.providers.openai import build_chat_request
+    from margin.storage.history import Record
 
     prepared = prepare_history_for_model([Record.from_json(r) for r in records])
     body = build_chat_request(PROVIDER, prepared, stream=True).body

@@ -108,11 +108,12 @@ ACTIONS_JS = """async ({ids, samples}) => {
 # alone, so the rest is Python's own work.
 WORKER_PY = r"""
 import json, time, statistics
-from margin import sessions, worker as w
-from margin.session_index import read_session_index
-from margin.storage import SAVED_SESSIONS
+from margin.app import worker as w
+from margin.sessions import actions as sessions
+from margin.sessions.index import read_session_index
+from margin.storage.keys import SAVED_SESSIONS
 try:
-    from margin.storage import session_entry_key
+    from margin.storage.keys import session_entry_key
 except ImportError:  # a build from before layout 2 (BENCH_SESSIONS_LAYOUT=apart)
     session_entry_key = None
 
@@ -253,7 +254,7 @@ def session_actions(bench: Any) -> list[dict[str, Any]]:
                 f"the check it follows took {_ms(big['lookWithRename'])} (alone: "
                 f"{_ms(big['checkScan'])}); the rename alone {_ms(big['rename'])}; at {SMALL} "
                 f"sessions {_ms(small['renameWhileLooking'])}. The check looks without the storage "
-                "lock (margin.sessions rule 8): the rename waits only for chrome.storage's call in "
+                "lock (margin.sessions.actions rule 8): the rename waits only for chrome.storage's call in "
                 "flight"
             ),
         )

@@ -42,7 +42,7 @@ from bench_sessions import DIGEST_CHARS, QUERIES, SESSIONS, _p95, _seed_index
 # 16 ms heartbeat's lateness summed (what the page could not run: deserializing storage's answers
 # included, which no callback of ours sees). `worker` false: search on the main thread (before).
 PRELOAD_JS = """async (worker) => {
-  const m = await import('./sessions_panel.js');
+  const m = await import('./panel/sessions/drawer.js');
   if (!worker) m.useSearchWorker(false);
   const long = [];
   const observer = new PerformanceObserver((list) => {
@@ -70,9 +70,9 @@ PRELOAD_JS = """async (worker) => {
 MOUNT_JS = """async () => {
   const css = document.createElement('link');
   css.rel = 'stylesheet';
-  css.href = 'sessions_panel.css';
+  css.href = 'panel/sessions/drawer.css';
   await new Promise((r) => { css.onload = r; css.onerror = r; document.head.append(css); });
-  const m = await import('./sessions_panel.js');
+  const m = await import('./panel/sessions/drawer.js');
   const root = document.createElement('div');
   root.id = 'sessions-root';
   document.body.append(root);
@@ -105,7 +105,7 @@ CLOSE_JS = """() => { const root = document.getElementById('sessions-root');
 
 # Each keystroke: the query to the worker (or the main thread), its rows painted, layout forced.
 SEARCH_JS = """async (queries) => {
-  const m = await import('./sessions_panel.js');
+  const m = await import('./panel/sessions/drawer.js');
   const panel = m.activePanel();
   const list = document.querySelector('#sessions-root .sp-list');
   const samples = [];
@@ -135,7 +135,7 @@ SEARCH_JS = """async (queries) => {
   await panel.search('привет');
   const marks = document.querySelectorAll('#sessions-root mark').length;
   await panel.search('');
-  const timings = (await import('./sessions_panel.js')).sessionsIndexTimings();
+  const timings = (await import('./panel/sessions/drawer.js')).sessionsIndexTimings();
   return {samples, inWorker, hops, paints, labels, counts, marks, searchIn: timings.searchIn};
 }"""
 

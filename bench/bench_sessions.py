@@ -33,11 +33,13 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "py"))
+sys.path.insert(0, str(REPO / "tests" / "support"))  # the in-memory platform
 sys.path.insert(0, str(REPO / "tests" / "e2e"))
 
 from bench_result import median, result
 
-from margin import session_index, sessions
+from margin.sessions import actions as sessions
+from margin.sessions import index as session_index
 
 SESSIONS = 1000
 DIGEST_CHARS = session_index.DIGEST_CAP
@@ -76,7 +78,7 @@ SEED_JS = """async ({n, digestChars, words, layout}) => {
                    savedAt: base + i, bodyHash: ''};
     // 'inline': digests inside the listed entries (two layouts ago); 'apart': the list of entries,
     // digests in sessionDigest_<id> (the layout before); 'keys': layout 2, each entry in
-    // sessionEntry_<id> under a {layout: 2, ids} header (margin.session_index).
+    // sessionEntry_<id> under a {layout: 2, ids} header (margin.sessions.index).
     if (layout === 'inline') entry.textDigest = text;
     else { entry.digestHead = text.slice(0, 140); bodies['sessionDigest_' + id] = text; }
     if (layout === 'keys') bodies['sessionEntry_' + id] = entry;
@@ -241,7 +243,7 @@ def _run_async(coro: Any) -> Any:
 
 
 def _save_8mb_cpython(history: list[dict[str, Any]], others: dict[str, Any]) -> dict[str, Any]:
-    from margin.platform_memory import MemoryStorageArea, memory_platform
+    from platform_memory import MemoryStorageArea, memory_platform
 
     samples, other_writes = [], 0
     for _ in range(5):

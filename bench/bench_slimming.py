@@ -7,7 +7,7 @@ it) and returns a list of dicts with `Result`'s fields. Run alone:
 `python3 bench/run.py --only slimming_requests` (or `python3 bench/bench_slimming.py`).
 
 1. The conversation: `TURNS` questions and answers; before the questions of `ATTACHED_AT` a page
-   of `PAGE_CHARS` characters is attached (a record built by `margin.page_context`, as
+   of `PAGE_CHARS` characters is attached (a record built by `margin.page.context`, as
    "Attach page" builds it). Deterministic texts, no randomness.
 2. Each turn's request is built by the Python core as a turn builds it:
    `slimming.age_stale_attachments` (with aging) or the stored records as they are (without),
@@ -35,10 +35,11 @@ sys.path.insert(0, str(REPO / "py"))
 
 from bench_result import result
 
-from margin import figures, slimming
-from margin.history import Record, user_record
-from margin.page_context import attachment_record
+from margin.images import figures
+from margin.page.context import attachment_record
 from margin.providers import openai, streaming
+from margin.storage.history import Record, user_record
+from margin.turn import slimming
 
 TURNS = 30
 ATTACHED_AT = (1, 10, 20)

@@ -7,7 +7,7 @@ Concept: measurements in the style of `bench/run.py` that need no browser (liste
 1. The body arrives in `CHUNK` characters a read, as a browser's fetch hands it over.
 2. "No line breaks": `SIZE` characters of `data: xxxx...` without a line end, read through the
    real reading loop (`SSEChatStream` over a scripted response): the answer must end with
-   "stream_garbage" once the line passes `margin.sse.LINE_LIMIT`; the time to that error is the
+   "stream_garbage" once the line passes `margin.base.sse.LINE_LIMIT`; the time to that error is the
    figure (before the fix the decoder rescanned its whole buffer at every chunk).
 3. "Normal events": `SIZE` characters of Chat Completions events (a short text delta each)
    through `SSEDecoder` and the OpenAI `StreamParser`; the text must come out whole. Reported:
@@ -33,14 +33,15 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "py"))
+sys.path.insert(0, str(REPO / "tests" / "support"))  # the in-memory platform
 
 from bench_result import result
+from platform_memory import ScriptedResponse
 
-from margin.errors import ProviderError
-from margin.platform_memory import ScriptedResponse
+from margin.base.errors import ProviderError
+from margin.base.sse import SSEDecoder
 from margin.providers import openai
 from margin.providers.streaming import SSEChatStream
-from margin.sse import SSEDecoder
 
 SIZE = 8 * 1024 * 1024
 CHUNK = 16 * 1024

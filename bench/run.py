@@ -235,7 +235,7 @@ def first_paint_200(bench: Bench) -> list[Result]:
     """sidepanel.html painting a 200-message history while the worker is stopped, against a blank
     extension page (blank.html) opened before each run: the goal is a ratio of the two. The panel
     is opened twice per run: as it is opened every day (from the frame it kept last time,
-    extension/first_frame.js), and as on its first open ever (nothing kept)."""
+    extension/panel/first_frame.js), and as on its first open ever (nothing kept)."""
     blank: list[float] = []
     blank_marks: list[dict] = []
     unkept: list[float] = []

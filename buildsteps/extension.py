@@ -7,7 +7,7 @@ Rules:
 3. A vendored file the extension imports must be an ES module (it exports something); a file it
    injects into tabs must be a classic script (no import/export statement) defining its global.
 4. Each vendored package's license text is written to vendor/licenses/.
-5. generated/contract.js is rendered by margin.contract from the sources being built.
+5. generated/contract.js is rendered by margin.app.contract from the sources being built.
 """
 
 from __future__ import annotations
@@ -153,18 +153,18 @@ def place_npm_files(pins: dict[str, NpmPin], dist: Path, cache: Path, report: Re
 
 
 def render_contract(py_root: Path, wheel_name: str) -> str:
-    """generated/contract.js, rendered by margin.contract from the sources in py_root."""
+    """generated/contract.js, rendered by margin.app.contract from the sources in py_root."""
     if str(py_root) not in sys.path:
         sys.path.insert(0, str(py_root))
     try:
-        from margin import contract
+        from margin.app import contract
 
         rendered: str = contract.render_js(wheel_name)
         return rendered
     except Exception as exc:
         where = traceback.extract_tb(exc.__traceback__)[-1]
         raise BuildError(
-            f"generated/contract.js: margin.contract.render_js failed with "
+            f"generated/contract.js: margin.app.contract.render_js failed with "
             f"{type(exc).__name__}: {exc} (at {where.filename}:{where.lineno}). "
             f"Fix py/margin, then build again."
         ) from exc

@@ -5,7 +5,7 @@
   fast feedback, and Playwright's sync API keeps an event loop running in the main thread while
   its (session-wide) browser fixture lives, which would make every later `asyncio.run()` fail.
 - Starts every test with Python's sentences in English: the user's language is per process
-  (margin.catalogue, rule 5), and one test's setting must not leak into the next.
+  (margin.i18n.catalogue, rule 5), and one test's setting must not leak into the next.
 """
 
 import sys
@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "py"))
+sys.path.insert(0, str(Path(__file__).resolve().parent / "support"))
 
 E2E_DIR = Path(__file__).resolve().parent / "e2e"
 
@@ -24,6 +25,6 @@ def pytest_collection_modifyitems(session, config, items):
 
 @pytest.fixture(autouse=True)
 def sentences_in_english(monkeypatch):
-    from margin import catalogue
+    from margin.i18n import catalogue
 
     monkeypatch.setattr(catalogue, "_spoken", "en")

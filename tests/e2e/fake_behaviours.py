@@ -74,7 +74,7 @@ def context_overflow_body(limit_tokens: int, requested_tokens: int) -> dict[str,
     }
 
 
-# A summarization request says what it asks for; a turn never does (rule 7). margin.summaries'
+# A summarization request says what it asks for; a turn never does (rule 7). margin.page.summaries'
 # instruction says "You compress a web page ... Write a summary of about N characters"; adapt
 # here if it is worded differently.
 SUMMARY_MARKER = re.compile(

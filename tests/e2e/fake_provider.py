@@ -23,7 +23,7 @@ Rules:
    so "the first request overflows, the trimmed retry fits and gets the scripted reply" is one
    line of set-up. `always=True` overflows every chat request (the numbers still say M > N): the
    rescue's retry fails too. Overflowed requests are marked `RecordedRequest.overflowed`.
-7. Summarization requests (the one-pass summary of an attachment, `margin.summaries`) are told
+7. Summarization requests (the one-pass summary of an attachment, `margin.page.summaries`) are told
    apart from turns by `summary_marker` (default `SUMMARY_MARKER`: the instruction's wording,
    "compress a web page" / "write a summary", or the verb "summarize", in any message's text;
    turns never carry it: a summarized attachment's note says "this is a summary").

@@ -35,7 +35,7 @@ def realistic_history(count: int) -> list[dict[str, Any]]:
     return records
 
 
-# The card's rule is panel/slimming.js's, the same as py/margin/slimming.py's.
+# The card's rule is panel/slimming.js's, the same as py/margin/turn/slimming.py's.
 AGED = [
     {
         "role": "user",

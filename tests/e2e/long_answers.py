@@ -40,7 +40,7 @@ def long_answer(target_chars: int) -> str:
 
 # How long rendering the whole answer at once takes in this page, now, and what it shows.
 WHOLE_RENDER_JS = """async (text) => {
-    const { renderMarkdown } = await import("/markdown.js");
+    const { renderMarkdown } = await import("/panel/markdown.js");
     const target = document.createElement("div");
     const started = performance.now();
     renderMarkdown(target, text, { highlight: false });

@@ -1,6 +1,6 @@
 """The saved sessions' index entries as stored, read from a test's extension page.
 
-`savedSessions` is a header of ids, each entry in `sessionEntry_<id>` (docs/storage.md, "Saved
+`savedSessions` is a header of ids, each entry in `sessionEntry_<id>` (docs/storage-model.md, "Saved
 sessions"); a profile not migrated yet still holds the older list, which is returned as it is.
 """
 

@@ -26,7 +26,7 @@ MB = 1_000_000
 SLOW_S = 240
 
 # Writes `count` sessions of one random "image" of `image_bytes` bytes each (base64 in a data URL)
-# into chrome.storage.local, plus their digests, entries and index (layout 2, docs/storage.md).
+# into chrome.storage.local, plus their digests, entries and index (layout 2, docs/storage-model.md).
 SEED_JS = """async ({ count, imageBytes, prefix }) => {
     const stored = (await chrome.storage.local.get('savedSessions')).savedSessions;
     const ids = stored && Array.isArray(stored.ids) ? [...stored.ids] : [];
@@ -288,7 +288,7 @@ def test_a_turn_start_larger_than_one_message_reaches_python_whole(configured_ma
     # not an image, which it can only say once the whole start arrived and parsed.
     outcome = page.evaluate(
         """async () => {
-            const { postInPieces } = await import('./port_chunks.js');
+            const { postInPieces } = await import('./shared/port_chunks.js');
             const { CONTRACT } = await import('./generated/contract.js');
             const junk = 'data:image/png;base64,' + 'QUJD'.repeat(25_000_000 / 4);
             const port = chrome.runtime.connect({ name: CONTRACT.turnPort });

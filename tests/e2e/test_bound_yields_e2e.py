@@ -1,4 +1,4 @@
-"""A message sent while the panel bounds parked images goes out first (issue 14, margin.image_bound
+"""A message sent while the panel bounds parked images goes out first (issue 14, margin.images.bound
 rule 4): the turn goes first, the bound after, and the bound still keeps every original.
 
 The test holds what a user would see go wrong: the request reaches the provider while the bound
@@ -28,7 +28,7 @@ PHOTOS = 7  # 2400x1600 noisy JPEGs, ~3 MB of data URL each: ~21 MB
 QUESTION = "Which photo is the sharpest?"
 BOUND_RUNNING_JS = (
     "async () => (await marginPython()).pyodide.runPython("
-    "'import margin.image_bound as b; b._running is not None and not b._running.done()')"
+    "'import margin.images.bound as b; b._running is not None and not b._running.done()')"
 )
 
 

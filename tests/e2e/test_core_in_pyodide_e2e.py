@@ -20,11 +20,11 @@ REPO = Path(__file__).resolve().parents[2]
 
 PROBE = r"""
 import json
-from margin.sse import SSEDecoder
-from margin.figures import figure_label, prepare_history_for_model
-from margin.history import Record
+from margin.base.sse import SSEDecoder
+from margin.images.figures import figure_label, prepare_history_for_model
+from margin.storage.history import Record
 from margin.providers import openai
-from margin import session_search
+from margin.sessions import search as session_search
 
 stream = 'data: {"choices":[{"delta":{"content":"Grüß"}}]}\r\n\r\n: keep-alive\n\ndata: {"choices":[{"delta":{"content":" 世界"}}]}\n\ndata: [DONE]\n\n'
 splits = []
@@ -74,10 +74,10 @@ def test_the_core_gives_the_same_answers_inside_pyodide(margin: Margin):
     assert margin.send_message({"type": "app.ping", "payload": {}})["ok"]
     worker = margin.context.service_workers[-1]
     # The worker's Python reads its words from the extension's _locales through the bridge
-    # (margin.catalogue); CPython reads the checkout's: the same labels prove they are one catalogue.
+    # (margin.i18n.catalogue); CPython reads the checkout's: the same labels prove they are one catalogue.
     worker.evaluate(
         """async () => { const { pyodide } = await marginPython(); await pyodide.runPythonAsync(
-            "from margin import catalogue, platform\\nfor lang in ('zh', 'ja', 'ru'):\\n    await catalogue.ensure(platform.browser_platform(), lang)"); }"""
+            "from margin.i18n import catalogue\\nfrom margin.platform import browser as platform\\nfor lang in ('zh', 'ja', 'ru'):\\n    await catalogue.ensure(platform.browser_platform(), lang)"); }"""
     )
     in_pyodide = json.loads(
         worker.evaluate(

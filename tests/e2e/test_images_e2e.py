@@ -241,7 +241,7 @@ def test_a_failed_turn_stamps_nothing_so_the_next_send_carries_the_pixels_again(
 def test_a_failed_turn_over_the_limit_stores_ahead_what_the_bound_will_shrink(
     configured_margin: Margin, fake_provider: FakeProvider, tmp_path: Path
 ):
-    """margin.chat rule 13: the oldest parked image's original (byte for byte, under its content
+    """margin.turn.chat rule 13: the oldest parked image's original (byte for byte, under its content
     address) and its thumbnail are stored once the failed turn has ended; history is unchanged
     until the panel's next bound, which then refers to that original."""
     margin = configured_margin

@@ -1,4 +1,4 @@
-"""The kept first frame (extension/first_frame.js, extension/panel/kept_frame.js): a panel opened
+"""The kept first frame (extension/panel/first_frame.js, extension/panel/kept_frame.js): a panel opened
 again shows the conversation as it last looked before its module has loaded, then the panel takes
 over in the task that builds its own first frame. The frame is the panel's settled DOM (the newest
 bubbles), it counts as the first paint only when it shows the stored conversation, and what is

@@ -24,7 +24,7 @@ GAP_PROBE_JS = f"() => {{{PAGE_GAP_PROBE_JS}}}"
 # Streams `text` through streamingMarkdown in the given chunking, then compares its DOM with
 # renderMarkdown's of the whole text (both without highlighting, as while streaming).
 SAME_DOM_JS = """async ({ text, cuts }) => {
-    const { streamingMarkdown, renderMarkdown } = await import("/markdown.js");
+    const { streamingMarkdown, renderMarkdown } = await import("/panel/markdown.js");
     const streamed = document.createElement("div");
     const whole = document.createElement("div");
     document.body.append(streamed, whole);

@@ -43,7 +43,7 @@ CONVERSATION = [
 
 
 def legacy(sid: str, name: str, at: int) -> dict:
-    """A session in the legacy format (docs/storage.md): the panel's migration lists it."""
+    """A session in the legacy format (docs/storage-model.md): the panel's migration lists it."""
     history = [{"role": "user", "content": f"{name}?"}, {"role": "assistant", "content": "ok"}]
     return {"id": sid, "name": name, "createdAt": at, "savedAt": at, "pinned": False, "history": history}
 

@@ -51,7 +51,7 @@ def answer(text):
 
 
 def legacy(sid, name, created, history, pinned=False):
-    """The legacy format (docs/storage.md, "Saved sessions"): the whole snapshot inline, no textDigest, no body key."""
+    """The legacy format (docs/storage-model.md, "Saved sessions"): the whole snapshot inline, no textDigest, no body key."""
     return {"id": sid, "name": name, "createdAt": created, "pinned": pinned, "history": history}
 
 
@@ -124,7 +124,7 @@ def body_of(margin: Margin, sid: str):
 
 
 def digest_of(margin: Margin, sid: str):
-    """The session's search digest, kept apart from the index (docs/storage.md, "Saved sessions")."""
+    """The session's search digest, kept apart from the index (docs/storage-model.md, "Saved sessions")."""
     key = f"sessionDigest_{sid}"
     return margin.storage_get([key]).get(key)
 

@@ -1,5 +1,5 @@
 """Search in the panel's search worker, in the real extension: the digests' IndexedDB copy that the
-service worker keeps (extension/digest_copy.js) is what the worker reads, after a cold start,
+service worker keeps (extension/worker/digest_copy.js) is what the worker reads, after a cold start,
 after a rename and after a digest change; and a copy that is stale, from another epoch or missing
 never gives a wrong result (the panel then reads what it lacks from chrome.storage).
 
@@ -70,7 +70,7 @@ DELETE_COPY_JS = """() => new Promise((resolve, reject) => {
   request.onblocked = () => reject(new Error('blocked'));
 })"""
 
-TIMINGS_JS = "async () => (await import('./sessions_panel.js')).sessionsIndexTimings()"
+TIMINGS_JS = "async () => (await import('./panel/sessions/drawer.js')).sessionsIndexTimings()"
 
 
 def copy_of(margin: Margin, ids):

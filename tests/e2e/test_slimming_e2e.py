@@ -5,7 +5,7 @@ Witnesses: what the fake provider received (turns and summarization requests tol
 fake_provider.py rules 6 and 7), what chrome.storage holds, and what the user sees: the cards'
 `data-slimming` ("aged" | "summarizing" | "summarized" | ""), their sentences and buttons, and
 the alert line. The expected request text of a stored record is computed with the Python core's
-own `margin.slimming` (its rules are unit-tested; here the question is whether the extension
+own `margin.turn.slimming` (its rules are unit-tested; here the question is whether the extension
 applies them), and the exact wire bytes are checked for the prefix property.
 
 Pages are long generated articles with distinct titles, served on 127.0.0.1. Their words, the
@@ -33,8 +33,8 @@ from web_pages import WebPages
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "py"))
 
-from margin import slimming
-from margin.history import Record
+from margin.storage.history import Record
+from margin.turn import slimming
 
 # A cold start, then Readability and a Pyodide html.parser pass: seconds on a loaded 2-core machine.
 ATTACH_TIMEOUT_MS = 45_000

@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from margin import sessions
-from margin.session_index import stored_entries
-from margin.worker import Worker
+from margin.app.worker import Worker
+from margin.sessions import actions as sessions
+from margin.sessions.index import stored_entries
 
 CORPUS = json.loads(
     (Path(__file__).parent / "corpus" / "stored_values" / "corruptions.json").read_text("utf-8")

@@ -10,12 +10,14 @@ import json
 from pathlib import Path
 
 import pytest
+from platform_memory import memory_platform
 
-from margin import backup, options, sessions
-from margin.errors import MarginError
-from margin.platform_memory import memory_platform
-from margin.session_index import stored_entries
-from margin.storage import (
+from margin.backup import stream as backup
+from margin.base.errors import MarginError
+from margin.sessions import actions as sessions
+from margin.sessions.index import stored_entries
+from margin.settings import options
+from margin.storage.keys import (
     BACKUP_IMPORT_STAGING,
     HISTORY,
     PROVIDERS,

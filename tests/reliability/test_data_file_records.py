@@ -1,4 +1,4 @@
-"""Corrupt attached data files (a record of kind "file", py/margin/data_files.py): the `file`
+"""Corrupt attached data files (a record of kind "file", py/margin/page/data_files.py): the `file`
 field (the whole text for the sandbox) and the card's `attachment` holding what no attach wrote.
 
 Each case plants one corruption (the stored-values corpus, plus values that are almost right: a
@@ -14,9 +14,9 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from platform_memory import ScriptedTransport, memory_platform
 
-from margin import data_files
-from margin.platform_memory import ScriptedTransport, memory_platform
+from margin.page import data_files
 
 from .profiles import CORPUS, PROVIDER, SAVE_REWRITES, corrupted, internal_failures, save_as_s1
 from .test_tool_rounds import ACTIONS, reply, stored

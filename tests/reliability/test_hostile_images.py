@@ -1,4 +1,4 @@
-"""Hostile images sent through the real turn (margin.chat.run_turn): bombs, truncated files, wrong
+"""Hostile images sent through the real turn (margin.turn.chat.run_turn): bombs, truncated files, wrong
 magic, odd modes, animations, empty files. A refused image gets its specific code and changes
 nothing stored; an accepted one is stored byte for byte. Corpus: corpus/hostile_images/
 (make_corpus.py writes it; images big once decoded are generated here)."""
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 from PIL import Image
+from platform_memory import ScriptedResponse, ScriptedTransport, memory_platform
 
-from margin import chat
-from margin.platform_memory import ScriptedResponse, ScriptedTransport, memory_platform
+from margin.turn import chat
 
 from .ledger import snapshot
 

@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from platform_memory import MemoryStorageArea, MemoryTabs, ScriptedResponse, ScriptedTransport
 
-from margin import options
-from margin.platform_memory import MemoryStorageArea, MemoryTabs, ScriptedResponse, ScriptedTransport
-from margin.ports import Platform
-from margin.worker import Worker
+from margin.app.worker import Worker
+from margin.platform.ports import Platform
+from margin.settings import options
 
 from .ledger import snapshot
 
@@ -237,7 +237,7 @@ def test_a_redirect_is_refused_and_its_target_never_requested(status, ledger):
 
 def test_a_redirect_whose_target_the_browser_hides_is_refused_in_the_same_words(ledger):
     # The browser's fetch (redirect: "manual") sees an opaque redirect: no Location to name.
-    from margin.ports import TransportError
+    from margin.platform.ports import TransportError
 
     platform = platform_with(
         {"providers": [provider("https://api.example.com/v1")], "activeProviderId": "p"},
@@ -402,4 +402,4 @@ def test_only_a_pages_caption_file_may_follow_a_redirect():
     following = sorted(
         str(p.relative_to(package)) for p in package.rglob("*.py") if "follow_redirects=True" in p.read_text()
     )
-    assert following == ["captions.py"]
+    assert following == ["page/captions.py"]

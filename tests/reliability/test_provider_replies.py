@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from platform_memory import ScriptedResponse, ScriptedTransport, memory_platform
 
-from margin.history import user_record
-from margin.platform_memory import ScriptedResponse, ScriptedTransport, memory_platform
-from margin.worker import Worker
+from margin.app.worker import Worker
+from margin.storage.history import user_record
 
 from .ledger import serialized, snapshot
 

@@ -3,7 +3,7 @@
 Each case plants one corruption (corpus/stored_values/corruptions.json) under one key of a
 profile that also holds the user's real data, then runs the everyday actions through the worker's
 routes: list, open, rename and export a session, New session, the options, the panel's state. No
-action may fail as "internal" (the value reaches no crash: margin.stored_values parks what it
+action may fail as "internal" (the value reaches no crash: margin.storage.stored_values parks what it
 cannot read), and nothing stored is lost (parked values count as kept).
 """
 
@@ -13,9 +13,9 @@ import asyncio
 import json
 
 import pytest
+from platform_memory import memory_platform
 
-from margin.platform_memory import memory_platform
-from margin.worker import Worker
+from margin.app.worker import Worker
 
 from .ledger import snapshot
 from .profiles import CORPUS, PROVIDER, corrupted, save_as_s1
@@ -81,7 +81,7 @@ INDEX_CASES = [(key, name) for key in ("sessionEntry_s1", "savedSessions") for n
 @pytest.mark.parametrize(("key", "name"), INDEX_CASES, ids=[f"{k}-{n}" for k, n in INDEX_CASES])
 def test_a_corrupt_index_value_is_parked_by_the_first_listing(key, name, ledger):
     """The user only looks at the list: no write of theirs may replace what is stored, so every
-    value the listing could not read must still be stored, parked (margin.session_migration)."""
+    value the listing could not read must still be stored, parked (margin.sessions.migration)."""
     platform = users_profile()
     asyncio.run(platform.local.set({key: corrupted(name)}))
     before = snapshot(platform)
@@ -110,28 +110,28 @@ THUMBNAIL_RECORD = {
 
 
 async def _recover_staging(platform):
-    from margin.backup_import import recover
-    from margin.storage import lock_for
+    from margin.backup.importer import recover
+    from margin.storage.keys import lock_for
 
     async with lock_for(platform.local):
         await recover(platform.local)
 
 
 async def _tab_closed(platform):
-    from margin import site_caches
+    from margin.page import site_caches
 
     await site_caches.restore(platform)
     await site_caches.on_tab_event(platform, "removed", 1)
 
 
 async def _take_explain(platform):
-    from margin import explain
+    from margin.turn import explain
 
     await explain.take_request(platform, "r1")
 
 
 async def _keep_unsaved(platform):
-    from margin import unsaved_answers
+    from margin.turn import unsaved_answers
 
     await unsaved_answers.keep(platform, {"id": "u2", "answer": {"role": "assistant", "content": "kept"}})
 
@@ -150,7 +150,7 @@ RARE_CASES = [(area, key, name) for area, key in RARE_KEYS for name in CORPUS["v
 
 @pytest.mark.parametrize(("area", "key", "name"), RARE_CASES, ids=[f"{k}-{n}" for _, k, n in RARE_CASES])
 def test_a_corrupt_value_under_a_rarer_key_reaches_no_crash_and_loses_nothing(area, key, name, ledger):
-    from margin.errors import MarginError
+    from margin.base.errors import MarginError
 
     platform = users_profile()
     if key == ORIGINAL_KEY:  # a thumbnail in the conversation refers to it: it is the user's image

@@ -1,4 +1,4 @@
-"""Corrupt `toolRounds` (the model's code runs stored with an answer, py/margin/tool_loop.py):
+"""Corrupt `toolRounds` (the model's code runs stored with an answer, py/margin/sandbox/tool_loop.py):
 an answer in the open conversation and in a saved session holding what no turn wrote.
 
 Each case plants one corruption (the stored-values corpus, plus rounds that are almost right:
@@ -14,9 +14,9 @@ import asyncio
 import json
 
 import pytest
+from platform_memory import ScriptedResponse, ScriptedTransport, memory_platform
 
-from margin import tool_loop
-from margin.platform_memory import ScriptedResponse, ScriptedTransport, memory_platform
+from margin.sandbox import tool_loop
 
 from .ledger import serialized, snapshot
 from .profiles import CORPUS, PROVIDER, SAVE_REWRITES, corrupted, internal_failures, save_as_s1

@@ -1,4 +1,4 @@
-"""Attack surface: the final save of a turn's answer (py/margin/chat.py rule 11, margin.unsaved_answers).
+"""Attack surface: the final save of a turn's answer (py/margin/turn/chat.py rule 11, margin.turn.unsaved_answers).
 
 Each case streams a whole answer over a conversation the user already has, makes the final write
 go wrong (a full storage, a crash at the write, a provider's non-finite usage, a cost that
@@ -14,9 +14,10 @@ import json
 from pathlib import Path
 
 import pytest
+from platform_memory import ScriptedResponse, ScriptedTransport, memory_platform
 
-from margin import chat, unsaved_answers, wire
-from margin.platform_memory import ScriptedResponse, ScriptedTransport, memory_platform
+from margin.base import wire
+from margin.turn import chat, unsaved_answers
 
 from .ledger import snapshot
 

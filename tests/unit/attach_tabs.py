@@ -5,10 +5,11 @@ turn, `video_page()` is a page with one captioned video."""
 import asyncio
 
 from chat_turns import SETTINGS
+from platform_memory import MemoryTabs, ScriptedTransport, memory_platform
 
-from margin import attach, chat
-from margin.platform_memory import MemoryTabs, ScriptedTransport, memory_platform
-from margin.ports import WebTab
+from margin.page import attach
+from margin.platform.ports import WebTab
+from margin.turn import chat
 
 ARTICLE_URL = "https://news.example.com/2026/rivers"
 ARTICLE_HTML = (

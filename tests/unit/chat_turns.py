@@ -7,8 +7,9 @@ is a streamed Chat Completions reply; `send(text, images)` a turn's start messag
 import asyncio
 import json
 
-from margin import chat
-from margin.platform_memory import ScriptedResponse, ScriptedTransport, memory_platform
+from platform_memory import ScriptedResponse, ScriptedTransport, memory_platform
+
+from margin.turn import chat
 
 PROVIDER = {
     "id": "p",

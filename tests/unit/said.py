@@ -7,10 +7,12 @@ import json
 from asyncio import Event
 
 from helpers import run
+from platform_memory import ScriptedResponse, ScriptedTransport, memory_platform
 
-from margin import api, backup, chat
-from margin.platform_memory import ScriptedResponse, ScriptedTransport, memory_platform
-from margin.storage import ACTIVE_PROVIDER_ID, PROVIDERS, UI_LANGUAGE
+from margin.app import api
+from margin.backup import stream as backup
+from margin.storage.keys import ACTIVE_PROVIDER_ID, PROVIDERS, UI_LANGUAGE
+from margin.turn import chat
 
 PROVIDER = {"baseUrl": "https://api.example.com/v1", "model": "m-1", "apiKey": "sk-x"}
 OLLAMA = {"id": "o", "type": "openai", "name": "Ollama", "baseUrl": "http://localhost:11434/v1", "model": "m"}

@@ -4,11 +4,12 @@ gets the full history once, with a notice."""
 import asyncio
 import json
 
-from margin import chat
-from margin.agent_turn import build_agent_turn
-from margin.history import PAGE_CONTEXT_PREFIX, Record
-from margin.page_context import attachment_record
-from margin.platform_memory import ScriptedResponse, ScriptedTransport, memory_platform
+from platform_memory import ScriptedResponse, ScriptedTransport, memory_platform
+
+from margin.page.context import attachment_record
+from margin.storage.history import PAGE_CONTEXT_PREFIX, Record
+from margin.turn import chat
+from margin.turn.agent import build_agent_turn
 
 PROVIDER = {
     "id": "agent",

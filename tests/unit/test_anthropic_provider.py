@@ -5,12 +5,12 @@ from pathlib import Path
 
 import pytest
 from helpers import run
+from platform_memory import ScriptedResponse, ScriptedTransport, memory_platform
 
-from margin.history import Record
-from margin.overflow import ContextOverflowError
-from margin.platform_memory import ScriptedResponse, ScriptedTransport, memory_platform
+from margin.base.sse import SSEDecoder
 from margin.providers import PROVIDER_TYPES, anthropic, normalize_provider, provider_module
-from margin.sse import SSEDecoder
+from margin.providers.overflow import ContextOverflowError
+from margin.storage.history import Record
 
 TRANSCRIPTS = Path(__file__).parent / "transcripts" / "anthropic"
 ERRORS = json.loads((TRANSCRIPTS / "errors.json").read_text(encoding="utf-8"))

@@ -4,10 +4,10 @@ import json
 
 import pytest
 from helpers import run
+from platform_memory import memory_platform
 
-from margin import api
-from margin.platform_memory import memory_platform
-from margin.worker import Worker
+from margin.app import api
+from margin.app.worker import Worker
 
 SETTINGS = {
     "providers": [
@@ -123,7 +123,11 @@ def test_every_worker_method_the_service_worker_calls_exists():
     import re
     from pathlib import Path
 
-    source = (Path(__file__).parents[2] / "extension" / "background.js").read_text()
+    extension = Path(__file__).parents[2] / "extension"
+    # background.js is the entry; the handlers that call the worker live in extension/worker/.
+    source = "".join(
+        p.read_text() for p in [extension / "background.js", *sorted((extension / "worker").glob("*.js"))]
+    )
     called = set(re.findall(r"\bworker\.(\w+)\(", source))
     assert called >= {"dispatch_json", "run_turn_json", "stop_turn", "record_boot"}
     assert all(callable(getattr(Worker, name, None)) for name in called), called

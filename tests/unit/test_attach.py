@@ -7,12 +7,14 @@ import json
 import pytest
 from attach_tabs import ARTICLE_URL, VTT, Page, attach_now, history, run, setup, turn, video_page
 from chat_turns import SETTINGS, answer
+from platform_memory import ScriptedResponse
 
-from margin import attach, clock, page_context, site_caches
-from margin.errors import MarginError
-from margin.history import Record
-from margin.platform_memory import ScriptedResponse
-from margin.ports import ScriptError
+from margin.base import clock
+from margin.base.errors import MarginError
+from margin.page import attach, site_caches
+from margin.page import context as page_context
+from margin.platform.ports import ScriptError
+from margin.storage.history import Record
 
 
 @pytest.fixture(autouse=True)
@@ -132,7 +134,7 @@ def test_no_web_tab_is_refused_with_what_to_do():
 
 
 def test_a_runaway_page_is_cut_at_the_hard_cap_and_says_so(monkeypatch):
-    from margin import page_text
+    from margin.page import text as page_text
 
     # The 2,000,000-character cap, scaled down so the test stays fast.
     monkeypatch.setattr(
@@ -391,8 +393,8 @@ def test_a_stored_page_over_the_setting_is_to_be_summarized():
 
 
 def test_sessions_name_and_search_a_conversation_by_its_question_not_the_page_text():
-    from margin import sessions
-    from margin.history import parse_history
+    from margin.sessions import actions as sessions
+    from margin.storage.history import parse_history
 
     platform = setup(responses=[answer("ok")])
     attach_now(platform)
@@ -406,7 +408,7 @@ def test_sessions_name_and_search_a_conversation_by_its_question_not_the_page_te
 @pytest.mark.parametrize("reported", [float("inf"), float("nan"), -1, 0, True, "90"])
 def test_a_video_duration_that_is_not_a_finite_length_falls_back_to_the_transcript(reported):
     # A live stream's <video>.duration is Infinity; stored, it would make the record unwritable.
-    from margin.transcripts import Cue
+    from margin.page.transcripts import Cue
 
     cues = [Cue(start=0.0, end=42.0, text="hello")]
     assert attach._duration({"duration": reported}, cues) == 42.0

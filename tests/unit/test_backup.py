@@ -5,13 +5,18 @@ import asyncio
 import json
 
 import pytest
+from platform_memory import memory_platform
 
-from margin import backup, backup_export, backup_import, catalogue, options, sessions
-from margin.errors import MarginError
-from margin.platform_memory import memory_platform
-from margin.session_index import stored_entries
-from margin.storage import BACKUP_IMPORT_STAGING, HISTORY, PROVIDERS, session_body_key
-from margin.worker import Worker
+from margin.app.worker import Worker
+from margin.backup import exporter as backup_export
+from margin.backup import importer as backup_import
+from margin.backup import stream as backup
+from margin.base.errors import MarginError
+from margin.i18n import catalogue
+from margin.sessions import actions as sessions
+from margin.sessions.index import stored_entries
+from margin.settings import options
+from margin.storage.keys import BACKUP_IMPORT_STAGING, HISTORY, PROVIDERS, session_body_key
 
 PIXELS = "data:image/jpeg;base64," + "/9j/4AAQ" * 400
 PROVIDER = {
@@ -200,7 +205,7 @@ def test_a_copy_is_named_in_the_language_of_the_import_and_the_summary_quotes_th
     data = json.loads(export(platform))
     for item in data["sessions"]:
         item["history"] = [*item["history"], {"role": "assistant", "content": "written elsewhere"}]
-    run(catalogue.ensure(platform, language))  # the port loads the setting's language (margin.backup)
+    run(catalogue.ensure(platform, language))  # the port loads the setting's language (margin.backup.stream)
     result = import_text(platform, json.dumps(data))
     assert result["copies"] == 3 and quoted in result["message"]
     copies = sorted(e["name"] for e in stored_entries(platform.local.snapshot()) if e.get("named"))
@@ -241,7 +246,7 @@ def test_providers_are_checked_like_the_form_and_junk_is_left_out():
     assert stored["activeProviderId"] == "mine"
     assert result["providersAdded"] == 1 and len(result["providersRefused"]) == 2
     assert "Left out 2 providers that are not valid" in result["message"]
-    from margin import options
+    from margin.settings import options
 
     saved = run(options.handle_save(platform, {"providers": stored[PROVIDERS], "activeProviderId": "mine"}))
     assert saved["activeProviderId"] == "mine"  # nothing imported blocks a later save
@@ -455,7 +460,7 @@ def test_what_margin_cannot_read_is_exported_marked_damaged_and_the_rest_imports
 
 def test_the_open_conversations_thumbnails_are_exported_with_their_originals():
     # images.bound left a thumbnail + reference in `history`; the file must carry the original.
-    from margin import image_originals
+    from margin.images import originals as image_originals
 
     original = "data:image/png;base64," + "QUJD" * 1000
     key = image_originals.original_key(original)

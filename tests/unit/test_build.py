@@ -65,7 +65,7 @@ def test_wheel_installs_with_pip_and_imports(tmp_path):
             sys.executable,
             "-I",
             "-c",
-            f"import sys; sys.path.insert(0, {str(target)!r}); import margin.storage, margin; "
+            f"import sys; sys.path.insert(0, {str(target)!r}); import margin.storage.keys, margin; "
             f"print(margin.__version__); print(margin.__file__)",
         ],
         check=True,

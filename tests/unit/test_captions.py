@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from margin.errors import MarginError
-from margin.transcripts import (
+from margin.base.errors import MarginError
+from margin.page.transcripts import (
     MAX_CAPTION_CHARS,
     Cue,
     TranscriptError,

@@ -5,9 +5,9 @@ import json
 
 import pytest
 from chat_turns import PNG, PROVIDER, HangingResponse, Turn, answer, delta, send, sse
+from platform_memory import ScriptedResponse
 
-from margin import chat
-from margin.platform_memory import ScriptedResponse
+from margin.turn import chat
 
 # -- send ---------------------------------------------------------------------------------------
 
@@ -353,8 +353,9 @@ def test_images_are_sent_with_pixels_then_stamped_and_later_sent_as_a_placeholde
 def test_a_failed_turn_stores_its_unseen_originals_ahead_once_it_has_ended_and_a_done_one_does_not(
     monkeypatch,
 ):
-    from margin import image_bound, image_originals
-    from margin.ports import TransportError
+    from margin.images import bound as image_bound
+    from margin.images import originals as image_originals
+    from margin.platform.ports import TransportError
 
     # Over the bound's limit with the new image: the older parked one is what the bound will shrink.
     monkeypatch.setattr(image_bound, "UNSEEN_LIMIT_BYTES", len(PNG))

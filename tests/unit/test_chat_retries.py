@@ -6,10 +6,10 @@ import asyncio
 import json
 
 from chat_turns import PNG, HangingResponse, Turn, answer, delta, send, sse
+from platform_memory import ScriptedResponse
 
-from margin import chat
-from margin.page_context import attachment_record
-from margin.platform_memory import ScriptedResponse
+from margin.page.context import attachment_record
+from margin.turn import chat
 
 # -- image refusal: retried once with placeholders, remembered on the provider --------------------
 

@@ -8,12 +8,14 @@ import struct
 import zlib
 
 import pytest
+from platform_memory import memory_platform
 
-from margin import code_runs, stored_values
-from margin.errors import MarginError
-from margin.figures import prepare_history_for_model
-from margin.history import Record, parse_history
-from margin.platform_memory import memory_platform
+from margin.base.errors import MarginError
+from margin.images.figures import prepare_history_for_model
+from margin.sandbox import code_runs
+from margin.storage import stored_values
+from margin.storage.history import Record, parse_history
+from margin.turn import saved_runs
 
 
 def png(width: int, height: int) -> str:
@@ -178,7 +180,7 @@ def seeded():
 def test_save_run_stores_the_run_on_its_answer():
     platform = seeded()
     reply = asyncio.run(
-        code_runs.handle_save_run(platform, {"index": 1, "createdAt": 2, "run": run(stdout="42\n")})
+        saved_runs.handle_save_run(platform, {"index": 1, "createdAt": 2, "run": run(stdout="42\n")})
     )
     assert reply == {"saved": True, "runs": 1}
     stored = asyncio.run(platform.local.get(["history"]))["history"]
@@ -191,7 +193,7 @@ def test_save_run_on_another_record_writes_nothing(index, created_at):
     before = asyncio.run(platform.local.get(["history"]))
     with pytest.raises(MarginError) as raised:
         asyncio.run(
-            code_runs.handle_save_run(platform, {"index": index, "createdAt": created_at, "run": run()})
+            saved_runs.handle_save_run(platform, {"index": index, "createdAt": created_at, "run": run()})
         )
     assert raised.value.code == "run_answer_gone"
     assert asyncio.run(platform.local.get(["history"])) == before
@@ -203,6 +205,6 @@ def test_save_run_on_another_record_writes_nothing(index, created_at):
 def test_save_run_without_a_readable_index_and_time_is_bad_payload(payload):
     platform = seeded()
     with pytest.raises(MarginError) as raised:
-        asyncio.run(code_runs.handle_save_run(platform, {**payload, "run": run()}))
+        asyncio.run(saved_runs.handle_save_run(platform, {**payload, "run": run()}))
     assert raised.value.code == "bad_payload"
     assert "runs" not in asyncio.run(platform.local.get(["history"]))["history"][1]

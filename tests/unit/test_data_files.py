@@ -1,5 +1,5 @@
 """Data files the user attaches ("Attach file"): the checks, the stored record, what the model reads
-for it, and the whole file under /data/ in the sandbox (margin.data_files, margin.sandbox_files)."""
+for it, and the whole file under /data/ in the sandbox (margin.page.data_files, margin.page.sandbox_files)."""
 
 import json
 import re
@@ -8,9 +8,11 @@ import pytest
 from attach_tabs import history, run, setup, turn
 from chat_turns import answer
 
-from margin import attach, data_files, sandbox_files, slimming, tool_loop
-from margin.errors import MarginError
-from margin.history import Record
+from margin.base.errors import MarginError
+from margin.page import attach, data_files, sandbox_files
+from margin.sandbox import tool_loop
+from margin.storage.history import Record
+from margin.turn import slimming
 
 SALES = "region,amount\n" + "".join(f"r{i},{i}\n" for i in range(1, 101))
 

@@ -4,11 +4,12 @@ time), as the user lives them, with the tab and the page script faked (attach_ta
 import pytest
 from attach_tabs import ARTICLE_URL, VTT, attach_now, history, run, setup, turn, video_page
 from chat_turns import answer
+from platform_memory import ScriptedResponse
 
-from margin import explain, site_caches, video
-from margin.errors import MarginError
-from margin.platform_memory import ScriptedResponse
-from margin.ports import WebTab
+from margin.base.errors import MarginError
+from margin.page import site_caches, video
+from margin.platform.ports import WebTab
+from margin.turn import explain
 
 
 @pytest.fixture(autouse=True)

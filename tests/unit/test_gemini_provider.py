@@ -5,13 +5,13 @@ from pathlib import Path
 
 import pytest
 from helpers import run
+from platform_memory import ScriptedResponse, ScriptedTransport, memory_platform
 
-from margin.errors import ProviderError
-from margin.history import Record
-from margin.overflow import ContextOverflowError
-from margin.platform_memory import ScriptedResponse, ScriptedTransport, memory_platform
+from margin.base.errors import ProviderError
+from margin.base.sse import SSEDecoder
 from margin.providers import gemini, normalize_provider, provider_module
-from margin.sse import SSEDecoder
+from margin.providers.overflow import ContextOverflowError
+from margin.storage.history import Record
 
 TRANSCRIPTS = Path(__file__).parent / "transcripts" / "gemini"
 PROVIDER = {

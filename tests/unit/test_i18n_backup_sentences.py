@@ -1,4 +1,4 @@
-"""The backup's sentences (margin.backup*), converted from English literals (issue 12): a refused
+"""The backup's sentences (margin.backup.stream*), converted from English literals (issue 12): a refused
 file and the import's summary, English byte for byte as before, said in Japanese and in Russian,
 with the language's plural forms."""
 
@@ -9,7 +9,8 @@ import json
 import pytest
 from said import BACKUP, backup_import, imported, saved_session, told
 
-from margin import backup, catalogue
+from margin.backup import stream as backup
+from margin.i18n import catalogue
 
 
 @pytest.fixture(autouse=True)

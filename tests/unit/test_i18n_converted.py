@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 from said import ANTHROPIC, GEMINI, OLLAMA, RESPONSES, save, told
 
-from margin import catalogue, explain
+from margin.i18n import catalogue
+from margin.turn import explain
 
 
 @pytest.fixture(autouse=True)

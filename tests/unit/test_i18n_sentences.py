@@ -1,4 +1,4 @@
-"""Python's sentences (margin.sentences, docs/i18n.md): in all seven catalogues with the same
+"""Python's sentences (margin.base.sentences, docs/i18n.md): in all seven catalogues with the same
 placeholders, said in the user's language, English byte for byte as before, and English when a
 catalogue is missing or unreadable."""
 
@@ -11,13 +11,15 @@ from pathlib import Path
 
 import pytest
 from helpers import run
+from platform_memory import ScriptedResponse, memory_platform
 
-from margin import api, catalogue, errors
-from margin.errors import MarginError
-from margin.platform_memory import ScriptedResponse, memory_platform
+from margin.app import api
+from margin.base import errors
+from margin.base.errors import MarginError
+from margin.base.sentences import ENGLISH, Sentence, say, sentence
+from margin.i18n import catalogue
 from margin.providers import http_error, transport_error
-from margin.sentences import ENGLISH, Sentence, say, sentence
-from margin.storage import UI_LANGUAGE
+from margin.storage.keys import UI_LANGUAGE
 
 LOCALES_DIR = Path(__file__).resolve().parents[2] / "extension" / "_locales"
 CATALOGUES = {
@@ -152,14 +154,14 @@ def test_a_key_an_older_catalogue_lacks_is_said_in_english():
 
 
 def transport_error_sentence() -> str:
-    from margin.ports import TransportError
+    from margin.platform.ports import TransportError
 
     return transport_error(TransportError("connect"), PROVIDER).to_json()["message"]
 
 
 def test_the_trim_note_is_in_the_model_language_and_replaces_an_english_one():
-    from margin import slimming
-    from margin.history import PAGE_CONTEXT_PREFIX, Record
+    from margin.storage.history import PAGE_CONTEXT_PREFIX, Record
+    from margin.turn import slimming
 
     header = f"{PAGE_CONTEXT_PREFIX} Page: t\nNote: shortened to fit the model's context: the first 9 of 20,000 characters."
     record = Record(
@@ -172,8 +174,8 @@ def test_the_trim_note_is_in_the_model_language_and_replaces_an_english_one():
 
 
 def test_an_unsaved_answer_s_sentence_is_one_language_cause_and_all():
-    from margin import unsaved_answers
-    from margin.ports import storage_refused
+    from margin.platform.ports import storage_refused
+    from margin.turn import unsaved_answers
 
     speak("ja")
     event = unsaved_answers.error_event(storage_refused("QUOTA_BYTES quota exceeded"), {})
@@ -191,7 +193,7 @@ def test_an_unsaved_answer_s_sentence_is_one_language_cause_and_all():
     ],
 )
 def test_captions_margin_cannot_read_are_said_in_the_language(captions, english, japanese, russian):
-    from margin.transcripts import TranscriptError, parse_captions
+    from margin.page.transcripts import TranscriptError, parse_captions
 
     with pytest.raises(TranscriptError) as caught:
         parse_captions(captions)
@@ -202,7 +204,7 @@ def test_captions_margin_cannot_read_are_said_in_the_language(captions, english,
 
 
 def test_a_provider_that_goes_quiet_is_said_in_the_language():
-    from margin.stoppable import race
+    from margin.base.stoppable import race
 
     async def quiet():
         await Event().wait()
@@ -223,7 +225,7 @@ def test_a_provider_that_goes_quiet_is_said_in_the_language():
 
 
 def test_a_request_that_is_not_json_is_refused_in_the_language():
-    from margin.worker import Worker
+    from margin.app.worker import Worker
 
     worker = Worker(memory_platform({UI_LANGUAGE: "ja"}), lambda port, event: True)
     reply = json.loads(run(worker.dispatch_json("app.ping", "{", "extension")))
@@ -255,7 +257,7 @@ def test_why_a_tool_call_was_not_run_is_in_the_model_language(language, reason):
 def test_the_bound_on_code_runs_is_said_in_the_model_language():
     from test_tool_turn import Panel, chunk, sse, text_answer
 
-    from margin import tool_loop
+    from margin.sandbox import tool_loop
 
     calls = [
         {"index": i, "id": f"c{i}", "type": "function", "function": {"name": "run_python", "arguments": ""}}

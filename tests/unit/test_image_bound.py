@@ -1,4 +1,4 @@
-"""images.bound never delays a turn (margin.image_bound, rules 2, 4 and 5): the turn goes first,
+"""images.bound never delays a turn (margin.images.bound, rules 2, 4 and 5): the turn goes first,
 the bound after, against what is stored then; nothing a turn wrote is overwritten."""
 
 from __future__ import annotations
@@ -12,13 +12,18 @@ import random
 import pytest
 from chat_turns import SETTINGS
 from PIL import Image
+from platform_memory import ScriptedResponse, ScriptedTransport, memory_platform
 from test_image_originals import sent_urls
 
-from margin import chat, data_urls, image_bound, image_codec, image_originals
-from margin.history import HISTORY, Record, history_json, read_history
-from margin.platform_memory import ScriptedResponse, ScriptedTransport, memory_platform
-from margin.ports import TransportError
-from margin.storage import lock_for
+from margin.images import bound as image_bound
+from margin.images import codec as image_codec
+from margin.images import data_urls
+from margin.images import originals as image_originals
+from margin.platform.ports import TransportError
+from margin.storage import keys
+from margin.storage.history import HISTORY, Record, history_json, read_history
+from margin.storage.keys import lock_for
+from margin.turn import chat
 
 
 def noisy_png(seed: int) -> str:
@@ -248,7 +253,7 @@ def image_parts_of(history: list[dict]) -> list[dict]:
 def test_the_bound_waits_for_a_running_turn_before_it_reads(monkeypatch):
     history = parked()
     platform = memory_platform({HISTORY: history})
-    monkeypatch.setattr(chat, "_turn_running", True)
+    monkeypatch.setattr(keys, "_turn_running", True)
 
     async def scenario():
         bound = asyncio.ensure_future(
@@ -256,7 +261,7 @@ def test_the_bound_waits_for_a_running_turn_before_it_reads(monkeypatch):
         )
         await asyncio.sleep(0.2)
         read_while_the_turn_ran = list(platform.local.reads)
-        chat._turn_running = False
+        keys._turn_running = False
         return read_while_the_turn_ran, await asyncio.wait_for(bound, 30)
 
     read_while_the_turn_ran, result = asyncio.run(scenario())

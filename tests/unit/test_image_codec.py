@@ -8,7 +8,7 @@ import random
 import pytest
 from PIL import Image
 
-from margin import image_codec
+from margin.images import codec as image_codec
 
 
 def encoded(image: Image.Image, fmt: str, **save) -> bytes:

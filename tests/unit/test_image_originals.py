@@ -1,4 +1,4 @@
-"""Originals of thumbnailed images (margin.image_originals): crash safety of images.bound, garbage
+"""Originals of thumbnailed images (margin.images.originals): crash safety of images.bound, garbage
 collection, sessions and requests carrying the original, the images.original route, damaged keys."""
 
 from __future__ import annotations
@@ -12,11 +12,13 @@ import random
 import pytest
 from helpers import run
 from PIL import Image
+from platform_memory import StoreCrashed, memory_platform
 
-from margin import data_urls, image_bound, image_originals
-from margin.errors import MarginError
-from margin.history import HISTORY, Record, history_json, read_history
-from margin.platform_memory import StoreCrashed, memory_platform
+from margin.base.errors import MarginError
+from margin.images import bound as image_bound
+from margin.images import data_urls
+from margin.images import originals as image_originals
+from margin.storage.history import HISTORY, Record, history_json, read_history
 
 LIMIT = 3_000_000  # data-URL characters: four ~1.4 MB images, so the oldest are shrunk
 
@@ -286,7 +288,7 @@ async def thumbnails_ahead_then_bound(platform) -> None:
 
 def no_pillow_work(monkeypatch):
     """The bound may not load Pillow nor make a thumbnail: those made ahead must do."""
-    from margin import image_codec
+    from margin.images import codec as image_codec
 
     def refuse(*args, **kwargs):
         raise AssertionError("the bound made a thumbnail that was made ahead")

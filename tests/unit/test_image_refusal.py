@@ -1,11 +1,11 @@
-"""Telling, from a provider's error, that the model does not take images (margin.image_refusal)."""
+"""Telling, from a provider's error, that the model does not take images (margin.providers.image_refusal)."""
 
 import json
 
 import pytest
 
-from margin.image_refusal import ImagesRefusedError, refuses_images
 from margin.providers import http_error, normalize_provider
+from margin.providers.image_refusal import ImagesRefusedError, refuses_images
 
 PROVIDER = {
     "id": "p",

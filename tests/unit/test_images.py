@@ -10,22 +10,17 @@ import random
 import pytest
 from helpers import run
 from PIL import Image
+from platform_memory import MemoryTabs, memory_platform
 
-from margin import (
-    clock,
-    data_urls,
-    figures,
-    image_attachments,
-    image_bound,
-    images,
-    request_images,
-    screenshot,
-)
-from margin.errors import MarginError
-from margin.history import HISTORY, Record, history_json, read_history
-from margin.platform_memory import MemoryTabs, memory_platform
-from margin.ports import WebTab
-from margin.storage import lock_for
+from margin.base import clock
+from margin.base.errors import MarginError
+from margin.images import attachments as image_attachments
+from margin.images import bound as image_bound
+from margin.images import data_urls, figures, request_images, screenshot
+from margin.images import parts as images
+from margin.platform.ports import WebTab
+from margin.storage.history import HISTORY, Record, history_json, read_history
+from margin.storage.keys import lock_for
 
 CAPTURED = 1796047500000  # 2026-11-30 14:05 UTC
 

@@ -4,14 +4,14 @@ import json
 
 import pytest
 from helpers import run
+from platform_memory import ScriptedResponse, ScriptedTransport, memory_platform
 
-from margin import options
-from margin.errors import MarginError, ProviderError
-from margin.history import Record
-from margin.platform_memory import ScriptedResponse, ScriptedTransport, memory_platform
-from margin.ports import TransportError
+from margin.base.errors import MarginError, ProviderError
+from margin.platform.ports import TransportError
 from margin.providers import extract_error_message, normalize_provider, openai, provider_module
-from margin.storage import UI_LANGUAGE
+from margin.settings import options
+from margin.storage.history import Record
+from margin.storage.keys import UI_LANGUAGE
 
 PROVIDER = {
     "id": "p1",

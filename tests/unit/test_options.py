@@ -5,11 +5,11 @@ import json
 
 import pytest
 from helpers import run
+from platform_memory import ScriptedResponse, ScriptedTransport, memory_platform
 
-from margin import options
-from margin.errors import MarginError
-from margin.platform_memory import ScriptedResponse, ScriptedTransport, memory_platform
-from margin.storage import lock_for
+from margin.base.errors import MarginError
+from margin.settings import options
+from margin.storage.keys import lock_for
 
 OPENAI = {
     "id": "a",
@@ -60,7 +60,7 @@ def test_save_then_get_round_trips_keys_included():
 
 
 def test_a_turn_that_arrives_after_a_save_reads_the_saved_provider():
-    # margin.worker rule 6: tasks start in arrival order and take the storage lock before any
+    # margin.app.worker rule 6: tasks start in arrival order and take the storage lock before any
     # await. In the browser every storage call yields to the event loop; here too.
     platform = memory_platform()
     for name in ("get", "set"):
@@ -72,7 +72,7 @@ def test_a_turn_that_arrives_after_a_save_reads_the_saved_provider():
 
         setattr(platform.local, name, yielding)
 
-    async def turn_reads_its_provider():  # as margin.chat does at a turn's start
+    async def turn_reads_its_provider():  # as margin.turn.chat does at a turn's start
         async with lock_for(platform.local):
             return options.active_provider_of(await options.read_options(platform))
 
@@ -309,7 +309,7 @@ def test_models_with_an_incomplete_form_names_the_field():
 
 
 def test_the_contract_lists_every_provider_type_with_its_default_base_url():
-    from margin.contract import for_js
+    from margin.app.contract import for_js
     from margin.providers import PROVIDER_TYPES
 
     types = for_js("margin.whl")["providerTypes"]

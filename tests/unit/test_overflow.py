@@ -4,10 +4,10 @@ import json
 
 import pytest
 from helpers import run
+from platform_memory import ScriptedResponse, ScriptedTransport
 
-from margin.overflow import ContextOverflowError, Overflow, context_overflow
-from margin.platform_memory import ScriptedResponse, ScriptedTransport
 from margin.providers import http_error, openai
+from margin.providers.overflow import ContextOverflowError, Overflow, context_overflow
 
 PROVIDER = {
     "id": "p",

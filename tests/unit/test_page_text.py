@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from margin.page_text import MAX_PAGE_CHARS, PageText, cap_text, html_to_text, page_text, site_of
+from margin.page.text import MAX_PAGE_CHARS, PageText, cap_text, html_to_text, page_text, site_of
 
 NEWS_PAGE = """<!DOCTYPE html><html><head><title>Canyon walls</title><style>p{color:red}</style></head>
 <body class="single has-sidebar">

@@ -4,12 +4,12 @@ import json
 
 import pytest
 from helpers import run
+from platform_memory import ScriptedResponse, ScriptedTransport, memory_platform
 
-from margin.history import Record
-from margin.overflow import ContextOverflowError
-from margin.platform_memory import ScriptedResponse, ScriptedTransport, memory_platform
+from margin.base.sse import SSEDecoder
 from margin.providers import PROVIDER_TYPES, normalize_provider, provider_module, responses
-from margin.sse import SSEDecoder
+from margin.providers.overflow import ContextOverflowError
+from margin.storage.history import Record
 
 PROVIDER = {
     "id": "r1",

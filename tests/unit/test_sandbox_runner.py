@@ -8,7 +8,7 @@ import importlib.util
 import json
 from pathlib import Path
 
-from margin import code_runs
+from margin.sandbox import code_runs
 
 RUNNER = Path(__file__).resolve().parents[2] / "extension" / "sandbox" / "runner.py"
 spec = importlib.util.spec_from_file_location("sandbox_runner", RUNNER)

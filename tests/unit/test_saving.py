@@ -4,13 +4,14 @@ import asyncio
 import json
 
 import pytest
+from platform_memory import MemoryStorageArea, ScriptedResponse, ScriptedTransport, memory_platform
 
-from margin import chat, unsaved_answers, wire
-from margin.errors import MarginError
-from margin.page_context import attachment_record
-from margin.platform_memory import MemoryStorageArea, ScriptedResponse, ScriptedTransport, memory_platform
-from margin.storage import UNSAVED_ANSWERS
-from margin.worker import Worker
+from margin.app.worker import Worker
+from margin.base import wire
+from margin.base.errors import MarginError
+from margin.page.context import attachment_record
+from margin.storage.keys import UNSAVED_ANSWERS
+from margin.turn import chat, unsaved_answers
 
 NAN, INF = float("nan"), float("inf")
 

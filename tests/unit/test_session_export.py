@@ -1,4 +1,4 @@
-"""A session's Markdown export (margin.session_export, rule 5): its words in the user's language,
+"""A session's Markdown export (margin.sessions.export, rule 5): its words in the user's language,
 English byte for byte what Margin always wrote; what the conversation holds written as it is."""
 
 from __future__ import annotations
@@ -7,13 +7,15 @@ import json
 
 import pytest
 from helpers import run
+from platform_memory import memory_platform
 
-from margin import catalogue, sessions, tool_loop
-from margin.history import Record
-from margin.platform_memory import memory_platform
-from margin.session_export import export_session, to_markdown
-from margin.session_index import UNTITLED, IndexEntry
-from margin.storage import HISTORY, UI_LANGUAGE
+from margin.i18n import catalogue
+from margin.sandbox import tool_loop
+from margin.sessions import actions as sessions
+from margin.sessions.export import export_session, to_markdown
+from margin.sessions.index import UNTITLED, IndexEntry
+from margin.storage.history import Record
+from margin.storage.keys import HISTORY, UI_LANGUAGE
 
 PNG = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
 FIGURE = {"dataUrl": PNG, "width": 1, "height": 1}
@@ -332,8 +334,8 @@ def test_the_handler_says_the_export_in_the_setting_s_language():
 
 
 def test_a_sentence_about_an_untitled_session_names_it_in_the_language():
-    from margin.errors import MarginError
-    from margin.session_index import read_body_checked
+    from margin.base.errors import MarginError
+    from margin.sessions.index import read_body_checked
 
     platform = memory_platform()
     for language, said in (("en", "“Untitled session”"), ("ja", "「無題のセッション」")):

@@ -1,4 +1,4 @@
-"""The search worker's engine (extension/sessions/search_engine.js) under node: it finds what
+"""The search worker's engine (extension/panel/sessions/search_engine.js) under node: it finds what
 Python's session.list finds, through the search copy or through what the panel hands it, and a
 copy that is stale, missing or from another epoch never gives a wrong result; nor does search
 data folded in another language's untitled word."""
@@ -8,14 +8,15 @@ from pathlib import Path
 
 import pytest
 from helpers import run_js_module
+from platform_memory import memory_platform
 
-from margin import catalogue, sessions
-from margin.contract import render_js
-from margin.platform_memory import memory_platform
-from margin.session_index import stored_entries
-from margin.storage import HISTORY, UI_LANGUAGE, session_digest_key
+from margin.app.contract import render_js
+from margin.i18n import catalogue
+from margin.sessions import actions as sessions
+from margin.sessions.index import stored_entries
+from margin.storage.keys import HISTORY, UI_LANGUAGE, session_digest_key
 
-SESSIONS_JS = Path(__file__).resolve().parents[2] / "extension" / "sessions"
+SESSIONS_JS = Path(__file__).resolve().parents[2] / "extension" / "panel" / "sessions"
 JS_BESIDE = ("search.js", "searcher.js", "index_read.js")  # what the modules tested here import
 
 TEXTS = (
@@ -81,8 +82,8 @@ def python_rows(platform, queries):
 
 
 def run_engine(tmp_path, **data):
-    folder = tmp_path / "sessions"
-    folder.mkdir()
+    folder = tmp_path / "panel" / "sessions"
+    folder.mkdir(parents=True)
     return run_js_module(
         folder,
         SESSIONS_JS / "search_engine.js",
@@ -91,7 +92,7 @@ def run_engine(tmp_path, **data):
         {"queries": QUERIES, "epoch": "E1", "panel": {}, "copy": {"epoch": "E1", "found": {}}, **data},
         extra_files={
             "search.js": (SESSIONS_JS / "search.js").read_text(encoding="utf-8"),
-            "../generated/contract.js": render_js("margin-test.whl"),
+            "../../generated/contract.js": render_js("margin-test.whl"),
         },
     )
 
@@ -233,8 +234,8 @@ def test_an_untitled_session_is_searched_by_the_word_of_each_request_and_no_othe
         expected.append(python_rows(platform, [query])[0])
     words = {lang: catalogue.words(lang).text("py_session_untitled") for lang in ("en", "ja", "ru")}
     module = "search_engine.js" if where == "worker" else "preload.js"
-    folder = tmp_path / "sessions"
-    folder.mkdir()
+    folder = tmp_path / "panel" / "sessions"
+    folder.mkdir(parents=True)
     got = run_js_module(
         folder,
         SESSIONS_JS / module,
@@ -250,7 +251,7 @@ def test_an_untitled_session_is_searched_by_the_word_of_each_request_and_no_othe
         },
         extra_files={
             **{name: (SESSIONS_JS / name).read_text(encoding="utf-8") for name in JS_BESIDE},
-            "../generated/contract.js": render_js("margin-test.whl"),
+            "../../generated/contract.js": render_js("margin-test.whl"),
         },
     )
     assert got["rows"] == expected

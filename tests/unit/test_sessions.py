@@ -4,13 +4,18 @@ import asyncio
 import json
 
 import pytest
+from platform_memory import StoreCrashed, memory_platform
 
-from margin import catalogue, clock, session_index, session_search, sessions, storage
-from margin.errors import MarginError
-from margin.history import Record
-from margin.platform_memory import StoreCrashed, memory_platform
-from margin.session_index import stored_entries
-from margin.storage import HISTORY, HISTORY_SESSION_ID, UI_LANGUAGE, session_body_key, session_digest_key
+from margin.base import clock
+from margin.base.errors import MarginError
+from margin.i18n import catalogue
+from margin.sessions import actions as sessions
+from margin.sessions import index as session_index
+from margin.sessions import search as session_search
+from margin.sessions.index import stored_entries
+from margin.storage import keys as storage
+from margin.storage.history import Record
+from margin.storage.keys import HISTORY, HISTORY_SESSION_ID, UI_LANGUAGE, session_body_key, session_digest_key
 
 PIXELS = "data:image/png;base64," + "iVBORw0KGgo" * 500
 
@@ -462,22 +467,22 @@ from pathlib import Path
 
 from helpers import run_js_module
 
-SEARCH = Path(__file__).resolve().parents[2] / "extension" / "sessions" / "search.js"
+SEARCH = Path(__file__).resolve().parents[2] / "extension" / "panel" / "sessions" / "search.js"
 
 
 def run_search_js(tmp_path, script, data):
-    from margin.contract import render_js
+    from margin.app.contract import render_js
 
-    # The module runs from a copy of its folder, so that "../generated/contract.js" resolves.
-    folder = tmp_path / "sessions"
-    folder.mkdir()
+    # The module runs from a copy of its folder, so that "../../generated/contract.js" resolves.
+    folder = tmp_path / "panel" / "sessions"
+    folder.mkdir(parents=True)
     return run_js_module(
         folder,
         SEARCH,
         "search",
         script,
         data,
-        extra_files={"../generated/contract.js": render_js("margin-test.whl")},
+        extra_files={"../../generated/contract.js": render_js("margin-test.whl")},
     )
 
 
@@ -527,7 +532,7 @@ console.log(JSON.stringify(rows));""",
 
 
 def test_an_untitled_session_is_searched_by_the_word_the_user_reads_in_python_and_in_js(tmp_path):
-    """margin.session_search rule 6: an unnamed session stored as "Untitled session" is found and
+    """margin.sessions.search rule 6: an unnamed session stored as "Untitled session" is found and
     highlighted by the catalogue's word in the language of the moment, not by the stored English;
     one the user named so keeps its words. JS is handed the word (the panel's t()) and agrees."""
     queries = ["без назв", "untitled", "сессия", "untitled session", ""]

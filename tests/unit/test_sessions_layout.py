@@ -1,18 +1,19 @@
 """Layout 2 of the session index: a header of ids in `savedSessions`, one `sessionEntry_<id>` per
 session. The move from the list of entries (crash-safe at every write), actions that touch only
 their own session's keys, and bad headers or entries repaired without loss; the panel's reader
-(extension/sessions/index_read.js) over both layouts and storage.onChanged."""
+(extension/panel/sessions/index_read.js) over both layouts and storage.onChanged."""
 
 import asyncio
 import contextlib
 from pathlib import Path
 
 from helpers import run_js_module
+from platform_memory import MemoryStorageArea, StoreCrashed, memory_platform
 
-from margin import session_index, sessions
-from margin.platform_memory import MemoryStorageArea, StoreCrashed, memory_platform
-from margin.session_index import stored_entries
-from margin.storage import (
+from margin.sessions import actions as sessions
+from margin.sessions import index as session_index
+from margin.sessions.index import stored_entries
+from margin.storage.keys import (
     SAVED_SESSIONS,
     SAVED_SESSIONS_UNREADABLE_PREFIX,
     session_body_key,
@@ -75,7 +76,7 @@ def platform_over(area):
 
 
 def test_the_list_moves_to_one_key_per_entry_and_the_header_is_written_last(monkeypatch):
-    from margin import session_migration
+    from margin.sessions import migration as session_migration
 
     monkeypatch.setattr(session_migration, "_ENTRY_BATCH", 2)  # several entry writes
     old = list_store()
@@ -94,7 +95,7 @@ def test_the_list_moves_to_one_key_per_entry_and_the_header_is_written_last(monk
 
 
 def test_a_fault_at_every_write_of_the_move_leaves_the_old_index_then_the_same_result(monkeypatch):
-    from margin import session_migration
+    from margin.sessions import migration as session_migration
 
     monkeypatch.setattr(session_migration, "_ENTRY_BATCH", 2)
     area = MemoryStorageArea(list_store())
@@ -232,7 +233,7 @@ def test_an_entry_claiming_an_inline_history_never_overwrites_the_body():
 
 # -- the panel's reader ------------------------------------------------------------------------------
 
-INDEX_READ = Path(__file__).resolve().parents[2] / "extension" / "sessions" / "index_read.js"
+INDEX_READ = Path(__file__).resolve().parents[2] / "extension" / "panel" / "sessions" / "index_read.js"
 
 PANEL_SCRIPT = """
 const store = new Map(Object.entries(input.store));
@@ -261,10 +262,10 @@ console.log(JSON.stringify(out));
 
 
 def test_the_panel_reads_and_follows_layout_2_by_address(tmp_path):
-    from margin.contract import render_js
+    from margin.app.contract import render_js
 
-    folder = tmp_path / "sessions"
-    folder.mkdir()
+    folder = tmp_path / "panel" / "sessions"
+    folder.mkdir(parents=True)
     store = {k: v for k, v in layout2_store(2).items() if not k.startswith("session_")}
     store["sessionEntry_n"] = entry_of(5, id="n", name="New")
     got = run_js_module(
@@ -273,7 +274,7 @@ def test_the_panel_reads_and_follows_layout_2_by_address(tmp_path):
         "index_read",
         PANEL_SCRIPT,
         {"store": store},
-        extra_files={"../generated/contract.js": render_js("margin-test.whl")},
+        extra_files={"../../generated/contract.js": render_js("margin-test.whl")},
     )
     assert got["first"] == ["Talk 0", "Talk 1"]
     assert got["ignored"] is None
@@ -292,7 +293,7 @@ OLD_BACKUP = Path(__file__).with_name("backup_before_layout2.json")  # exported 
 def test_a_backup_exported_before_layout_2_imports_whole_into_it():
     import json
 
-    from margin import backup
+    from margin.backup import stream as backup
 
     text = OLD_BACKUP.read_text(encoding="utf-8")
     file_sessions = json.loads(text)["sessions"]

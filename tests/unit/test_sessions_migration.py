@@ -5,10 +5,13 @@ import asyncio
 import contextlib
 import json
 
-from margin import session_index, session_migration, sessions
-from margin.platform_memory import MemoryStorageArea, StoreCrashed
-from margin.session_index import stored_entries
-from margin.storage import (
+from platform_memory import MemoryStorageArea, StoreCrashed
+
+from margin.sessions import actions as sessions
+from margin.sessions import index as session_index
+from margin.sessions import migration as session_migration
+from margin.sessions.index import stored_entries
+from margin.storage.keys import (
     SAVED_SESSIONS,
     SAVED_SESSIONS_UNREADABLE_PREFIX,
     SESSION_DIGEST_PREFIX,
@@ -259,7 +262,7 @@ def test_bad_bodies_show_as_damaged_without_loss():
 
 
 def _platform(area):
-    from margin.platform_memory import memory_platform
+    from platform_memory import memory_platform
 
     platform = memory_platform()
     platform.local = area

@@ -4,12 +4,13 @@ and purge listeners that exist only while something is cached (wake hygiene)."""
 import asyncio
 
 import pytest
+from platform_memory import MemoryTabs, memory_platform
 
-from margin import clock, site_caches
-from margin.platform_memory import MemoryTabs, memory_platform
-from margin.ports import WebTab
-from margin.site_caches import on_tab_event, restore, site_cache_ctx
-from margin.storage import SITE_CACHE_INDEX, site_cache_body_key
+from margin.base import clock
+from margin.page import site_caches
+from margin.page.site_caches import on_tab_event, restore, site_cache_ctx
+from margin.platform.ports import WebTab
+from margin.storage.keys import SITE_CACHE_INDEX, site_cache_body_key
 
 
 @pytest.fixture(autouse=True)

@@ -4,11 +4,12 @@ request's large pages are cut to fit, from the numbers the provider gave."""
 import asyncio
 import json
 
-from margin import chat, slimming
-from margin.history import PAGE_CONTEXT_PREFIX, Record, user_record
-from margin.overflow import Overflow
-from margin.page_context import attachment_record
-from margin.platform_memory import ScriptedResponse, ScriptedTransport, memory_platform
+from platform_memory import ScriptedResponse, ScriptedTransport, memory_platform
+
+from margin.page.context import attachment_record
+from margin.providers.overflow import Overflow
+from margin.storage.history import PAGE_CONTEXT_PREFIX, Record, user_record
+from margin.turn import chat, slimming
 
 PROVIDER = {
     "id": "p",

@@ -2,7 +2,7 @@
 
 import pytest
 
-from margin.sse import LineTooLong, SSEDecoder, SSEEvent
+from margin.base.sse import LineTooLong, SSEDecoder, SSEEvent
 
 REALISTIC = (
     "\ufeff: OPENROUTER PROCESSING\r\n\r\n"

@@ -3,10 +3,11 @@
 import contextlib
 
 from helpers import run
+from platform_memory import MemoryStorageArea
 
-from margin import history, storage
-from margin.history import Record, for_edit, for_regenerate, user_record
-from margin.platform_memory import MemoryStorageArea
+from margin.storage import history
+from margin.storage import keys as storage
+from margin.storage.history import Record, for_edit, for_regenerate, user_record
 
 
 def test_get_all_keys_is_defaults_minus_history_plus_the_option_settings():
@@ -126,7 +127,7 @@ def test_regenerate_keeps_pages_attached_after_the_answer_for_the_next_question(
 def test_an_attachment_is_not_a_question_and_cannot_be_edited_or_regenerated_alone():
     import pytest
 
-    from margin.errors import MarginError
+    from margin.base.errors import MarginError
 
     page = _attachment("p")
     assert page.is_attachment and not page.is_question
@@ -149,7 +150,7 @@ def test_edit_removes_the_bubble_and_everything_after():
 def test_edit_of_a_record_that_is_not_a_user_bubble_is_refused():
     import pytest
 
-    from margin.errors import MarginError
+    from margin.base.errors import MarginError
 
     with pytest.raises(MarginError) as info:
         for_edit(_conversation(), 1)

@@ -1,14 +1,22 @@
-"""The one reader every stored value passes (py/margin/stored_values.py): its rules, each as a user
+"""The one reader every stored value passes (py/margin/storage/stored_values.py): its rules, each as a user
 would meet it. The corpus in tests/reliability/test_stored_values.py plants bad values under every
 key and runs the everyday actions; these tests pin the rules themselves."""
 
 import asyncio
 
 import pytest
+from platform_memory import CHROME_MAX_DEPTH, MemoryStorageArea, as_chrome_stores
 
-from margin import history, stored_values
-from margin.platform_memory import CHROME_MAX_DEPTH, MemoryStorageArea, as_chrome_stores
-from margin.stored_values import Read, Unreadable, check_record, park, parked_key, read_list, read_trash
+from margin.storage import history, stored_values
+from margin.storage.stored_values import (
+    Read,
+    Unreadable,
+    check_record,
+    park,
+    parked_key,
+    read_list,
+    read_trash,
+)
 
 GOOD = {"role": "user", "content": "hello", "createdAt": 1_700_000_000_000}
 

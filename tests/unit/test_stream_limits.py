@@ -6,9 +6,9 @@ import json
 
 import pytest
 from helpers import run
+from platform_memory import ScriptedResponse
 
-from margin.errors import ProviderError
-from margin.platform_memory import ScriptedResponse
+from margin.base.errors import ProviderError
 from margin.providers import openai
 from margin.providers.streaming import SSEChatStream
 

@@ -7,13 +7,14 @@ import json
 
 import pytest
 from chat_turns import SETTINGS, HangingResponse, answer, delta, sse
+from platform_memory import ScriptedResponse, ScriptedTransport, memory_platform
 from test_api import Sink
 
-from margin import page_context, summaries
-from margin.history import Record
-from margin.platform_memory import ScriptedResponse, ScriptedTransport, memory_platform
-from margin.ports import TransportError
-from margin.worker import Worker
+from margin.app.worker import Worker
+from margin.page import context as page_context
+from margin.page import summaries
+from margin.platform.ports import TransportError
+from margin.storage.history import Record
 
 URL = "https://news.example.com/long-read"
 CAPTURED_AT = 1_790_000_000_000

@@ -6,10 +6,11 @@ import contextlib
 import json
 
 from chat_turns import PROVIDER
+from platform_memory import ScriptedResponse, ScriptedTransport, memory_platform
 
-from margin import chat, tool_loop
-from margin.page_context import attachment_record
-from margin.platform_memory import ScriptedResponse, ScriptedTransport, memory_platform
+from margin.page.context import attachment_record
+from margin.sandbox import tool_loop
+from margin.turn import chat
 
 
 def sse(*items):
@@ -249,7 +250,7 @@ def test_a_server_that_refuses_tools_is_asked_again_without_and_remembered():
 
 
 def test_a_worker_that_stops_mid_call_loses_no_round_and_retry_save_stores_it():
-    from margin import unsaved_answers
+    from margin.turn import unsaved_answers
 
     panel = Panel(
         [call_answer("print(1)", call_id="one"), call_answer("while True: pass", call_id="two")],
@@ -376,7 +377,7 @@ def test_an_agent_providers_loop_continues_the_last_answers_response_with_the_ro
 
 
 def test_the_workers_turn_port_carries_the_call_out_and_the_result_in():
-    from margin.worker import Worker
+    from margin.app.worker import Worker
 
     panel = Panel([call_answer("print(42)"), text_answer("42.")])
     events = []

@@ -5,11 +5,13 @@ import json
 
 import pytest
 
-from margin import catalogue, sandbox_files, tool_loop
-from margin.history import Record
+from margin.base.sse import SSEEvent
+from margin.i18n import catalogue
+from margin.page import sandbox_files
 from margin.providers import anthropic, gemini, openai, responses
-from margin.sse import SSEEvent
-from margin.tool_wire import ToolOffer
+from margin.providers.tool_wire import ToolOffer
+from margin.sandbox import tool_loop
+from margin.storage.history import Record
 
 OFFER = ToolOffer("Run Python.")
 PROVIDER = {"id": "p", "baseUrl": "https://api.example.com/v1", "model": "m", "apiKey": "k"}
@@ -315,8 +317,8 @@ def test_files_past_the_bound_are_left_out_whole(monkeypatch):
 
 
 def test_the_markdown_export_holds_the_models_runs_and_the_blocks_runs():
-    from margin.session_export import to_markdown
-    from margin.session_index import IndexEntry
+    from margin.sessions.export import to_markdown
+    from margin.sessions.index import IndexEntry
 
     answer = answer_with_round("The sum is 42.").with_fields(runs=[{**run_record("7\n"), "block": 0}])
     text = to_markdown(IndexEntry("s", "Sums", 0, False, ""), [QUESTION.to_json(), answer.to_json()])

@@ -1,10 +1,10 @@
-"""margin.usage: every provider's usage payload in one shape, and the estimated cost."""
+"""margin.providers.usage: every provider's usage payload in one shape, and the estimated cost."""
 
 import math
 
 import pytest
 
-from margin import usage
+from margin.providers import normalize_usage, usage
 
 OPENAI_USAGE = {  # a Chat Completions stream's last chunk, gpt-4o with a cache hit
     "prompt_tokens": 1234,
@@ -38,50 +38,50 @@ RESPONSES_USAGE = {
 
 
 def test_openai_usage():
-    assert usage.normalize(OPENAI_USAGE, "openai") == {"input": 1234, "cachedInput": 1000, "output": 56}
+    assert normalize_usage(OPENAI_USAGE, "openai") == {"input": 1234, "cachedInput": 1000, "output": 56}
 
 
 def test_openai_usage_without_details_has_no_cached_input():
     raw = {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}
-    assert usage.normalize(raw, "openai") == {"input": 5, "cachedInput": 0, "output": 2}
+    assert normalize_usage(raw, "openai") == {"input": 5, "cachedInput": 0, "output": 2}
 
 
 def test_anthropic_input_counts_cache_reads_and_writes():
-    assert usage.normalize(ANTHROPIC_USAGE, "anthropic") == {"input": 2360, "cachedInput": 2048, "output": 15}
+    assert normalize_usage(ANTHROPIC_USAGE, "anthropic") == {"input": 2360, "cachedInput": 2048, "output": 15}
 
 
 def test_gemini_thinking_counts_as_output():
-    assert usage.normalize(GEMINI_USAGE, "gemini") == {"input": 812, "cachedInput": 512, "output": 49}
+    assert normalize_usage(GEMINI_USAGE, "gemini") == {"input": 812, "cachedInput": 512, "output": 49}
 
 
 def test_responses_api_usage_reads_through_the_openai_type():
-    assert usage.normalize(RESPONSES_USAGE, "openai") == {"input": 900, "cachedInput": 128, "output": 20}
+    assert normalize_usage(RESPONSES_USAGE, "openai") == {"input": 900, "cachedInput": 128, "output": 20}
 
 
 @pytest.mark.parametrize("raw", [None, {}, "12", [1, 2], {"total_tokens": 7}, {"prompt_tokens": "5"}])
 def test_no_counts_is_none(raw):
-    assert usage.normalize(raw, "openai") is None
+    assert normalize_usage(raw, "openai") is None
 
 
 @pytest.mark.parametrize("garbage", [float("nan"), float("inf"), -3, True, "12", 2.5, None, {"n": 1}])
 def test_garbage_counts_are_dropped(garbage):
     raw = {"prompt_tokens": 10, "completion_tokens": garbage}
-    assert usage.normalize(raw, "openai") == {"input": 10, "cachedInput": 0, "output": 0}
-    assert usage.normalize({"input_tokens": garbage, "output_tokens": 4}, "anthropic") == {
+    assert normalize_usage(raw, "openai") == {"input": 10, "cachedInput": 0, "output": 0}
+    assert normalize_usage({"input_tokens": garbage, "output_tokens": 4}, "anthropic") == {
         "input": 0,
         "cachedInput": 0,
         "output": 4,
     }
-    assert usage.normalize({"promptTokenCount": garbage}, "gemini") is None
+    assert normalize_usage({"promptTokenCount": garbage}, "gemini") is None
 
 
 def test_a_whole_float_counts():
-    assert usage.normalize({"prompt_tokens": 3.0, "completion_tokens": 1}, "openai")["input"] == 3
+    assert normalize_usage({"prompt_tokens": 3.0, "completion_tokens": 1}, "openai")["input"] == 3
 
 
 def test_cached_input_never_exceeds_input():
     raw = {"prompt_tokens": 10, "prompt_tokens_details": {"cached_tokens": 50}, "completion_tokens": 1}
-    shaped = usage.normalize(raw, "openai")
+    shaped = normalize_usage(raw, "openai")
     assert shaped["cachedInput"] <= shaped["input"]
 
 

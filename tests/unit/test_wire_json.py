@@ -1,10 +1,10 @@
-"""Provider JSON read safely (margin.wire_json): hostile JSON and wrong shapes get a sentence that
+"""Provider JSON read safely (margin.base.wire_json): hostile JSON and wrong shapes get a sentence that
 names the provider and the fault, never a RecursionError, ValueError or TypeError ("internal")."""
 
 import pytest
 
-from margin.errors import ProviderError
-from margin.wire_json import MAX_DEPTH, NotJSON, decode, decode_or_none, item_of, member, too_deep
+from margin.base.errors import ProviderError
+from margin.base.wire_json import MAX_DEPTH, NotJSON, decode, decode_or_none, item_of, member, too_deep
 
 SOURCE = "The server at example.test"
 

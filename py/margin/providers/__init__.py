@@ -3,23 +3,23 @@
 Rules:
 1. A provider config is plain JSON: `{id, type, name, baseUrl, apiKey, model, systemPrompt}`
    (plus `supportsUsage: false` once a server has refused `stream_options`, and
-   `supportsImages: false` once a model has refused images, `margin.image_refusal`;
-   `supportsTools: false` once a server has refused the `run_python` tool, `margin.tool_loop`; and
-   `allowPlainHttpKey: true` when the user confirmed a key over http://, `margin.plain_http`).
+   `supportsImages: false` once a model has refused images, `margin.providers.image_refusal`;
+   `supportsTools: false` once a server has refused the `run_python` tool, `margin.sandbox.tool_loop`; and
+   `allowPlainHttpKey: true` when the user confirmed a key over http://, `margin.providers.plain_http`).
    `normalize_provider` is the only gate into storage: it names the first bad field in a plain sentence.
    A provider without a name gets one, "<model> at <host>" (`py_provider_default_name`), in the
-   user's language when it is made (the caller loaded it: `catalogue.ensure_spoken`); like any
+   user's language when it is made (the caller loaded it: `options.ensure_spoken`); like any
    name, it keeps those words.
    `systemPrompt` is trimmed text of at most `SYSTEM_PROMPT_MAX_CHARS` (empty = none), sent as
    the provider's own system instruction; it is kept only when not empty. `prices` (optional)
    is `{input?, cachedInput?, output?}` in US dollars per 1 million tokens, each a finite number
-   of 0 or more (`margin.usage.clean_prices`); kept only when at least one is given.
+   of 0 or more (`margin.providers.usage.clean_prices`); kept only when at least one is given.
 2. `PROVIDER_TYPES` maps a `type` to its module, imported on first use (a cold start imports
    only the provider it needs). Every provider module offers the same four functions:
    - `build_chat_request(provider, records, *, stream, include_usage) -> HttpRequest`
    - `async open_stream(transport, provider, records) -> stream` whose `read()` returns the next
      text pieces (a list, maybe empty, per body chunk) or None at the end, and `aclose()`;
-     after the end it tells `usage` (`margin.usage`'s `{input, cachedInput, output}` or None),
+     after the end it tells `usage` (`margin.providers.usage`'s `{input, cachedInput, output}` or None),
      `finish_reason`, `usage_unsupported`, `text`;
    - `async test_connection(platform, provider) -> {ok, message}`;
    - `async list_models(platform, provider) -> list[str]`: the model ids the provider offers,
@@ -29,9 +29,9 @@ Rules:
 3. Every failure a user can see is a `ProviderError(code, sentence with a next step)`; the
    helpers below are shared by all provider modules so the sentences stay alike. Provider text
    quoted in a sentence is cut to about 200 characters.
-4. A context overflow, in any provider's words (`margin.overflow`), is a `ContextOverflowError`:
+4. A context overflow, in any provider's words (`margin.providers.overflow`), is a `ContextOverflowError`:
    code "context_overflow", its `overflow` attribute holding the numbers the provider gave, so a
-   turn can shorten the attached pages and retry (`margin.rescue`).
+   turn can shorten the attached pages and retry (`margin.turn.rescue`).
 5. A 403 from a local server (localhost, 127.0.0.1, ::1, *.local, or Ollama's port 11434) with
    no API key set, or with an empty or "Forbidden" body, is code "origin_refused": the server's
    CORS check refused the extension's origin (Ollama without `OLLAMA_ORIGINS`); the sentence
@@ -49,13 +49,13 @@ from types import ModuleType
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..errors import MarginError, ProviderError
-from ..image_refusal import ImagesRefusedError, images_refused_sentence, refuses_images
-from ..overflow import ContextOverflowError, context_overflow, too_long_for
-from ..ports import TransportError
-from ..sentences import ENGLISH, Number, Sentence, say, sentence
-from ..usage import PriceError, clean_prices
-from ..wire_json import decode_or_none, too_deep
+from ..base.errors import MarginError, ProviderError
+from ..base.sentences import ENGLISH, Number, Sentence, say, sentence
+from ..base.wire_json import decode_or_none, too_deep
+from ..platform.ports import TransportError
+from .image_refusal import ImagesRefusedError, images_refused_sentence, refuses_images
+from .overflow import ContextOverflowError, context_overflow, too_long_for
+from .usage import PriceError, clean_prices
 
 PROVIDER_TYPES: dict[str, dict[str, str]] = {
     "openai": {
@@ -95,6 +95,12 @@ SYSTEM_PROMPT_MAX_CHARS = 20_000
 QUOTE_LIMIT = 200
 
 
+def part_text(part: dict[str, Any]) -> str:
+    """A text part's text, or "" when it is only blanks (an API refuses an empty text block)."""
+    text = str(part.get("text", ""))
+    return text if text.strip() else ""
+
+
 def provider_types_for_js() -> list[dict[str, str]]:
     """`[{type, label, defaultBaseUrl}]` for the options page's "Provider type" list."""
     return [
@@ -110,6 +116,12 @@ def provider_module(provider_type: str) -> ModuleType:
             "invalid_options", "py_error_provider_type_unknown", provider_type, ", ".join(PROVIDER_TYPES)
         )
     return importlib.import_module(entry["module"])
+
+
+def normalize_usage(raw: Any, provider_type: str) -> dict[str, int] | None:
+    """A provider's usage object in the one shape of margin.providers.usage (its rule 2), read by
+    the module of `provider_type`."""
+    return provider_module(provider_type).normalize_usage(raw)
 
 
 # -- validation -----------------------------------------------------------------------------
@@ -151,11 +163,15 @@ def normalize_provider(value: Any, position: int | None = None) -> dict[str, Any
     if not isinstance(model, str) or not model.strip():
         raise bad(sentence("py_error_field_model_empty"))
 
-    api_key = value.get("apiKey", "")
-    if api_key is None:
-        api_key = ""
-    if not isinstance(api_key, str):
-        raise bad(sentence("py_error_field_key_not_text"))
+    def optional_text(key: str, problem: str) -> str:
+        found = value.get(key, "")
+        if found is None:
+            return ""
+        if not isinstance(found, str):
+            raise bad(sentence(problem))
+        return found
+
+    api_key = optional_text("apiKey", "py_error_field_key_not_text")
 
     provider_id = value.get("id")
     if provider_id is None or provider_id == "":
@@ -168,12 +184,7 @@ def normalize_provider(value: Any, position: int | None = None) -> dict[str, Any
     if not isinstance(name, str):
         raise bad(sentence("py_error_field_name_not_text"))
 
-    system_prompt = value.get("systemPrompt", "")
-    if system_prompt is None:
-        system_prompt = ""
-    if not isinstance(system_prompt, str):
-        raise bad(sentence("py_error_field_prompt_not_text"))
-    system_prompt = system_prompt.strip()
+    system_prompt = optional_text("systemPrompt", "py_error_field_prompt_not_text").strip()
     if len(system_prompt) > SYSTEM_PROMPT_MAX_CHARS:
         raise bad(
             sentence(
@@ -201,12 +212,12 @@ def normalize_provider(value: Any, position: int | None = None) -> dict[str, Any
     if value.get("supportsUsage") is False:
         clean["supportsUsage"] = False
     if value.get("fromBackup") is True:
-        clean["fromBackup"] = True  # margin.options rule 3: used only once the user chooses it
+        clean["fromBackup"] = True  # margin.settings.options rule 3: used only once the user chooses it
     if value.get("supportsImages") is False:
         clean["supportsImages"] = False
-    if value.get("supportsTools") is False:  # margin.tool_loop rule 7
+    if value.get("supportsTools") is False:  # margin.sandbox.tool_loop rule 7
         clean["supportsTools"] = False
-    if value.get("allowPlainHttpKey") is True:  # margin.plain_http, rule 2
+    if value.get("allowPlainHttpKey") is True:  # margin.providers.plain_http, rule 2
         clean["allowPlainHttpKey"] = True
     return clean
 
@@ -327,7 +338,7 @@ def http_error(status: int, body: str, headers: dict[str, str], provider: dict[s
         return ContextOverflowError(too_long_for(model), overflow)
     if status == 403 and _origin_refused(body, provider):
         return _origin_refused_error(provider)
-    if refuses_images(status, body):  # margin.image_refusal
+    if refuses_images(status, body):  # margin.providers.image_refusal
         return ImagesRefusedError(images_refused_sentence(model))
     if status in (401, 403):
         return ProviderError.said("bad_key", "py_error_bad_key", status, tail)

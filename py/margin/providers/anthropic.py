@@ -19,64 +19,46 @@ Rules:
    `ping` and unknown events are ignored. An `error` event is a `ProviderError` mapped like the
    same error over HTTP; a body that ends before `message_stop` was cut ("stream_cut") and the
    partial text stays on the stream and the error.
-6. Usage is reported in `margin.usage`'s shape `{input, cachedInput, output}`: `input` counts
+6. Usage is reported in `margin.providers.usage`'s shape `{input, cachedInput, output}`: `input` counts
    every prompt token (uncached, cache reads and cache writes), as OpenAI's `prompt_tokens` does.
 7. Error bodies are `{type: "error", error: {type, message}}`; the error type picks the code
    (`authentication_error` bad_key, `not_found_error` not_found, `rate_limit_error` rate_limited
    with `retry-after`, `overloaded_error` provider_down, "prompt is too long" context_overflow,
    other `invalid_request_error` bad_request) through the shared `http_error` sentences.
-8. Replies are read through `margin.wire_json`: unreadable JSON and wrong shapes (an event that
+8. Replies are read through `margin.base.wire_json`: unreadable JSON and wrong shapes (an event that
    is not an object, a `delta` that is not an object, `text` or `stop_reason` that is not text, a
    model list item's `id` that is not text) are "provider_bad_reply"; absent fields are fine.
-9. With the `run_python` tool offered (`tools`, margin.tool_wire), the body carries `tools` and an
+9. With the `run_python` tool offered (`tools`, margin.providers.tool_wire), the body carries `tools` and an
    answer's tool rounds go as `tool_use` / `tool_result` blocks; the stream's `tool_use` blocks
    (`content_block_start`, then `input_json_delta` pieces) are the parser's `tool_calls`.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 from urllib.parse import quote as url_quote
 
-from ..data_urls import parse_data_url
-from ..errors import ProviderError
-from ..history import Record
-from ..ports import HttpRequest, Platform, Transport
-from ..sentences import Sentence, sentence
-from ..sse import SSEEvent
-from ..tool_loop import CallPieces, ToolCall
-from ..tool_wire import (
-    ToolOffer,
-    anthropic_block_start,
-    anthropic_delta,
-    anthropic_tools,
-    anthropic_turns,
-    flatten,
-    rounds_of,
-)
-from ..usage import normalize as normalize_usage
-from ..wire_json import NotJSON, bad_reply, decode, decode_or_none, kind_name, member
+from ..base.errors import ProviderError
+from ..base.sentences import Sentence, sentence
+from ..base.sse import SSEEvent
+from ..base.wire_json import NotJSON, decode, decode_or_none, member
+from ..images.data_urls import parse_data_url
+from ..platform.ports import HttpRequest, Platform, Transport
+from ..sandbox.tool_loop import PARAMETERS, RUN_PYTHON, CallPieces, result_text
+from ..storage.history import Record
 from . import (
     DEFAULT_BASE_URLS,
     extract_error_message,
     host_of,
     http_error,
     normalize_base_url,
+    part_text,
     quote,
-    stream_cut,
+    streaming,
 )
-from .streaming import (
-    BODY_LIMIT,
-    HEADERS_TIMEOUT,
-    SSEChatStream,
-    connection_verdict,
-    dumps,
-    fetch_text,
-    not_an_event_stream,
-    raise_unless_success,
-    read_body,
-    send,
-)
+from .tool_wire import Config, Offer, ToolOffer, flatten, object_arguments, rounds_of, text_or_none
+from .usage import field, shape, total
 
 API_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 8192
@@ -139,10 +121,8 @@ def content_blocks(record: Record) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
     for part in record.content:
         kind = part.get("type")
-        if kind == "text":
-            text = str(part.get("text", ""))
-            if text.strip():
-                blocks.append({"type": "text", "text": text})
+        if kind == "text" and (text := part_text(part)):
+            blocks.append({"type": "text", "text": text})
         elif kind == "image_url":
             url = str((part.get("image_url") or {}).get("url", ""))
             if url:
@@ -167,12 +147,8 @@ def wire_messages(records: list[Record], tools: ToolOffer | None = None) -> list
     for position, record in enumerate(conversation):
         turns = anthropic_turns(record) if rounds_of(record) else [(record.role, content_blocks(record))]
         for role, blocks in turns:
-            if not blocks:
+            if not streaming.add_turn(messages, role, "content", blocks):
                 continue
-            if messages and messages[-1]["role"] == role:
-                messages[-1]["content"].extend(blocks)
-            else:
-                messages.append({"role": role, "content": blocks})
             if position < len(conversation) - 1:
                 breakpoint_block = blocks[-1]
     if breakpoint_block is not None:
@@ -181,12 +157,7 @@ def wire_messages(records: list[Record], tools: ToolOffer | None = None) -> list
 
 
 def build_chat_request(
-    provider: dict[str, Any],
-    records: list[Record],
-    *,
-    stream: bool,
-    include_usage: bool = True,
-    tools: ToolOffer | None = None,
+    provider: Config, records: list[Record], *, stream: bool, include_usage: bool = True, tools: Offer = None
 ) -> HttpRequest:
     """`include_usage` is accepted for the common signature: Anthropic always reports usage."""
     body: dict[str, Any] = {"model": provider["model"], "max_tokens": DEFAULT_MAX_TOKENS, "stream": stream}
@@ -200,13 +171,7 @@ def build_chat_request(
 
 
 def _post(provider: dict[str, Any], body: dict[str, Any], *, stream: bool) -> HttpRequest:
-    return HttpRequest(
-        method="POST",
-        url=messages_url(provider["baseUrl"]),
-        headers=headers_for(provider, stream=stream),
-        body=dumps(body),
-        timeout=HEADERS_TIMEOUT,
-    )
+    return streaming.post(messages_url(provider["baseUrl"]), headers_for(provider, stream=stream), body)
 
 
 # -- errors ----------------------------------------------------------------------------------
@@ -236,30 +201,20 @@ def map_error(status: int, body: str, headers: dict[str, str], provider: dict[st
 # -- the stream, sans-IO ---------------------------------------------------------------------
 
 
-class StreamParser:
-    """SSE events of a Messages stream in, text pieces out (rule 5)."""
+class StreamParser(streaming.ParserBase):
+    """SSE events of a Messages stream in, text pieces out (rule 5). `done`: message_stop arrived."""
+
+    NOT_A_STREAM = ("py_error_not_anthropic_stream", DEFAULT_BASE_URLS["anthropic"])
 
     def __init__(self, provider: dict[str, Any]) -> None:
+        super().__init__(source_of(provider))
         self.provider = provider
-        self.source = source_of(provider)
-        self.pieces: list[str] = []
-        self.done = False  # message_stop arrived
-        self.finish_reason: str | None = None
         self._usage: dict[str, Any] = {}
-        self.calls = CallPieces()
-
-    @property
-    def text(self) -> str:
-        return "".join(self.pieces)
-
-    @property
-    def tool_calls(self) -> list[ToolCall]:
-        return self.calls.finished()
 
     @property
     def usage(self) -> dict[str, int] | None:
         """Rule 6; None until the provider reported any usage."""
-        return normalize_usage(self._usage, "anthropic")
+        return normalize_usage(self._usage)
 
     def _take_usage(self, usage: Any) -> None:
         """`message_start` brings the input counts, `message_delta` the output: later values win."""
@@ -269,17 +224,7 @@ class StreamParser:
     def feed(self, event: SSEEvent) -> list[str]:
         if self.done or not event.data.strip():
             return []
-        try:
-            data = decode(event.data, self.source)
-        except NotJSON:
-            raise ProviderError.said(
-                "bad_stream",
-                "py_error_not_anthropic_stream",
-                quote(event.data),
-                DEFAULT_BASE_URLS["anthropic"],
-            ) from None
-        if not isinstance(data, dict):
-            raise bad_reply(self.source, sentence("py_error_reply_event", kind_name(data)))
+        data = self.event_object(event.data)
         kind = member(data, "type", str, self.source) or event.event
         if kind == "error" or event.event == "error":
             raise self._stream_error(data)
@@ -309,30 +254,24 @@ class StreamParser:
     def _stream_error(self, data: dict[str, Any]) -> ProviderError:
         error = _error_object(data) or {}
         status = _STATUS_OF_ERROR_TYPE.get(str(error.get("type") or ""), 500)
-        raised = map_error(status, dumps(data), {}, self.provider)
+        raised = map_error(status, streaming.dumps(data), {}, self.provider)
         raised.partial_text = self.text or None
         return raised
 
-    def check_end(self) -> None:
-        """The body ended: fine after message_stop; otherwise the stream was cut (rule 5)."""
-        if self.done:
-            return
-        raise stream_cut(self.text)
-
 
 async def open_stream(
-    transport: Transport, provider: dict[str, Any], records: list[Record], *, tools: ToolOffer | None = None
-) -> SSEChatStream:
+    transport: Transport, provider: Config, records: list[Record], *, tools: Offer = None
+) -> streaming.SSEChatStream:
     """Send the request; raise the mapped ProviderError unless an event stream is coming."""
     request = build_chat_request(provider, records, stream=True, tools=tools)
-    response = await send(transport, request, provider)
-    await raise_unless_success(response, provider, map_error)
-    if content_type := not_an_event_stream(response):
-        await read_body(response)  # read what there is, and close the response
-        raise ProviderError.said(
-            "bad_stream", "py_error_not_a_stream_at", content_type, DEFAULT_BASE_URLS["anthropic"]
-        )
-    return SSEChatStream(response, provider, StreamParser(provider))
+    response = await streaming.open_events(transport, request, provider, map_error, _not_a_stream)
+    return streaming.SSEChatStream(response, provider, StreamParser(provider))
+
+
+def _not_a_stream(content_type: str, body: str) -> ProviderError:
+    return ProviderError.said(
+        "bad_stream", "py_error_not_a_stream_at", content_type, DEFAULT_BASE_URLS["anthropic"]
+    )
 
 
 # -- "Test connection" and the model list ----------------------------------------------------
@@ -345,17 +284,13 @@ async def test_connection(platform: Platform, provider: dict[str, Any]) -> dict[
         "max_tokens": 1,
         "messages": [{"role": "user", "content": "Reply with OK."}],
     }
-    try:
-        text = await fetch_text(platform.transport, _post(provider, body, stream=False), provider, map_error)
-    except ProviderError as error:
-        return {"ok": False, "message": error.in_language()}
-    return connection_verdict(
-        provider,
-        text,
-        lambda answer: isinstance(answer, dict) and answer.get("type") == "message",
-        api=sentence("py_notice_api_anthropic"),
-        usual=sentence("py_notice_usual_is", DEFAULT_BASE_URLS["anthropic"]),
-    )
+    request, where = _post(provider, body, stream=False), DEFAULT_BASE_URLS["anthropic"]
+    api, usual = sentence("py_notice_api_anthropic"), sentence("py_notice_usual_is", where)
+    return await streaming.connection_test(platform, request, provider, map_error, _is_message, api, usual)
+
+
+def _is_message(answer: Any) -> bool:
+    return isinstance(answer, dict) and answer.get("type") == "message"
 
 
 def models_request(provider: dict[str, Any], after_id: str | None = None) -> HttpRequest:
@@ -364,7 +299,7 @@ def models_request(provider: dict[str, Any], after_id: str | None = None) -> Htt
         url += f"&after_id={url_quote(after_id, safe='')}"
     headers = headers_for(provider, stream=False)
     del headers["content-type"]
-    return HttpRequest(method="GET", url=url, headers=headers, body=None, timeout=HEADERS_TIMEOUT)
+    return HttpRequest(method="GET", url=url, headers=headers, body=None, timeout=streaming.HEADERS_TIMEOUT)
 
 
 async def list_models(platform: Platform, provider: dict[str, Any]) -> list[str]:
@@ -372,8 +307,8 @@ async def list_models(platform: Platform, provider: dict[str, Any]) -> list[str]
     names: list[str] = []
     after_id: str | None = None
     for _ in range(MODEL_PAGES):
-        text = await fetch_text(
-            platform.transport, models_request(provider, after_id), provider, map_error, BODY_LIMIT
+        text = await streaming.fetch_text(
+            platform.transport, models_request(provider, after_id), provider, map_error, streaming.BODY_LIMIT
         )
         try:
             page = decode(text, source_of(provider))
@@ -392,3 +327,64 @@ async def list_models(platform: Platform, provider: dict[str, Any]) -> list[str]
             break
         after_id = last_id
     return names
+
+
+# -- the run_python tool on this wire (margin.providers.tool_wire, rules 1, 2 and 4) ----------
+
+
+def anthropic_tools(offer: ToolOffer) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "tools": [{"name": RUN_PYTHON, "description": offer.description, "input_schema": PARAMETERS}]
+    }
+    if offer.forbid:
+        body["tool_choice"] = {"type": "none"}
+    return body
+
+
+def anthropic_turns(record: Record) -> list[tuple[str, list[dict[str, Any]]]]:
+    """(role, blocks) pairs for the record's rounds and then its text."""
+    turns: list[tuple[str, list[dict[str, Any]]]] = []
+    for round_ in rounds_of(record):
+        blocks: list[dict[str, Any]] = (
+            [{"type": "text", "text": round_["text"]}] if round_["text"].strip() else []
+        )
+        blocks.extend(
+            {"type": "tool_use", "id": c["id"], "name": c["name"], "input": object_arguments(c)}
+            for c in round_["calls"]
+        )
+        turns.append(("assistant", blocks))
+        results = [
+            {"type": "tool_result", "tool_use_id": c["id"], "content": result_text(c)}
+            for c in round_["calls"]
+        ]
+        turns.append(("user", results))
+    if record.text.strip():
+        turns.append(("assistant", [{"type": "text", "text": record.text}]))
+    return turns
+
+
+def anthropic_block_start(pieces: CallPieces, index: Any, block: Any) -> None:
+    if isinstance(block, dict) and block.get("type") == "tool_use":
+        pieces.begin(index, text_or_none(block.get("id")), text_or_none(block.get("name")))
+        initial = block.get("input")
+        if isinstance(initial, dict) and initial:
+            pieces.add(index, json.dumps(initial, ensure_ascii=False))
+
+
+def anthropic_delta(pieces: CallPieces, index: Any, delta: dict[str, Any]) -> None:
+    partial = delta.get("partial_json")
+    if delta.get("type") == "input_json_delta" and isinstance(partial, str) and pieces.has(index):
+        pieces.add(index, partial)
+
+
+# -- usage (margin.providers.usage, rule 2) ----------------------------------------------------------
+
+
+def normalize_usage(raw: Any) -> dict[str, int] | None:
+    """`input_tokens` counts only the uncached rest: input is it plus the cache's reads and writes."""
+    if not isinstance(raw, dict):
+        return None
+    read = field(raw, "cache_read_input_tokens")
+    written = field(raw, "cache_creation_input_tokens")
+    fresh = field(raw, "input_tokens")
+    return shape(total(fresh, read, written), read, field(raw, "output_tokens"))

@@ -12,7 +12,7 @@ Rules:
    non-thought parts. A `finishReason` ends the answer honestly; SAFETY-like reasons and a
    `promptFeedback.blockReason` are "content_refused" (the partial text stays on the error); a
    body that ends with no `finishReason` was cut ("stream_cut", with the partial text).
-4. `usageMetadata` is reported in `margin.usage`'s shape `{input, cachedInput, output}`
+4. `usageMetadata` is reported in `margin.providers.usage`'s shape `{input, cachedInput, output}`
    (cached input from `cachedContentTokenCount`; thinking tokens count as output, as billed), so
    callers read every provider's usage alike.
 5. Errors `{"error": {code, message, status, details}}` map to the shared codes: an invalid key
@@ -21,11 +21,11 @@ Rules:
    object inside a 200 stream maps the same way.
 6. The model list keeps models that can `generateContent`, follows `nextPageToken`, and drops
    the "models/" prefix.
-7. Replies are read through `margin.wire_json`: unreadable JSON and wrong shapes (`candidates`,
+7. Replies are read through `margin.base.wire_json`: unreadable JSON and wrong shapes (`candidates`,
    `parts`, `models` or `supportedGenerationMethods` not a list, a candidate, `content` or part
    not an object, `text` or `finishReason` not text) are "provider_bad_reply"; absent fields are
    fine. An error body's odd `details` are ignored (the status still decides the error).
-8. With the `run_python` tool offered (`tools`, margin.tool_wire), the body carries `tools` and an
+8. With the `run_python` tool offered (`tools`, margin.providers.tool_wire), the body carries `tools` and an
    answer's tool rounds go as `functionCall` / `functionResponse` parts; the stream's
    `functionCall` parts are the parser's `tool_calls`.
 
@@ -34,21 +34,20 @@ HTTP and the reading loop are `margin.providers.streaming`'s, shared with the ot
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from typing import Any
 from urllib.parse import quote as url_quote
 from urllib.parse import urlencode
 
-from ..errors import ProviderError
-from ..history import Record
-from ..ports import HttpRequest, Platform, Transport
-from ..sentences import Sentence, sentence
-from ..sse import SSEEvent
-from ..tool_loop import ToolCall
-from ..tool_wire import ToolOffer, flatten, gemini_contents, gemini_part, gemini_tools, rounds_of
-from ..usage import normalize as normalize_usage
-from ..wire_json import NotJSON, bad_reply, decode, decode_or_none, item_of, kind_name, member
+from ..base.errors import ProviderError
+from ..base.sentences import Sentence, sentence
+from ..base.sse import SSEEvent
+from ..base.wire_json import NotJSON, bad_reply, decode, decode_or_none, item_of, kind_name, member
+from ..platform.ports import HttpRequest, Platform, Transport
+from ..sandbox.tool_loop import PARAMETERS, RUN_PYTHON, ToolCall, result_text
+from ..storage.history import Record
 from . import (
     extract_error_message,
     header,
@@ -57,19 +56,10 @@ from . import (
     normalize_base_url,
     quote,
     stream_cut,
+    streaming,
 )
-from .streaming import (
-    BODY_LIMIT,
-    HEADERS_TIMEOUT,
-    SSEChatStream,
-    connection_verdict,
-    dumps,
-    fetch_text,
-    not_an_event_stream,
-    raise_unless_success,
-    read_body,
-    send,
-)
+from .tool_wire import Config, Offer, ToolOffer, flatten, object_arguments, rounds_of, text_or_none
+from .usage import field, shape, total
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
 # Reasons that mean Google withheld the answer, not that it ended.
@@ -90,13 +80,7 @@ def model_url(provider: dict[str, Any], method: str) -> str:
 
 
 def headers_for(provider: dict[str, Any], *, stream: bool) -> dict[str, str]:
-    headers = {"Content-Type": "application/json"}
-    if stream:
-        headers["Accept"] = "text/event-stream"
-    key = (provider.get("apiKey") or "").strip()
-    if key:
-        headers["x-goog-api-key"] = key
-    return headers
+    return streaming.json_headers(provider, stream=stream, key_header="x-goog-api-key")
 
 
 # -- requests (sans-IO) ---------------------------------------------------------------------
@@ -136,12 +120,7 @@ def wire_contents(
                 continue
             turns = [("model" if record.role == "assistant" else "user", parts)]
         for role, parts in turns:
-            if not parts:
-                continue
-            if contents and contents[-1]["role"] == role:
-                contents[-1]["parts"].extend(parts)
-            else:
-                contents.append({"role": role, "parts": parts})
+            streaming.add_turn(contents, role, "parts", parts)
     return contents, system
 
 
@@ -163,12 +142,7 @@ def build_body(
 
 
 def build_chat_request(
-    provider: dict[str, Any],
-    records: list[Record],
-    *,
-    stream: bool,
-    include_usage: bool = True,
-    tools: ToolOffer | None = None,
+    provider: Config, records: list[Record], *, stream: bool, include_usage: bool = True, tools: Offer = None
 ) -> HttpRequest:
     """`include_usage` is accepted for the shared seam; Gemini always reports usage."""
     method = "streamGenerateContent?alt=sse" if stream else "generateContent"
@@ -176,8 +150,8 @@ def build_chat_request(
         method="POST",
         url=model_url(provider, method),
         headers=headers_for(provider, stream=stream),
-        body=dumps(build_body(provider, records, tools)),
-        timeout=HEADERS_TIMEOUT,
+        body=streaming.dumps(build_body(provider, records, tools)),
+        timeout=streaming.HEADERS_TIMEOUT,
     )
 
 
@@ -234,25 +208,24 @@ def refused(reason: str) -> ProviderError:
 # -- the stream (sans-IO) -------------------------------------------------------------------
 
 
-class StreamParser:
-    """SSE events of a `streamGenerateContent?alt=sse` body in, text pieces out (rule 3)."""
+class StreamParser(streaming.ParserBase):
+    """SSE events of a `streamGenerateContent?alt=sse` body in, text pieces out (rule 3). Gemini has
+    no end-of-stream event (usage may follow the finish reason): the body's end ends it, so `done`
+    stays False. Its calls come whole (`functionCall` parts), not in pieces."""
 
-    # Gemini has no end-of-stream event (usage may follow the finish reason): the body's end ends it.
-    done = False
+    NOT_A_STREAM = ("py_error_not_gemini_stream", DEFAULT_BASE_URL)
 
     def __init__(self, provider: dict[str, Any]) -> None:
+        super().__init__(source_of(provider))
         self.provider = provider
-        self.source = source_of(provider)
-        self.pieces: list[str] = []
-        self.finish_reason: str | None = None
         self.usage: dict[str, int] | None = None
-        self.tool_calls: list[ToolCall] = []
+        self.whole_calls: list[ToolCall] = []
 
     @property
-    def text(self) -> str:
-        return "".join(self.pieces)
+    def tool_calls(self) -> list[ToolCall]:
+        return self.whole_calls
 
-    def _fail(self, error: ProviderError) -> ProviderError:
+    def failed(self, error: ProviderError) -> ProviderError:
         if self.pieces:
             error.partial_text = self.text
         return error
@@ -261,20 +234,15 @@ class StreamParser:
         data = event.data.strip()
         if not data or self.finish_reason is not None:
             return []
-        try:
-            chunk = decode(data, self.source)
-        except NotJSON:
-            raise self._fail(
-                ProviderError.said("bad_stream", "py_error_not_gemini_stream", quote(data), DEFAULT_BASE_URL)
-            ) from None
+        chunk = self.decode_event(data)
         if isinstance(chunk, list) and len(chunk) == 1:
             chunk = chunk[0]
         if not isinstance(chunk, dict):
-            raise self._fail(bad_reply(self.source, sentence("py_error_reply_item", kind_name(chunk))))
+            raise self.failed(bad_reply(self.source, sentence("py_error_reply_item", kind_name(chunk))))
         try:
             return self._read(chunk, data)
         except ProviderError as error:
-            raise self._fail(error) from None
+            raise self.failed(error) from None
 
     def _read(self, chunk: dict[str, Any], data: str) -> list[str]:
         source = self.source
@@ -283,7 +251,7 @@ class StreamParser:
             raise gemini_error(_status_of(error), data, {}, self.provider)
         usage = chunk.get("usageMetadata")
         if isinstance(usage, dict):
-            self.usage = normalize_usage(usage, "gemini") or self.usage
+            self.usage = normalize_usage(usage) or self.usage
         feedback = member(chunk, "promptFeedback", dict, source)
         if feedback and feedback.get("blockReason"):
             raise refused(str(feedback["blockReason"]))
@@ -298,7 +266,7 @@ class StreamParser:
             text = member(part, "text", str, source, f"candidates[0].content.parts[{position}]")
             if text and not part.get("thought"):
                 out.append(text)
-            gemini_part(self.tool_calls, part)
+            gemini_part(self.whole_calls, part)
         self.pieces.extend(out)
         reason = member(candidate, "finishReason", str, source, "candidates[0]")
         if reason and reason != "FINISH_REASON_UNSPECIFIED":
@@ -315,19 +283,21 @@ class StreamParser:
 
 
 async def open_stream(
-    transport: Transport, provider: dict[str, Any], records: list[Record], *, tools: ToolOffer | None = None
-) -> SSEChatStream:
+    transport: Transport, provider: Config, records: list[Record], *, tools: Offer = None
+) -> streaming.SSEChatStream:
     """Send the turn; raise the mapped ProviderError unless an event stream is coming."""
     request = build_chat_request(provider, records, stream=True, tools=tools)
-    response = await send(transport, request, provider)
-    await raise_unless_success(response, provider, gemini_error)
-    if content_type := not_an_event_stream(response):
-        body = await read_body(response)
+
+    def not_a_stream(content_type: str, body: str) -> ProviderError:
         error = _error_object(body)
         if error:
-            raise gemini_error(_status_of(error), body, {}, provider)
-        raise ProviderError.said("bad_stream", "py_error_google_not_a_stream", content_type, DEFAULT_BASE_URL)
-    return SSEChatStream(response, provider, StreamParser(provider))
+            return gemini_error(_status_of(error), body, {}, provider)
+        return ProviderError.said(
+            "bad_stream", "py_error_google_not_a_stream", content_type, DEFAULT_BASE_URL
+        )
+
+    response = await streaming.open_events(transport, request, provider, gemini_error, not_a_stream)
+    return streaming.SSEChatStream(response, provider, StreamParser(provider))
 
 
 # -- "Test connection" and the model list ---------------------------------------------------
@@ -339,20 +309,15 @@ async def test_connection(platform: Platform, provider: dict[str, Any]) -> dict[
         method="POST",
         url=model_url(provider, "generateContent"),
         headers=headers_for(provider, stream=False),
-        body=dumps(build_body(provider, [Record("user", "Reply with OK.")], maxOutputTokens=1)),
-        timeout=HEADERS_TIMEOUT,
+        body=streaming.dumps(build_body(provider, [Record("user", "Reply with OK.")], maxOutputTokens=1)),
+        timeout=streaming.HEADERS_TIMEOUT,
     )
-    try:
-        body = await fetch_text(platform.transport, request, provider, gemini_error)
-    except ProviderError as error:
-        return {"ok": False, "message": error.in_language()}
-    return connection_verdict(
-        provider,
-        body,
-        lambda answer: isinstance(answer, dict) and ("candidates" in answer or "promptFeedback" in answer),
-        api=sentence("py_notice_api_gemini"),
-        usual=sentence("py_notice_usual", DEFAULT_BASE_URL),
-    )
+    api, usual = sentence("py_notice_api_gemini"), sentence("py_notice_usual", DEFAULT_BASE_URL)
+    return await streaming.connection_test(platform, request, provider, gemini_error, _is_answer, api, usual)
+
+
+def _is_answer(answer: Any) -> bool:
+    return isinstance(answer, dict) and ("candidates" in answer or "promptFeedback" in answer)
 
 
 async def list_models(platform: Platform, provider: dict[str, Any]) -> list[str]:
@@ -366,9 +331,11 @@ async def list_models(platform: Platform, provider: dict[str, Any]) -> list[str]
             url=f"{normalize_base_url(provider['baseUrl'])}/models?{urlencode(query)}",
             headers=headers_for(provider, stream=False),
             body=None,
-            timeout=HEADERS_TIMEOUT,
+            timeout=streaming.HEADERS_TIMEOUT,
         )
-        body = await fetch_text(platform.transport, request, provider, gemini_error, BODY_LIMIT * 8)
+        body = await streaming.fetch_text(
+            platform.transport, request, provider, gemini_error, streaming.BODY_LIMIT * 8
+        )
         source = source_of(provider)
         try:
             page = decode(body, source)
@@ -386,3 +353,67 @@ async def list_models(platform: Platform, provider: dict[str, Any]) -> list[str]
         if not isinstance(token, str) or not token:
             break
     return ids
+
+
+# -- the run_python tool on this wire (margin.providers.tool_wire, rules 1, 2 and 4) ----------
+
+
+def gemini_tools(offer: ToolOffer) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "tools": [
+            {
+                "functionDeclarations": [
+                    {"name": RUN_PYTHON, "description": offer.description, "parameters": PARAMETERS}
+                ]
+            }
+        ]
+    }
+    if offer.forbid:
+        body["toolConfig"] = {"functionCallingConfig": {"mode": "NONE"}}
+    return body
+
+
+def gemini_contents(record: Record) -> list[tuple[str, list[dict[str, Any]]]]:
+    turns: list[tuple[str, list[dict[str, Any]]]] = []
+    for round_ in rounds_of(record):
+        parts: list[dict[str, Any]] = [{"text": round_["text"]}] if round_["text"] else []
+        for call in round_["calls"]:
+            part: dict[str, Any] = {"functionCall": {"name": call["name"], "args": object_arguments(call)}}
+            if call.get("signature"):
+                part["thoughtSignature"] = call["signature"]
+            parts.append(part)
+        turns.append(("model", parts))
+        responses = [
+            {"functionResponse": {"name": c["name"], "response": {"result": result_text(c)}}}
+            for c in round_["calls"]
+        ]
+        turns.append(("user", responses))
+    if record.text:
+        turns.append(("model", [{"text": record.text}]))
+    return turns
+
+
+def gemini_part(calls: list[ToolCall], part: dict[str, Any]) -> None:
+    call = part.get("functionCall")
+    if not isinstance(call, dict):
+        return
+    args = call.get("args")
+    name = text_or_none(call.get("name")) or ""
+    call_id = text_or_none(call.get("id")) or f"call_{len(calls) + 1}"
+    signature = text_or_none(part.get("thoughtSignature"))
+    calls.append(
+        ToolCall(
+            call_id, name, json.dumps(args if isinstance(args, dict) else {}, ensure_ascii=False), signature
+        )
+    )
+
+
+# -- usage (margin.providers.usage, rule 2) ----------------------------------------------------------
+
+
+def normalize_usage(raw: Any) -> dict[str, int] | None:
+    """`promptTokenCount`, `cachedContentTokenCount`, and thinking billed as output."""
+    if not isinstance(raw, dict):
+        return None
+    output = total(field(raw, "candidatesTokenCount"), field(raw, "thoughtsTokenCount"))
+    return shape(field(raw, "promptTokenCount"), field(raw, "cachedContentTokenCount"), output)

@@ -20,13 +20,13 @@ Rules:
    the records (so the cached prefix stays stable turn after turn).
 8. `list_models` is `GET {baseUrl}/models` → `data[].id` (OpenAI, and Ollama's and LM Studio's
    OpenAI-compatible lists), sorted, without duplicates.
-9. The stream's `usage` is `margin.usage`'s shape `{input, cachedInput, output}` (cached input
+9. The stream's `usage` is `margin.providers.usage`'s shape `{input, cachedInput, output}` (cached input
    from `prompt_tokens_details.cached_tokens`), or None when no usage chunk came.
-10. Every reply is read through `margin.wire_json`: unreadable JSON (too deep, a number
+10. Every reply is read through `margin.base.wire_json`: unreadable JSON (too deep, a number
    too long or not finite) and a wrong shape (`choices` not a list, a choice or `delta` not an
    object, `content` or `finish_reason` not text) are "provider_bad_reply", naming the server and
    the field; absent or null fields are fine (servers leave them out).
-11. With the `run_python` tool offered (`tools`, margin.tool_wire), the body carries `tools` and
+11. With the `run_python` tool offered (`tools`, margin.providers.tool_wire), the body carries `tools` and
    an answer's tool rounds go as `tool_calls` and `tool` messages; the stream's calls (its
    `delta.tool_calls` pieces) are the parser's `tool_calls`. Without it, rounds go as text. A
    400/422 naming tools is asked again without them, once (`tools_unsupported`, tool_loop rule 7).
@@ -36,36 +36,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import ProviderError
-from ..history import Record
-from ..overflow import ContextOverflowError, context_overflow, too_long_for
-from ..ports import HttpRequest, Platform, Transport
-from ..sentences import Sentence, sentence
-from ..sse import SSEEvent
-from ..tool_loop import CallPieces, ToolCall, refuses_tools
-from ..tool_wire import ToolOffer, flatten, openai_feed, openai_messages, openai_tools, rounds_of
-from ..usage import normalize as normalize_usage
-from ..wire_json import NotJSON, Source, bad_reply, decode, item_of, kind_name, member
-from . import (
-    extract_error_message,
-    host_of,
-    http_error,
-    normalize_base_url,
-    quote,
-    stream_cut,
-)
-from .streaming import (
-    BODY_TIMEOUT,
-    HEADERS_TIMEOUT,
-    SSEChatStream,
-    connection_verdict,
-    dumps,
-    fetch_text,
-    not_an_event_stream,
-    raise_unless_success,
-    read_body,
-    send,
-)
+from ..base.errors import ProviderError
+from ..base.sentences import Sentence, sentence
+from ..base.sse import SSEEvent
+from ..base.wire_json import NotJSON, Source, bad_reply, decode, item_of, kind_name, member
+from ..platform.ports import HttpRequest, Platform, Transport
+from ..sandbox.tool_loop import PARAMETERS, RUN_PYTHON, CallPieces, refuses_tools, result_text
+from ..storage.history import Record
+from . import extract_error_message, host_of, http_error, normalize_base_url, quote, stream_cut, streaming
+from .overflow import ContextOverflowError, context_overflow, too_long_for
+from .tool_wire import Config, Offer, ToolOffer, flatten, rounds_of, text_or_none
+from .usage import field, shape
 
 
 def chat_url(base_url: str) -> str:
@@ -103,13 +84,7 @@ def system_messages(provider: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def headers_for(provider: dict[str, Any], *, stream: bool) -> dict[str, str]:
-    headers = {"Content-Type": "application/json"}
-    if stream:
-        headers["Accept"] = "text/event-stream"
-    key = (provider.get("apiKey") or "").strip()
-    if key:
-        headers["Authorization"] = f"Bearer {key}"
-    return headers
+    return streaming.json_headers(provider, stream=stream, key_header="Authorization", key_prefix="Bearer ")
 
 
 def wire_messages(records: list[Record], tools: ToolOffer | None) -> list[dict[str, Any]]:
@@ -123,12 +98,7 @@ def wire_messages(records: list[Record], tools: ToolOffer | None) -> list[dict[s
 
 
 def build_chat_request(
-    provider: dict[str, Any],
-    messages: list[Record],
-    *,
-    stream: bool,
-    include_usage: bool = True,
-    tools: ToolOffer | None = None,
+    provider: Config, messages: list[Record], *, stream: bool, include_usage: bool = True, tools: Offer = None
 ) -> HttpRequest:
     body: dict[str, Any] = {
         "model": provider["model"],
@@ -145,31 +115,21 @@ def build_chat_request(
 # -- the stream, sans-IO --------------------------------------------------------------------
 
 
-class StreamParser:
+class StreamParser(streaming.ParserBase):
     """SSE events of a Chat Completions stream in, text pieces out."""
 
+    NOT_A_STREAM = ("py_error_not_a_chat_stream",)
+
     def __init__(self, model: str = "", source: Source = "") -> None:
-        self.model = model
         # Who sent the stream, for rule 10's sentences.
-        self.source = source or sentence("py_error_source_provider")
-        self.pieces: list[str] = []
-        self.done = False  # "[DONE]" arrived
-        self.finish_reason: str | None = None
-        self.raw_usage: dict[str, Any] | None = None
-        self.calls = CallPieces()
-
-    @property
-    def text(self) -> str:
-        return "".join(self.pieces)
-
-    @property
-    def tool_calls(self) -> list[ToolCall]:
-        return self.calls.finished()
+        super().__init__(source or sentence("py_error_source_provider"))
+        self.model = model
+        self.raw_usage: dict[str, Any] | None = None  # `done`: "[DONE]" arrived
 
     @property
     def usage(self) -> dict[str, int] | None:
         """Rule 9: the last usage chunk, normalized."""
-        return normalize_usage(self.raw_usage, "openai")
+        return normalize_usage(self.raw_usage)
 
     def feed(self, event: SSEEvent) -> list[str]:
         if self.done:
@@ -180,10 +140,7 @@ class StreamParser:
             return []
         if not data:
             return []
-        try:
-            chunk = decode(data, self.source)
-        except NotJSON:
-            raise ProviderError.said("bad_stream", "py_error_not_a_chat_stream", quote(data)) from None
+        chunk = self.decode_event(data)
         said = _error_in(chunk)
         if event.event == "error" and said is None:
             said = data
@@ -227,37 +184,37 @@ def _error_in(chunk: Any) -> str | None:
     if error is None:
         return None
     if isinstance(error, dict):
-        return str(error.get("message") or dumps(error))
+        return str(error.get("message") or streaming.dumps(error))
     return str(error)
 
 
 async def open_stream(
-    transport: Transport, provider: dict[str, Any], records: list[Record], *, tools: ToolOffer | None = None
-) -> SSEChatStream:
+    transport: Transport, provider: Config, records: list[Record], *, tools: Offer = None
+) -> streaming.SSEChatStream:
     """Send the request; raise the mapped ProviderError unless an event stream is coming."""
     include_usage = provider.get("supportsUsage", True) is not False
     usage_unsupported = tools_unsupported = False
     request = build_chat_request(provider, records, stream=True, include_usage=include_usage, tools=tools)
-    response = await send(transport, request, provider)
+    response = await streaming.send(transport, request, provider)
     if response.status in (400, 422) and (include_usage or tools is not None):
-        body = await read_body(response)
+        body = await streaming.read_body(response)
         if include_usage and "stream_options" in body:
             usage_unsupported, include_usage = True, False
-        elif tools is not None and refuses_tools(response.status, body):  # margin.tool_loop rule 7
+        elif tools is not None and refuses_tools(response.status, body):  # margin.sandbox.tool_loop rule 7
             tools_unsupported, tools = True, None
         else:
             raise http_error(response.status, body, response.headers, provider)
         request = build_chat_request(provider, records, stream=True, include_usage=include_usage, tools=tools)
-        response = await send(transport, request, provider)
-    await raise_unless_success(response, provider, http_error)
-    if content_type := not_an_event_stream(response):
-        body = await read_body(response)
+        response = await streaming.send(transport, request, provider)
+    await streaming.raise_unless_success(response, provider, http_error)
+    if content_type := streaming.not_an_event_stream(response):
+        body = await streaming.read_body(response)
         said = extract_error_message(body)
         if said and "choices" not in body:
             raise ProviderError.said("provider_error", "py_error_answered_with_error", quote(said))
         raise ProviderError.said("bad_stream", "py_error_not_a_stream_openai", content_type)
     parser = StreamParser(str(provider.get("model") or ""), source_of(provider))
-    stream = SSEChatStream(response, provider, parser, usage_unsupported=usage_unsupported)
+    stream = streaming.SSEChatStream(response, provider, parser, usage_unsupported=usage_unsupported)
     stream.tools_unsupported = tools_unsupported
     return stream
 
@@ -277,29 +234,27 @@ def _test_request(provider: dict[str, Any], *, max_tokens: bool) -> HttpRequest:
 
 
 def _chat_post(provider: dict[str, Any], body: dict[str, Any], *, stream: bool) -> HttpRequest:
-    return HttpRequest(
-        method="POST",
-        url=chat_url(provider["baseUrl"]),
-        headers=headers_for(provider, stream=stream),
-        body=dumps(body),
-        timeout=HEADERS_TIMEOUT,
-    )
+    return streaming.post(chat_url(provider["baseUrl"]), headers_for(provider, stream=stream), body)
 
 
 async def test_connection(platform: Platform, provider: dict[str, Any]) -> dict[str, Any]:
     """One tiny non-streaming request; a sentence the options page shows as it is."""
     try:
-        response = await send(platform.transport, _test_request(provider, max_tokens=True), provider)
-        body = await read_body(response)
+        response = await streaming.send(
+            platform.transport, _test_request(provider, max_tokens=True), provider
+        )
+        body = await streaming.read_body(response)
         if response.status == 400 and "max_tokens" in body:
             # Some OpenAI models accept only max_completion_tokens: ask again without a limit.
-            response = await send(platform.transport, _test_request(provider, max_tokens=False), provider)
-            body = await read_body(response)
+            response = await streaming.send(
+                platform.transport, _test_request(provider, max_tokens=False), provider
+            )
+            body = await streaming.read_body(response)
         if not 200 <= response.status < 300:
             raise http_error(response.status, body, response.headers, provider)
     except ProviderError as error:
         return {"ok": False, "message": error.in_language()}
-    return connection_verdict(
+    return streaming.connection_verdict(
         provider,
         body,
         lambda answer: isinstance(answer, dict) and isinstance(answer.get("choices"), list),
@@ -319,7 +274,7 @@ def models_request(provider: dict[str, Any]) -> HttpRequest:
         url=normalize_base_url(provider["baseUrl"]) + "/models",
         headers=headers,
         body=None,
-        timeout=BODY_TIMEOUT,
+        timeout=streaming.BODY_TIMEOUT,
     )
 
 
@@ -343,8 +298,74 @@ def model_ids(body: str, source: Source) -> list[str] | None:
 
 async def list_models(platform: Platform, provider: dict[str, Any]) -> list[str]:
     """The models the server offers; a ProviderError with a sentence when it will not say."""
-    body = await fetch_text(platform.transport, models_request(provider), provider, http_error)
+    body = await streaming.fetch_text(platform.transport, models_request(provider), provider, http_error)
     ids = model_ids(body, source_of(provider))
     if ids is None:
         raise ProviderError.said("bad_models", "py_error_no_model_list_v1", host_of(provider["baseUrl"]))
     return ids
+
+
+# -- the run_python tool on this wire (margin.providers.tool_wire, rules 1, 2 and 4) ----------
+
+
+def openai_tools(offer: ToolOffer) -> dict[str, Any]:
+    tool = {
+        "type": "function",
+        "function": {"name": RUN_PYTHON, "description": offer.description, "parameters": PARAMETERS},
+    }
+    body: dict[str, Any] = {"tools": [tool]}
+    if offer.forbid:
+        body["tool_choice"] = "none"
+    return body
+
+
+def openai_messages(record: Record) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = []
+    for round_ in rounds_of(record):
+        calls = [
+            {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+            for c in round_["calls"]
+        ]
+        messages.append({"role": "assistant", "content": round_["text"] or None, "tool_calls": calls})
+        messages.extend(
+            {"role": "tool", "tool_call_id": c["id"], "content": result_text(c)} for c in round_["calls"]
+        )
+    if record.text:
+        messages.append({"role": "assistant", "content": record.text})
+    return messages
+
+
+def openai_feed(pieces: CallPieces, delta: dict[str, Any]) -> None:
+    calls = delta.get("tool_calls")
+    if not isinstance(calls, list):
+        return
+    for position, call in enumerate(calls):
+        if not isinstance(call, dict):
+            continue
+        key = call.get("index", position)
+        found = call.get("function")
+        function: dict[str, Any] = found if isinstance(found, dict) else {}
+        pieces.begin(key, text_or_none(call.get("id")), text_or_none(function.get("name")))
+        if isinstance(function.get("arguments"), str):
+            pieces.add(key, function["arguments"])
+
+
+# -- usage (margin.providers.usage, rule 2) ----------------------------------------------------------
+
+
+def normalize_usage(raw: Any) -> dict[str, int] | None:
+    """Chat Completions' `prompt_tokens`, `prompt_tokens_details.cached_tokens`, `completion_tokens`;
+    the Responses API's `input_tokens`, `input_tokens_details.cached_tokens`, `output_tokens`."""
+    if not isinstance(raw, dict):
+        return None
+    if "prompt_tokens" in raw or "completion_tokens" in raw:
+        return shape(
+            field(raw, "prompt_tokens"),
+            field(raw, "prompt_tokens_details", "cached_tokens"),
+            field(raw, "completion_tokens"),
+        )
+    return shape(
+        field(raw, "input_tokens"),
+        field(raw, "input_tokens_details", "cached_tokens"),
+        field(raw, "output_tokens"),
+    )

@@ -5,7 +5,7 @@ Rules:
 1. The body is compact, deterministic JSON: `{model, input, stream, store: true}`, plus
    `instructions` (the provider's `systemPrompt`, sent every turn: the API does not carry it over
    from the previous response) and `previous_response_id` when the turn continues one.
-   Which records go in `input` is the agent turn's business (`margin.agent_turn`).
+   Which records go in `input` is the agent turn's business (`margin.turn.agent`).
 2. Input items are messages `{role, content: [parts]}`: user (and system) parts are `input_text`
    and `input_image` (`image_url` = the data URL); assistant parts are `output_text`. Empty text
    is never sent; a record with nothing left is left out.
@@ -21,10 +21,10 @@ Rules:
    `conversation_forgotten`, so the agent turn can replay the full history once.
 6. `test_connection` is one tiny non-streaming, unstored response; `list_models` is `GET /models`
    as for OpenAI (`margin.providers.openai`).
-7. Replies are read through `margin.wire_json`: unreadable JSON and wrong shapes (an event or
+7. Replies are read through `margin.base.wire_json`: unreadable JSON and wrong shapes (an event or
    `response` that is not an object, `type`, a text `delta` or `response.id` that is not text)
    are "provider_bad_reply"; absent fields are fine.
-8. With the `run_python` tool offered (`tools`, margin.tool_wire), the body carries `tools` and an
+8. With the `run_python` tool offered (`tools`, margin.providers.tool_wire), the body carries `tools` and an
    answer's tool rounds go as `function_call` / `function_call_output` items; the stream's
    `function_call` output items and their argument deltas are the parser's `tool_calls`.
 """
@@ -34,28 +34,16 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..errors import ProviderError
-from ..history import Record
-from ..ports import HttpRequest, Platform, Transport
-from ..sentences import sentence
-from ..sse import SSEEvent
-from ..tool_loop import CallPieces, ToolCall
-from ..tool_wire import ToolOffer, flatten, responses_event, responses_items, responses_tools, rounds_of
-from ..usage import normalize as normalize_usage
-from ..wire_json import NotJSON, bad_reply, decode, decode_or_none, kind_name, member
-from . import DEFAULT_BASE_URLS, host_of, http_error, normalize_base_url, quote, stream_cut
+from ..base.errors import ProviderError
+from ..base.sentences import sentence
+from ..base.sse import SSEEvent
+from ..base.wire_json import decode_or_none, member
+from ..platform.ports import HttpRequest, Platform, Transport
+from ..sandbox.tool_loop import PARAMETERS, RUN_PYTHON, CallPieces, result_text
+from ..storage.history import Record
+from . import DEFAULT_BASE_URLS, host_of, http_error, normalize_base_url, part_text, streaming
 from . import openai as openai_provider
-from .streaming import (
-    HEADERS_TIMEOUT,
-    SSEChatStream,
-    connection_verdict,
-    dumps,
-    fetch_text,
-    not_an_event_stream,
-    raise_unless_success,
-    read_body,
-    send,
-)
+from .tool_wire import ToolOffer, flatten, rounds_of, text_or_none
 
 FORGOTTEN = "conversation_forgotten"
 _FORGOTTEN_MESSAGE = re.compile(r"previous[ _]response.*not found", re.IGNORECASE)
@@ -87,10 +75,8 @@ def input_parts(record: Record) -> list[dict[str, Any]]:
     parts: list[dict[str, Any]] = []
     for part in record.parts:
         kind = part.get("type")
-        if kind == "text":
-            text = str(part.get("text", ""))
-            if text.strip():
-                parts.append({"type": text_type, "text": text})
+        if kind == "text" and (text := part_text(part)):
+            parts.append({"type": text_type, "text": text})
         elif kind == "image_url" and record.role != "assistant":
             image = part.get("image_url") or {}
             url = str(image.get("url", ""))
@@ -147,13 +133,7 @@ def build_chat_request(
 
 
 def _post(provider: dict[str, Any], body: dict[str, Any], *, stream: bool) -> HttpRequest:
-    return HttpRequest(
-        method="POST",
-        url=responses_url(provider["baseUrl"]),
-        headers=headers_for(provider, stream=stream),
-        body=dumps(body),
-        timeout=HEADERS_TIMEOUT,
-    )
+    return streaming.post(responses_url(provider["baseUrl"]), headers_for(provider, stream=stream), body)
 
 
 # -- errors ----------------------------------------------------------------------------------
@@ -186,41 +166,21 @@ def map_error(status: int, body: str, headers: dict[str, str], provider: dict[st
 # -- the stream, sans-IO ---------------------------------------------------------------------
 
 
-class StreamParser:
+class StreamParser(streaming.ParserBase):
     """SSE events of a Responses stream in, text pieces out (rule 3)."""
 
+    NOT_A_STREAM = ("py_error_not_responses_stream", DEFAULT_BASE_URLS["openai-responses"])
+
     def __init__(self, provider: dict[str, Any]) -> None:
+        super().__init__(sentence("py_error_source_responses", host_of(provider.get("baseUrl", ""))))
         self.provider = provider
-        self.source = sentence("py_error_source_responses", host_of(provider.get("baseUrl", "")))
-        self.pieces: list[str] = []
-        self.done = False
-        self.finish_reason: str | None = None
         self.response_id: str | None = None
         self.usage: dict[str, int] | None = None
-        self.calls = CallPieces()
-
-    @property
-    def text(self) -> str:
-        return "".join(self.pieces)
-
-    @property
-    def tool_calls(self) -> list[ToolCall]:
-        return self.calls.finished()
 
     def feed(self, event: SSEEvent) -> list[str]:
         if self.done or not event.data.strip() or event.data.strip() == "[DONE]":
             return []
-        try:
-            data = decode(event.data, self.source)
-        except NotJSON:
-            raise ProviderError.said(
-                "bad_stream",
-                "py_error_not_responses_stream",
-                quote(event.data),
-                DEFAULT_BASE_URLS["openai-responses"],
-            ) from None
-        if not isinstance(data, dict):
-            raise bad_reply(self.source, sentence("py_error_reply_event", kind_name(data)))
+        data = self.event_object(event.data)
         kind = member(data, "type", str, self.source) or event.event
         response: dict[str, Any] = member(data, "response", dict, self.source) or {}
         response_id = member(response, "id", str, self.source, "response")
@@ -246,25 +206,20 @@ class StreamParser:
         return []
 
     def _take_usage(self, usage: Any) -> None:
-        # margin.usage knows the Responses API's field names (input_tokens_details.cached_tokens).
-        self.usage = normalize_usage(usage, "openai") or self.usage
+        # margin.providers.usage knows the Responses API's field names (input_tokens_details.cached_tokens).
+        self.usage = normalize_usage(usage) or self.usage
 
     def _stream_error(self, error: dict[str, Any]) -> ProviderError:
         code = str(error.get("code") or "")
         message = str(error.get("message") or "")
-        body = dumps({"error": {"code": code, "message": message, "param": error.get("param")}})
+        body = streaming.dumps({"error": {"code": code, "message": message, "param": error.get("param")}})
         # http_error (through map_error) also finds a context overflow in the message.
         raised = map_error(_STATUS_OF_CODE.get(code, 500), body, {}, self.provider)
         raised.partial_text = self.text or None
         return raised
 
-    def check_end(self) -> None:
-        if self.done:
-            return
-        raise stream_cut(self.text)
 
-
-class ResponsesStream(SSEChatStream):
+class ResponsesStream(streaming.SSEChatStream):
     """An SSE answer that also tells the new response's id (for the answer's `responseId`)."""
 
     def __init__(self, response: Any, provider: dict[str, Any], parser: StreamParser) -> None:
@@ -288,14 +243,13 @@ async def open_stream(
     request = build_chat_request(
         provider, records, stream=True, previous_response_id=previous_response_id, tools=tools
     )
-    response = await send(transport, request, provider)
-    await raise_unless_success(response, provider, map_error)
-    if content_type := not_an_event_stream(response):
-        await read_body(response)
-        raise ProviderError.said(
-            "bad_stream", "py_error_not_a_stream_at", content_type, DEFAULT_BASE_URLS["openai-responses"]
-        )
+    response = await streaming.open_events(transport, request, provider, map_error, _not_a_stream)
     return ResponsesStream(response, provider, StreamParser(provider))
+
+
+def _not_a_stream(content_type: str, body: str) -> ProviderError:
+    where = DEFAULT_BASE_URLS["openai-responses"]
+    return ProviderError.said("bad_stream", "py_error_not_a_stream_at", content_type, where)
 
 
 # -- "Test connection" and the model list ----------------------------------------------------
@@ -304,18 +258,74 @@ async def open_stream(
 async def test_connection(platform: Platform, provider: dict[str, Any]) -> dict[str, Any]:
     """Rule 6: a sentence the options page shows as it is."""
     body = {"model": provider["model"], "input": "Reply with OK.", "max_output_tokens": 16, "store": False}
-    try:
-        text = await fetch_text(platform.transport, _post(provider, body, stream=False), provider, map_error)
-    except ProviderError as error:
-        return {"ok": False, "message": error.in_language()}
-    return connection_verdict(
-        provider,
-        text,
-        lambda answer: isinstance(answer, dict) and answer.get("object") == "response",
-        api=sentence("py_notice_api_responses"),
-        usual=sentence("py_notice_usual_is", DEFAULT_BASE_URLS["openai-responses"]),
-    )
+    request, where = _post(provider, body, stream=False), DEFAULT_BASE_URLS["openai-responses"]
+    api, usual = sentence("py_notice_api_responses"), sentence("py_notice_usual_is", where)
+    return await streaming.connection_test(platform, request, provider, map_error, _is_response, api, usual)
+
+
+def _is_response(answer: Any) -> bool:
+    return isinstance(answer, dict) and answer.get("object") == "response"
 
 
 async def list_models(platform: Platform, provider: dict[str, Any]) -> list[str]:
     return await openai_provider.list_models(platform, provider)
+
+
+# -- the run_python tool on this wire (margin.providers.tool_wire, rules 1, 2 and 4) ----------
+
+
+def responses_tools(offer: ToolOffer) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "tools": [
+            {
+                "type": "function",
+                "name": RUN_PYTHON,
+                "description": offer.description,
+                "parameters": PARAMETERS,
+            }
+        ]
+    }
+    if offer.forbid:
+        body["tool_choice"] = "none"
+    return body
+
+
+def responses_outputs(round_: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        {"type": "function_call_output", "call_id": c["id"], "output": result_text(c)}
+        for c in round_["calls"]
+    ]
+
+
+def responses_items(record: Record) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    for round_ in rounds_of(record):
+        if round_["text"]:
+            items.append({"role": "assistant", "content": round_["text"]})
+        items.extend(
+            {"type": "function_call", "call_id": c["id"], "name": c["name"], "arguments": c["arguments"]}
+            for c in round_["calls"]
+        )
+        items.extend(responses_outputs(round_))
+    if record.text:
+        items.append({"role": "assistant", "content": record.text})
+    return items
+
+
+def responses_event(pieces: CallPieces, kind: str, data: dict[str, Any]) -> None:
+    if kind == "response.output_item.added":
+        item = data.get("item")
+        if isinstance(item, dict) and item.get("type") == "function_call":
+            key = item.get("id") or item.get("call_id")
+            pieces.begin(key, text_or_none(item.get("call_id")), text_or_none(item.get("name")))
+            if isinstance(item.get("arguments"), str):
+                pieces.add(key, item["arguments"])
+    elif kind == "response.function_call_arguments.delta":
+        key = data.get("item_id")
+        if pieces.has(key) and isinstance(data.get("delta"), str):
+            pieces.add(key, data["delta"])
+
+
+# -- usage (margin.providers.usage, rule 2): the Responses API's usage, read as OpenAI's ------------
+
+normalize_usage = openai_provider.normalize_usage

@@ -5,20 +5,25 @@ Rules:
 1. `send` maps a transport failure (refused, timed out, aborted) into the shared ProviderError.
 2. `read_body` reads at most `BODY_LIMIT` characters within `BODY_TIMEOUT` seconds and always
    closes the response: an error body or a short non-streaming answer, never a stream.
-3. `SSEChatStream` is the one reading loop: body chunks go through `margin.sse` to the module's
+3. `SSEChatStream` is the one reading loop: body chunks go through `margin.base.sse` to the module's
    `EventParser`, which turns events into text pieces and knows when the answer is whole
    (`done`) or cut (`check_end` raises). Whatever failed, the text that had arrived is kept on
    the error (`partial_text`) and the response is closed.
-4. Bounded: a line of the event stream longer than `margin.sse.LINE_LIMIT` ends the answer with
+4. Bounded: a line of the event stream longer than `margin.base.sse.LINE_LIMIT` ends the answer with
    "stream_garbage"; an answer longer than `ANSWER_LIMIT` bytes (UTF-8) ends with
    "answer_too_long" ("The answer was cut at 2 MB"). Both keep the text that arrived (cut at the
-   limit), which `margin.chat` stores marked incomplete; no piece past the limit is handed out.
+   limit), which `margin.turn.chat` stores marked incomplete; no piece past the limit is handed out.
 5. "Test connection" ends in one of three sentences (`connection_verdict`): connected, the
    provider's own error, or "answered, but not like <the API>" with where the Base URL usually
    points.
-5. Nothing leaves with an API key over plain http:// to another machine unless the provider
-   says so (`margin.plain_http`, rule 2); a redirect is never followed (the transport refuses
-   it, `margin.ports` rule 4) and is the error `redirect_refused`.
+6. `ParserBase` is what every provider's stream parser shares: the text so far (`pieces`), the
+   tool calls (`calls`), `done` and `finish_reason`, and the opening of `feed`: an event's data
+   is JSON (`decode_event`, else `bad_stream` in the provider's own sentence, `NOT_A_STREAM`)
+   and an object (`event_object`, else a `bad_reply`); `failed` is where a parser adds to an
+   error it raises (Gemini keeps the text that arrived).
+7. Nothing leaves with an API key over plain http:// to another machine unless the provider
+   says so (`margin.providers.plain_http`, rule 2); a redirect is never followed (the transport refuses
+   it, `margin.platform.ports` rule 4) and is the error `redirect_refused`.
 """
 
 from __future__ import annotations
@@ -29,13 +34,13 @@ import json
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from .. import plain_http
-from ..errors import ProviderError
-from ..ports import HttpRequest, Transport, TransportError
-from ..sentences import Sentence, say, sentence
-from ..sse import LINE_LIMIT, LineTooLong, SSEDecoder, SSEEvent
-from ..wire_json import decode_or_none
-from . import extract_error_message, header, host_of, quote, transport_error
+from ..base.errors import ProviderError
+from ..base.sentences import Sentence, say, sentence
+from ..base.sse import LINE_LIMIT, LineTooLong, SSEDecoder, SSEEvent
+from ..base.wire_json import NotJSON, Source, bad_reply, decode, decode_or_none, kind_name
+from ..platform.ports import HttpRequest, Transport, TransportError
+from ..sandbox.tool_loop import CallPieces, ToolCall
+from . import extract_error_message, header, host_of, plain_http, quote, stream_cut, transport_error
 
 # Seconds to wait for the status line and headers (a local server may load the model first).
 HEADERS_TIMEOUT = 120.0
@@ -54,6 +59,36 @@ def answer_too_long(limit: int = ANSWER_LIMIT) -> ProviderError:
 def stream_garbage(provider: dict[str, Any], limit: int) -> ProviderError:
     host = host_of(provider.get("baseUrl", ""))
     return ProviderError.said("stream_garbage", "py_error_stream_garbage", host, max(1, limit // MIB))
+
+
+def post(url: str, headers: dict[str, str], body: Any) -> HttpRequest:
+    """A request to a provider: POST, the body as `dumps` writes it, `HEADERS_TIMEOUT` for the headers."""
+    return HttpRequest(method="POST", url=url, headers=headers, body=dumps(body), timeout=HEADERS_TIMEOUT)
+
+
+def json_headers(
+    provider: dict[str, Any], *, stream: bool, key_header: str, key_prefix: str = ""
+) -> dict[str, str]:
+    """JSON in, an event stream out when streaming, and the API key (if any) in `key_header`."""
+    headers = {"Content-Type": "application/json"}
+    if stream:
+        headers["Accept"] = "text/event-stream"
+    key = (provider.get("apiKey") or "").strip()
+    if key:
+        headers[key_header] = f"{key_prefix}{key}"
+    return headers
+
+
+def add_turn(turns: list[dict[str, Any]], role: str, key: str, items: list[Any]) -> bool:
+    """Add a turn of `items` (under `key`) for an API whose roles alternate: merged into the last
+    turn when that has the same role. False when there is nothing to add."""
+    if not items:
+        return False
+    if turns and turns[-1]["role"] == role:
+        turns[-1][key].extend(items)
+    else:
+        turns.append({"role": role, key: items})
+    return True
 
 
 def dumps(value: Any) -> str:
@@ -128,6 +163,53 @@ def not_an_event_stream(response: Any) -> str | None:
     return content_type if content_type and "text/event-stream" not in content_type else None
 
 
+class ParserBase:
+    """Rule 6: what every provider's stream parser shares. A subclass names its `NOT_A_STREAM`
+    sentence (its key, then the arguments after the quoted data) and writes its own `feed`."""
+
+    NOT_A_STREAM: tuple[str, ...] = ("py_error_not_a_chat_stream",)
+
+    def __init__(self, source: Source) -> None:
+        self.source = source  # who sent the stream, for the sentences of its errors
+        self.pieces: list[str] = []
+        self.done = False
+        self.finish_reason: str | None = None
+        self.calls = CallPieces()
+
+    @property
+    def text(self) -> str:
+        return "".join(self.pieces)
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        return self.calls.finished()
+
+    def failed(self, error: ProviderError) -> ProviderError:
+        """The error a parse failure raises; a parser may add to it."""
+        return error
+
+    def check_end(self) -> None:
+        """The body ended: fine once the stream said it was done; otherwise it was cut."""
+        if self.done:
+            return
+        raise stream_cut(self.text)
+
+    def decode_event(self, data: str) -> Any:
+        """An event's data as JSON, or `bad_stream` in the provider's words."""
+        try:
+            return decode(data, self.source)
+        except NotJSON:
+            key, *args = self.NOT_A_STREAM
+            raise self.failed(ProviderError.said("bad_stream", key, quote(data), *args)) from None
+
+    def event_object(self, data: str, what: str = "py_error_reply_event") -> dict[str, Any]:
+        """An event's data as a JSON object; anything else is a `bad_reply` naming its kind."""
+        decoded = self.decode_event(data)
+        if not isinstance(decoded, dict):
+            raise self.failed(bad_reply(self.source, sentence(what, kind_name(decoded))))
+        return decoded
+
+
 class EventParser(Protocol):
     """A wire protocol's stream events -> the answer (each provider module has one)."""
 
@@ -167,7 +249,9 @@ class SSEChatStream:
         self._parser = parser
         self._finished = False
         self.usage_unsupported = usage_unsupported
-        self.tools_unsupported = False  # the server refused the run_python tool (margin.tool_loop rule 7)
+        self.tools_unsupported = (
+            False  # the server refused the run_python tool (margin.sandbox.tool_loop rule 7)
+        )
         self._answer_limit = answer_limit
         self._room = answer_limit  # bytes of answer still allowed (rule 4)
         self._kept: list[str] | None = None  # the answer, once it was cut at the limit
@@ -188,7 +272,7 @@ class SSEChatStream:
 
     @property
     def tool_calls(self) -> list[Any]:
-        """The `run_python` calls the answer made (margin.tool_wire rule 4); [] for none."""
+        """The `run_python` calls the answer made (margin.providers.tool_wire rule 4); [] for none."""
         return list(getattr(self._parser, "tool_calls", []))
 
     async def read(self) -> list[str] | None:
@@ -210,7 +294,7 @@ class SSEChatStream:
                 return self._bounded(pieces) or None
             pieces = self._feed(self._decoder.feed(chunk))
         except LineTooLong as error:
-            # The events decoded before the long line still count (margin.sse rule 8).
+            # The events decoded before the long line still count (margin.base.sse rule 8).
             self._bounded(self._feed_quietly(error.events))
             await self.aclose()
             raise self._with_text(stream_garbage(self._provider, error.limit)) from None
@@ -269,12 +353,7 @@ class SSEChatStream:
 
 
 def connection_verdict(
-    provider: dict[str, Any],
-    body: str,
-    looks_right: Callable[[Any], bool],
-    *,
-    api: Sentence,
-    usual: Sentence,
+    provider: dict[str, Any], body: str, looks_right: Callable[[Any], bool], *, api: Sentence, usual: Sentence
 ) -> dict[str, Any]:
     """Rule 4, for a successful status: does `body` look like this provider's answer? (`api` names
     the API, `usual` hints at its usual Base URL; the caller loaded the user's language.)"""
@@ -286,3 +365,37 @@ def connection_verdict(
     if said:
         return {"ok": False, "message": say(sentence("py_notice_connection_error", host, quote(said)))}
     return {"ok": False, "message": say(sentence("py_notice_connection_not_api", host, api, usual))}
+
+
+async def open_events(
+    transport: Transport,
+    request: HttpRequest,
+    provider: dict[str, Any],
+    map_error: MapError,
+    not_a_stream: Callable[[str, str], ProviderError],
+) -> Any:
+    """Send a streaming request: its response once an event stream is coming; else the provider's
+    mapped error, or `not_a_stream(content_type, body)` for a success that is not a stream."""
+    response = await send(transport, request, provider)
+    await raise_unless_success(response, provider, map_error)
+    if content_type := not_an_event_stream(response):
+        body = await read_body(response)  # read what there is, and close the response
+        raise not_a_stream(content_type, body)
+    return response
+
+
+async def connection_test(
+    platform: Any,
+    request: HttpRequest,
+    provider: dict[str, Any],
+    map_error: MapError,
+    looks_right: Callable[[Any], bool],
+    api: Sentence,
+    usual: Sentence,
+) -> dict[str, Any]:
+    """Rule 5 with one request: its failure in the provider's words, or the verdict on its answer."""
+    try:
+        text = await fetch_text(platform.transport, request, provider, map_error)
+    except ProviderError as error:
+        return {"ok": False, "message": error.in_language()}
+    return connection_verdict(provider, text, looks_right, api=api, usual=usual)

@@ -1,0 +1,2 @@
+"""The base layer: what every concept says and sends (errors, sentences, finite JSON, SSE, the
+clock, Stop)."""

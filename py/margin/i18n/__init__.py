@@ -1,0 +1,1 @@
+"""The catalogue: the words of the extension's `_locales`, loaded once per language."""

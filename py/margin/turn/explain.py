@@ -1,0 +1,88 @@
+"""Explain: select text on a page, right-click, "Explain with Margin".
+
+Rules:
+1. The service worker's context-menu listener opens the side panel (it must, synchronously, to
+   keep the click's user gesture) and queues the request here: `explainRequest` in
+   `chrome.storage.session` = `{id, selection, pageUrl, title, at}`. Only a user's click fires it.
+2. The side panel, open or just opened, sees the request (it reads the key on load and follows
+   storage.onChanged) and starts an ordinary turn `{action: "explain", requestId}`; so the answer
+   streams like any other, and Stop, Regenerate and Edit work on it.
+3. The turn takes the request once (`take_request`): the selection and the page it came from
+   become an attachment record, followed by the question (`EXPLAIN_QUESTION_KEY`, in the model
+   language). A request already taken, replaced by a newer one, or older than
+   `REQUEST_MAX_AGE_MS` is refused with a sentence; two open panels therefore never answer the
+   same click twice.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from ..base import clock
+from ..base.errors import MarginError
+from ..i18n import catalogue
+from ..page.context import selection_record
+from ..platform.ports import Platform
+from ..settings.options import model_language, read_options
+from ..storage.history import Record, user_record
+from ..storage.keys import EXPLAIN_REQUEST
+
+# The question, in the words of the model language (margin.i18n.catalogue).
+EXPLAIN_QUESTION_KEY = "py_explain_question"
+REQUEST_MAX_AGE_MS = 5 * 60 * 1000
+QUEUED_SELECTION_MAX_CHARS = 200_000
+
+
+async def queue(platform: Platform, info: dict[str, Any]) -> dict[str, Any]:
+    """The context menu was clicked on a selection: remember what to explain."""
+    selection = info.get("selectionText")
+    if not isinstance(selection, str) or not selection.strip():
+        raise MarginError.said("nothing_selected", "py_error_nothing_selected")
+    page_url = info.get("pageUrl") if isinstance(info.get("pageUrl"), str) else ""
+    title = info.get("title") if isinstance(info.get("title"), str) else ""
+    request = {
+        "id": uuid.uuid4().hex,
+        "selection": selection[:QUEUED_SELECTION_MAX_CHARS],
+        "pageUrl": page_url,
+        "title": title,
+        "at": clock.now_ms(),
+    }
+    await platform.session.set({EXPLAIN_REQUEST: request})
+    return request
+
+
+def _gone() -> MarginError:
+    return MarginError.said("explain_gone", "py_error_explain_gone")
+
+
+async def take_request(platform: Platform, request_id: Any) -> list[Record]:
+    """The records an explain turn stores: the selection's attachment, then the question."""
+    stored = await platform.session.get([EXPLAIN_REQUEST])
+    request = stored.get(EXPLAIN_REQUEST)
+    if (
+        not isinstance(request, dict)
+        or request.get("id") != request_id
+        or not isinstance(request.get("selection"), str)
+    ):
+        raise _gone()
+    await platform.session.remove([EXPLAIN_REQUEST])
+    at = request.get("at")
+    fresh = (
+        isinstance(at, (int, float))
+        and not isinstance(at, bool)
+        and 0 <= clock.now_ms() - at <= REQUEST_MAX_AGE_MS
+    )
+    if not fresh:  # a stale request, or one whose time is not a time, is as gone as a missing one
+        raise _gone()
+    language = model_language(await read_options(platform), platform.browser_language)
+    words = await catalogue.ensure(platform, language)
+    now = clock.now_ms()
+    attachment = selection_record(
+        request["selection"],
+        title=str(request.get("title") or ""),
+        url=str(request.get("pageUrl") or ""),
+        captured_at=now,
+        language=language,
+    )
+    return [attachment, user_record(words.text(EXPLAIN_QUESTION_KEY), createdAt=now)]
