@@ -61,7 +61,9 @@
         const value = JSON.parse(localStorage.getItem(KEY) || "null");
         if (value?.v !== 1 || typeof value.html !== "string" || typeof value.stamp !== "string") return null;
         if (value.version !== chrome.runtime.getManifest().version) return null; // rule 4
-        const doc = new DOMParser().parseFromString(`<!doctype html><body>${value.html}`, "text/html");
+        // Handlers out before the parse: parsing one is a CSP violation report (event_handlers.js).
+        const html = globalThis.marginWithoutEventHandlers?.(value.html) ?? value.html;
+        const doc = new DOMParser().parseFromString(`<!doctype html><body>${html}`, "text/html");
         const app = doc.body.firstElementChild;
         if (doc.body.childElementCount !== 1 || !app.matches("div.app")) return null;
         return { app: sanitize(app), stamp: value.stamp, lang: typeof value.lang === "string" ? value.lang : "" };

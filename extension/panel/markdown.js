@@ -4,7 +4,9 @@
 // 1. marked's output (raw HTML in the Markdown included) goes through DOMPurify with a small
 //    allow-list of Markdown's own elements and attributes: no script, iframe, form, svg, style,
 //    event handler, id or data- attribute reaches the page. Unknown elements are dropped with their
-//    text kept (script and style lose their text too).
+//    text kept (script and style lose their text too). Event-handler attributes are taken out of
+//    the HTML text before DOMPurify parses it (panel/event_handlers.js): parsing one, even inertly,
+//    is a CSP violation report, and the panel runs with none.
 // 2. Links keep only http:, https: and mailto: targets (any other link loses its href and becomes
 //    plain text) and open in a new tab with rel="noopener noreferrer".
 // 3. Images only from data:image/ URLs (raster types): a remote image would be a tracking pixel.
@@ -24,6 +26,7 @@ import DOMPurify from "../vendor/purify.es.mjs";
 import { idle } from "../shared/ui_common.js";
 import { ALLOWED_TAGS, ALLOWED_ATTR, SAFE_LINK, SAFE_IMAGE, keptClasses, decorate } from "./markdown_policy.js";
 import { createStreamSplit } from "./stream_render.js";
+import "./event_handlers.js"; // globalThis.marginWithoutEventHandlers (it is a classic script too)
 
 const escapeHtml = (text) =>
   text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
@@ -90,7 +93,8 @@ function markdownFragment(text, keep = null) {
 }
 
 // marked's HTML -> a sanitized, decorated DocumentFragment (rules 1-4).
-function htmlFragment(html, keep = null) {
+function htmlFragment(dirty, keep = null) {
+  const html = globalThis.marginWithoutEventHandlers(dirty);
   let fragment;
   if (keep) {
     const clean = purifier.sanitize(html, { ...PURIFY_CONFIG, RETURN_DOM_FRAGMENT: false });

@@ -17,6 +17,7 @@
 // 5. A storage that throws (full, disabled, corrupt JSON) means no cache, never an error.
 
 import { isSanitizedShape, decorate } from "./markdown_policy.js";
+import "./event_handlers.js"; // globalThis.marginWithoutEventHandlers (it is a classic script too)
 
 const KEY = "margin.renderCache";
 export const MAX_ENTRIES = 16;
@@ -61,8 +62,10 @@ function read() {
 export function cachedFragment(key) {
   const html = read().get(key);
   if (html === undefined) return null;
-  // A document of its own (no scripting, no loading, not the panel's CSP) until it passes the check.
-  const body = new DOMParser().parseFromString(`<!doctype html><body>${html}`, "text/html").body;
+  // A document of its own (no scripting, no loading) until it passes the check; handlers out first,
+  // as parsing one is a CSP violation report all the same (event_handlers.js).
+  const clean = globalThis.marginWithoutEventHandlers(html);
+  const body = new DOMParser().parseFromString(`<!doctype html><body>${clean}`, "text/html").body;
   if (!isSanitizedShape(body)) return null;
   const fragment = document.createDocumentFragment();
   fragment.append(...body.childNodes);

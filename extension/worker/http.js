@@ -3,8 +3,9 @@
 //
 // Rules:
 // 1. Python picks the handle, so it can abort a request whose headers have not arrived yet.
-// 2. Never follow a redirect (but for a page's caption file, `followRedirects`): it could carry the
-//    conversation and its key to an address the user never typed (py/margin/platform/ports.py, rule 4).
+// 2. Never follow a redirect: it could carry the conversation and its key to an address the user
+//    never typed (py/margin/platform/ports.py, rule 4; a file a page names is read by the page
+//    itself, docs/security.md).
 //    'manual' rather than 'error' so the refusal can be told apart from a network failure.
 // 3. No cookies, no cache: credentials 'omit', cache 'no-store'.
 // 4. A failure is named by its kind: 'timeout', 'aborted' or 'connect' before the headers,
@@ -39,7 +40,7 @@ export async function httpOpen(handle, specJson) {
       signal: controller.signal,
       credentials: 'omit',
       cache: 'no-store',
-      redirect: spec.followRedirects === true ? 'follow' : 'manual', // rule 2
+      redirect: 'manual', // rule 2
     });
     clearTimeout(timer);
     if (response.type === 'opaqueredirect') {

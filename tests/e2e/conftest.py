@@ -6,7 +6,8 @@ Fixtures:
 - `launched` (function): a fresh Chromium profile with the extension loaded (isolates
   chrome.storage and the worker's memory); its console is piped to the `browser` logger and shown
   in the report of a failing test, with a screenshot of every open page in tests/artifacts/. A test
-  after which a page had an uncaught exception fails (mark it `allow_page_errors` to allow it).
+  after which a page had an uncaught exception fails (mark it `allow_page_errors` to allow it), and
+  so does one after which a page of Margin's reported a CSP violation (never allowed).
 - `browser_context`, `extension_id`: shortcuts into `launched`.
 - `fake_provider` (function): a started `FakeProvider` that checks the API key of `provider_config`.
 - `provider_config`: `{"baseUrl", "apiKey", "model", "name"}` pointing at `fake_provider`.
@@ -75,6 +76,11 @@ def launched(request, playwright_instance, dist_dir):
     # An uncaught exception in the panel or the options page is a bug even when the test passed.
     if browser.page_errors and not request.node.get_closest_marker("allow_page_errors"):
         pytest.fail("uncaught error(s) in Margin's pages:\n" + "\n".join(browser.page_errors), pytrace=False)
+    # The panel and every other page of Margin's run with zero CSP violations (harness rule 5).
+    if browser.csp_violations:
+        pytest.fail(
+            "CSP violation(s) in Margin's pages:\n" + "\n".join(browser.csp_violations), pytrace=False
+        )
 
 
 def pytest_configure(config):
@@ -158,6 +164,10 @@ def module_browser(playwright_instance, dist_dir) -> Iterator[Launched]:
     launched = launch(playwright_instance, dist_dir)
     yield launched
     launched.close()
+    if launched.csp_violations:  # harness rule 5, for the module's tests together
+        pytest.fail(
+            "CSP violation(s) in Margin's pages:\n" + "\n".join(launched.csp_violations), pytrace=False
+        )
 
 
 @pytest.fixture

@@ -19,6 +19,7 @@ def japanese(request, playwright_instance, dist_dir):
     yield Margin(browser)
     browser.close()
     assert not browser.page_errors, browser.page_errors
+    assert not browser.csp_violations, browser.csp_violations
 
 
 def open_options(margin: Margin):

@@ -440,5 +440,6 @@ def test_backup_export_then_import_into_a_fresh_profile(
         wait_names(page2, ["Gamma", "Beta", "Alpha"])  # nothing lost or added
         assert len(session_entries(other)) == 3
         assert fresh.page_errors == []
+        assert fresh.csp_violations == []
     finally:
         fresh.close()

@@ -108,7 +108,15 @@ EMPTY_PAGE = "<!doctype html><html><head><title>Nothing here</title></head><body
 class WebPages:
     """A threaded HTTP server of `pages` (path -> (content type, bytes)); records the paths asked for."""
 
-    def __init__(self, extra: dict[str, tuple[str, bytes]] | None = None):
+    def __init__(
+        self,
+        extra: dict[str, tuple[str, bytes]] | None = None,
+        *,
+        redirects: dict[str, str] | None = None,
+        cors: set[str] | frozenset[str] = frozenset(),
+    ):
+        """`redirects`: path -> URL answered with a 302; `cors`: paths answered with
+        `Access-Control-Allow-Origin: *` (no other path sends any CORS header)."""
         self.pages: dict[str, tuple[str, bytes]] = {
             "/article.html": ("text/html; charset=utf-8", article_html().encode()),
             "/video.html": ("text/html; charset=utf-8", video_page_html().encode()),
@@ -120,6 +128,7 @@ class WebPages:
         self.requested: list[str] = []
         self._lock = threading.Lock()
         pages, requested, lock = self.pages, self.requested, self._lock
+        moved, shared = dict(redirects or {}), frozenset(cors)
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -131,6 +140,12 @@ class WebPages:
                 path = self.path.split("?", 1)[0].split("#", 1)[0]
                 with lock:
                     requested.append(path)
+                if path in moved:
+                    self.send_response(302)
+                    self.send_header("Location", moved[path])
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 if path not in pages:
                     self.send_response(404)
                     self.send_header("Content-Length", "0")
@@ -150,6 +165,8 @@ class WebPages:
                 else:
                     self.send_response(200)
                 self.send_header("Content-Type", kind)
+                if path in shared:
+                    self.send_header("Access-Control-Allow-Origin", "*")
                 self.send_header("Accept-Ranges", "bytes")
                 self.send_header("Content-Length", str(end - start + 1))
                 self.end_headers()

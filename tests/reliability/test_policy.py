@@ -396,10 +396,19 @@ def test_no_provider_is_said_only_when_none_was_saved_before_the_send(ledger):
     ledger.settle(before, snapshot(platform), replaced=["local:providers"])
 
 
-def test_only_a_pages_caption_file_may_follow_a_redirect():
-    # Everything that goes to a provider (the conversation, the key) keeps follow_redirects False.
+def test_no_request_of_the_worker_follows_a_redirect_or_reads_what_a_page_names():
+    # Everything that goes to a provider (the conversation, the key) refuses redirects: the seam
+    # has no way to ask for one to be followed. And no module that reads a page opens the worker's
+    # transport (which `<all_urls>` frees from CORS): a file a page names is read by the page
+    # itself (docs/security.md).
+    from margin.platform.ports import HttpRequest
+
+    assert not any("redirect" in name for name in HttpRequest.__dataclass_fields__)
     package = Path(__file__).resolve().parents[2] / "py" / "margin"
-    following = sorted(
-        str(p.relative_to(package)) for p in package.rglob("*.py") if "follow_redirects=True" in p.read_text()
+    page_fetches = sorted(
+        str(p.relative_to(package / "page"))
+        for p in (package / "page").rglob("*.py")
+        if "transport" in p.read_text()
     )
-    assert following == ["page/captions.py"]
+    # The one exception goes to the user's own provider, never to an address a page wrote.
+    assert page_fetches == ["summaries.py"]

@@ -1,6 +1,6 @@
 """A tab and its page script, faked for the attach, Explain and Seek tests: `Page` answers what the
 page script would, `setup()` is a profile with a provider and that tab, `turn()` runs a chat
-turn, `video_page()` is a page with one captioned video."""
+turn, `video_page()` is a page with one captioned video, whose caption file the page reads."""
 
 import asyncio
 
@@ -31,6 +31,7 @@ class Page:
         youtube=None,
         content_type="text/html",
         method="readability",
+        files=None,
     ):
         self.url, self.title, self.html = url, title, html
         self.videos, self.youtube, self.content_type, self.method = (
@@ -40,6 +41,10 @@ class Page:
             method,
         )
         self.seeks = []
+        # What `__marginReadAsPage` finds: url -> text, or url -> the page script's refusal
+        # ({ok: false, reason}); any other URL answers as a 404 would. `reads` records each call.
+        self.files = dict(files or {})
+        self.reads = []
 
     def __call__(self, tab, function, args):
         if function == "__marginProbe":
@@ -63,6 +68,13 @@ class Page:
                 "videos": self.videos,
                 "youtube": self.youtube,
             }
+        if function == "__marginReadAsPage":
+            url = args[0]
+            self.reads.append(url)
+            found = self.files.get(url)
+            if isinstance(found, str):
+                return {"ok": True, "text": found}
+            return found or {"ok": False, "reason": "status", "detail": "404"}
         if function == "__marginSeek":
             self.seeks.append(args)
             return {"ok": True, "currentTime": args[2]}
@@ -94,6 +106,9 @@ def turn(platform, start):
     return events
 
 
+VIDEO_VTT_URL = "https://videos.example.com/media/canyon.en.vtt"
+
+
 def video_page():
     return Page(
         url="https://videos.example.com/watch/canyon",
@@ -109,11 +124,12 @@ def video_page():
                         "kind": "captions",
                         "label": "English",
                         "srclang": "en",
-                        "src": "https://videos.example.com/media/canyon.en.vtt",
+                        "src": VIDEO_VTT_URL,
                         "isDefault": True,
                         "cues": None,
                     }
                 ],
             }
         ],
+        files={VIDEO_VTT_URL: VTT},
     )

@@ -2,9 +2,8 @@
 time), as the user lives them, with the tab and the page script faked (attach_tabs.py)."""
 
 import pytest
-from attach_tabs import ARTICLE_URL, VTT, attach_now, history, run, setup, turn, video_page
+from attach_tabs import ARTICLE_URL, attach_now, history, run, setup, turn, video_page
 from chat_turns import answer
-from platform_memory import ScriptedResponse
 
 from margin.base.errors import MarginError
 from margin.page import site_caches, video
@@ -67,7 +66,7 @@ def attached_video(platform):
 
 def test_seek_moves_the_video_in_its_tab_and_brings_the_tab_forward():
     page = video_page()
-    platform = setup(page, responses=[ScriptedResponse(chunks=[VTT])], url=page.url)
+    platform = setup(page, url=page.url)
     attached_video(platform)
     platform.tabs.add(WebTab(9, 3, "https://elsewhere.example/", "other"), active=True)
     result = run(video.handle_seek(platform, {"index": 0, "seconds": 754}))
@@ -78,7 +77,7 @@ def test_seek_moves_the_video_in_its_tab_and_brings_the_tab_forward():
 
 def test_seek_with_the_tab_gone_reopens_a_video_file_at_that_time():
     page = video_page()
-    platform = setup(page, responses=[ScriptedResponse(chunks=[VTT])], url=page.url)
+    platform = setup(page, url=page.url)
     attached_video(platform)
     platform.tabs.close(7)
     result = run(video.handle_seek(platform, {"index": 0, "seconds": 754.6}))
@@ -113,7 +112,7 @@ def test_seek_reopens_youtube_with_t_and_refuses_a_page_without_a_time_address()
 
     page = video_page()
     page.videos[0]["src"] = "https://cdn.example.com/stream"
-    platform = setup(page, responses=[ScriptedResponse(chunks=[VTT])], url=page.url)
+    platform = setup(page, url=page.url)
     attached_video(platform)
     platform.tabs.close(7)
     with pytest.raises(MarginError) as info:

@@ -25,12 +25,17 @@ Rules:
    Neither side then writes or scans the images and digests as JSON: on the bound's 20 MB history
    the read went from 72-116 ms of JS and 46-122 ms of Python to 43-67 and 6-9 (README.md
    "Measured"). No value Margin stores holds a key with a NUL character, so a marker is never data.
+7. Text a page hands over may hold lone UTF-16 surrogates (a JS string need not be well-formed;
+   `JSON.stringify` writes one as `\udc00` and `json.loads` keeps it): UTF-8 cannot encode them, so
+   storing such text would fail. `well_formed` replaces each with U+FFFD, as the browser's own
+   `TextEncoder` and `String.prototype.toWellFormed` do, where a page's text enters (margin.page).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 from .errors import StorageError
@@ -136,3 +141,37 @@ def join_long_strings(value: Any, pieces: list[str]) -> Any:
     if isinstance(value, list):
         return [join_long_strings(item, pieces) for item in value]
     return value
+
+
+# A Python str holds a surrogate code point only when it was lone: json.loads joins a pair.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def well_formed(value: Any) -> Any:
+    """`value` with every lone surrogate in its strings (keys included) replaced by U+FFFD (rule 7).
+    Walks the value without recursion: a page's JSON may be nested deeper than Python's stack."""
+    fix = _LONE_SURROGATE.sub
+    if isinstance(value, str):
+        return fix("\ufffd", value)
+    if not isinstance(value, dict | list):
+        return value
+    root: list[Any] = [None]
+    stack: list[tuple[Any, Any, Any]] = [(root, 0, value)]
+    while stack:
+        parent, slot, item = stack.pop()
+        if isinstance(item, str):
+            parent[slot] = fix("\ufffd", item)
+        elif isinstance(item, list):
+            copy: list[Any] = [None] * len(item)
+            parent[slot] = copy
+            stack.extend((copy, i, child) for i, child in enumerate(item))
+        elif isinstance(item, dict):
+            mapping: dict[str, Any] = {}
+            parent[slot] = mapping
+            for key, child in item.items():
+                name = fix("\ufffd", key) if isinstance(key, str) else key
+                mapping[name] = None
+                stack.append((mapping, name, child))
+        else:
+            parent[slot] = item
+    return root[0]

@@ -4,18 +4,27 @@ Rules:
 1. Tracks the page itself holds (`<track>` cues the page script read) come first; only when a
    track has none is its file fetched. On YouTube, captions people wrote come before automatic
    ones; within each, the reader's preferred languages decide (`margin.settings.options.model_language`).
-2. Caption files are fetched by the worker, which the page's CORS rules do not bind: only http(s),
-   with a timeout and a size cap. A track that cannot be had is skipped, never an error: the page
-   text is attached anyway.
+2. A caption file is read through the page, never by the worker: Margin never reads, through a
+   page, what that page could not read itself (docs/security.md, "What a page names"). The page
+   script's `__marginReadAsPage` fetches it for the page's origin, so the browser applies CORS,
+   its private-network rules and both after every redirect, exactly as for the page; the
+   worker's own fetch (which `<all_urls>` frees from CORS) is never used for a URL a page wrote.
+   YouTube's timed text is read by youtube.com's own page, as the player reads it.
+3. A track that cannot be had (refused, an error status, too large, timed out, empty, not
+   captions at all) is skipped, never an error: the page text is attached anyway, and the result
+   says whether the page named any track (`Transcript.tracks_named`) so the card can say the
+   captions were empty or unreadable rather than missing.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..base import wire
 from ..i18n.catalogue import Words
-from ..platform.ports import HttpRequest, Platform, TransportError
+from ..platform.ports import Platform, ScriptError, WebTab
 from . import transcripts
 
 CAPTION_TIMEOUT = 20.0
@@ -23,31 +32,21 @@ CAPTION_MAX_BYTES = 20 * 1024 * 1024
 TRACK_KINDS = ("captions", "subtitles", "")
 
 
-async def fetch_text(platform: Platform, url: str) -> str | None:
-    """GET a caption file; None when it cannot be had (the page text is attached anyway)."""
+async def fetch_text(platform: Platform, tab: WebTab, url: str) -> str | None:
+    """A caption file's text, read by the page in `tab` (rule 2); None when the page could not
+    read it or it is over the cap (the page text is attached anyway)."""
     if urlsplit(url).scheme not in ("http", "https"):
         return None
     try:
-        response = await platform.transport.open(
-            HttpRequest("GET", url, {}, None, timeout=CAPTION_TIMEOUT, follow_redirects=True)
+        answer = await platform.tabs.run(
+            tab.id, "__marginReadAsPage", url, CAPTION_MAX_BYTES, int(CAPTION_TIMEOUT * 1000)
         )
-    except TransportError:
+    except ScriptError:
         return None
-    chunks: list[str] = []
-    size = 0
-    try:
-        if response.status != 200:
-            return None
-        while (chunk := await response.read_chunk()) is not None:
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > CAPTION_MAX_BYTES:
-                return None
-    except TransportError:
+    if not isinstance(answer, dict) or answer.get("ok") is not True:
         return None
-    finally:
-        await response.aclose()
-    return "".join(chunks)
+    text = answer.get("text")
+    return wire.well_formed(text) if isinstance(text, str) and len(text) <= CAPTION_MAX_BYTES else None
 
 
 def _language_rank(lang: str, preferred: list[str]) -> int:
@@ -83,14 +82,8 @@ def _youtube_caption_url(base_url: str) -> str:
     return base_url if "fmt=" in base_url else base_url + ("&" if "?" in base_url else "?") + "fmt=vtt"
 
 
-async def _cues_of_track(platform: Platform, track: dict[str, Any]) -> list[transcripts.Cue]:
-    cues = transcripts.clean_cues(transcripts.cues_from_json(track.get("cues"))) if track.get("cues") else []
-    if cues:
-        return cues
-    src = track.get("src")
-    if not isinstance(src, str):
-        return []
-    text = await fetch_text(platform, src)
+def _readable_cues(text: str | None) -> list[transcripts.Cue]:
+    """The cues of a caption file; [] for none, an empty file or one that is not captions."""
     if not text:
         return []
     try:
@@ -99,42 +92,61 @@ async def _cues_of_track(platform: Platform, track: dict[str, Any]) -> list[tran
         return []
 
 
+async def _cues_of_track(platform: Platform, tab: WebTab, track: dict[str, Any]) -> list[transcripts.Cue]:
+    cues = transcripts.clean_cues(transcripts.cues_from_json(track.get("cues"))) if track.get("cues") else []
+    if cues:
+        return cues
+    src = track.get("src")
+    if not isinstance(src, str):
+        return []
+    return _readable_cues(await fetch_text(platform, tab, src))
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """What the captions search found: `found` ({video, cues, source, label, lang}) or None, and
+    whether the page named any caption track at all (rule 3)."""
+
+    found: dict[str, Any] | None
+    tracks_named: bool
+
+
 async def find_transcript(
-    platform: Platform, extraction: dict[str, Any], preferred: list[str], words: Words
-) -> dict[str, Any] | None:
-    """The first video's best caption track that yields cues: {video, cues, source, label, lang};
-    a track with no name is labelled in the model language (`words`)."""
+    platform: Platform, tab: WebTab, extraction: dict[str, Any], preferred: list[str], words: Words
+) -> Transcript:
+    """The first video's best caption track that yields cues; a track with no name is labelled in
+    the model language (`words`)."""
     unnamed = words.text("py_transcript_unnamed")
     videos = [v for v in extraction.get("videos") or [] if isinstance(v, dict)]
     youtube = extraction.get("youtube")
-    if isinstance(youtube, dict):
-        for track in _youtube_candidates(youtube, preferred):
-            text = await fetch_text(platform, _youtube_caption_url(track["baseUrl"]))
-            try:
-                cues = transcripts.clean_cues(transcripts.parse_captions(text)) if text else []
-            except transcripts.TranscriptError:
-                cues = []
-            if cues:
-                video = videos[0] if videos else {"index": 0}
-                label = str(track.get("name") or track.get("languageCode") or unnamed)
-                if track.get("kind") == "asr":
-                    label = words.text("py_transcript_automatic", label)
-                return {
-                    "video": video,
-                    "cues": cues,
-                    "source": "youtube",
-                    "label": label,
-                    "lang": track.get("languageCode") or "",
-                }
+    youtube_tracks = _youtube_candidates(youtube, preferred) if isinstance(youtube, dict) else []
+    for track in youtube_tracks:
+        cues = _readable_cues(await fetch_text(platform, tab, _youtube_caption_url(track["baseUrl"])))
+        if cues:
+            video = videos[0] if videos else {"index": 0}
+            label = str(track.get("name") or track.get("languageCode") or unnamed)
+            if track.get("kind") == "asr":
+                label = words.text("py_transcript_automatic", label)
+            found = {
+                "video": video,
+                "cues": cues,
+                "source": "youtube",
+                "label": label,
+                "lang": track.get("languageCode") or "",
+            }
+            return Transcript(found, tracks_named=True)
+    tracks_named = bool(youtube_tracks)
     for video in videos:
         for track in _track_candidates(video, preferred):
-            cues = await _cues_of_track(platform, track)
+            tracks_named = True
+            cues = await _cues_of_track(platform, tab, track)
             if cues:
-                return {
+                found = {
                     "video": video,
                     "cues": cues,
                     "source": "track",
                     "label": str(track.get("label") or track.get("srclang") or unnamed),
                     "lang": track.get("srclang") or "",
                 }
-    return None
+                return Transcript(found, tracks_named=True)
+    return Transcript(None, tracks_named=tracks_named)
