@@ -20,6 +20,10 @@
 // 7. A change of language relabels a run where it stands: its button and its status from the
 //    catalogue carry their keys (data-i18n…, words.js); a bubble built again in the new language
 //    takes over the run of its block (its output and "Stop").
+// 8. While a run waits, its status says for what ("Starting Python…": the frame or a fresh worker
+//    boots; "Loading pandas…"); its final line keeps the wait apart from the run: "Ran in 0.7 s",
+//    or "Ran in 0.7 s after 2.1 s of loading" when it waited (`loadMs`: from the click to the
+//    sandbox's "started", counted only when the status said it waited; stored with the run).
 import { CONTRACT } from "../generated/contract.js";
 import { call, el } from "../shared/ui_common.js";
 import { t, setAttributeWords, setWords } from "../shared/i18n.js";
@@ -89,8 +93,11 @@ function onMessage(event) {
   }
   if (!active || message.id !== active.id) return;
   const text = typeof message.text === "string" ? message.text : "";
-  if (message.type === "progress") setStatusKey(active.output, "panel_run_loading", text);
+  if (message.type === "progress") waitFor("panel_run_loading", text);
+  else if (message.type === "starting") waitFor("panel_starting_python");
   else if (message.type === "started") {
+    active.ranAt = performance.now();
+    if (active.waited) active.run.loadMs = Math.round(active.ranAt - active.clickedAt);
     setStatusKey(active.output, "panel_run_running");
     armWatchdog(timeLimitMs() + END_GRACE_MS);
   } else if (message.type === "stdout" || message.type === "stderr") appendStream(active, message.type, text);
@@ -128,7 +135,18 @@ function setStatusKey(output, key, ...args) {
   setWords(output.querySelector(".code-run-status"), key, ...args);
 }
 
-const startingKey = () => (frame?.readyResolve === null ? "panel_run_running" : "panel_starting_python");
+// Rule 8: a status that says what the run waits for; the wait is then counted as loading.
+function waitFor(key, ...args) {
+  active.waited = true;
+  setStatusKey(active.output, key, ...args);
+}
+
+// The frame's Python is up (a fresh worker after a Stop says "starting" itself: sandbox.js).
+const frameIsUp = () => frame?.readyResolve === null;
+function firstStatus() {
+  if (frameIsUp()) setStatusKey(active.output, "panel_run_running");
+  else waitFor("panel_starting_python");
+}
 
 function appendStream(run, stream, text) {
   const kept = run.run[stream];
@@ -154,10 +172,10 @@ async function start(wrapper, button) {
   const code = wrapper.querySelector("pre")?.textContent || "";
   const output = outputFor(wrapper);
   const id = `run-${Date.now()}-${++sequence}`;
-  const run = { block: blockIndex(wrapper), code, status: "ok", stdout: "", stderr: "", value: null, tables: [], figures: [], error: "", note: "", startedAt: Date.now(), ms: 0 };
-  active = { id, index, wrapper, output, run, button, watchdog: 0 };
+  const run = { block: blockIndex(wrapper), code, status: "ok", stdout: "", stderr: "", value: null, tables: [], figures: [], error: "", note: "", startedAt: Date.now(), ms: 0, loadMs: 0 };
+  active = { id, index, wrapper, output, run, button, watchdog: 0, clickedAt: performance.now(), waited: false, ranAt: 0 };
   setButton(button, true);
-  setStatusKey(output, startingKey());
+  firstStatus();
   armWatchdog(START_GRACE_MS);
   await sandboxFrame();
   if (active?.id !== id) return;
@@ -170,11 +188,11 @@ async function start(wrapper, button) {
 export function runForTool(output, code, files) {
   if (active) return Promise.resolve(null);
   const id = `tool-${Date.now()}-${++sequence}`;
-  const run = { block: 0, code, status: "ok", stdout: "", stderr: "", value: null, tables: [], figures: [], error: "", note: "", startedAt: Date.now(), ms: 0 };
+  const run = { block: 0, code, status: "ok", stdout: "", stderr: "", value: null, tables: [], figures: [], error: "", note: "", startedAt: Date.now(), ms: 0, loadMs: 0 };
   return new Promise((resolve) => {
-    active = { id, wrapper: null, output, run, button: null, watchdog: 0, resolve };
+    active = { id, wrapper: null, output, run, button: null, watchdog: 0, resolve, clickedAt: performance.now(), waited: false, ranAt: 0 };
     output.replaceChildren(el("p", { class: "code-run-status", role: "status" }));
-    setStatusKey(output, startingKey());
+    firstStatus();
     armWatchdog(START_GRACE_MS);
     sandboxFrame().then(() => {
       if (active?.id !== id) return;
@@ -212,7 +230,11 @@ function finish(message) {
   setButton(current.button, false);
   const { run } = current;
   run.status = ["ok", "error", "timeout", "stopped", "crashed"].includes(message.status) ? message.status : "crashed";
-  run.ms = Number.isFinite(message.ms) ? Math.max(0, Math.round(message.ms)) : 0;
+  // The sandbox times the code; a run it could not time (the watchdog) is timed here.
+  const ranFor = current.ranAt ? performance.now() - current.ranAt : 0;
+  run.ms = Math.round(Number.isFinite(message.ms) && message.ms > 0 ? message.ms : ranFor);
+  // Rule 8: a run that never started waited until now.
+  if (current.waited && !current.ranAt) run.loadMs = Math.round(performance.now() - current.clickedAt);
   run.note = typeof message.note === "string" ? message.note : sandboxNote(message);
   const result = message.result && typeof message.result === "object" ? message.result : null;
   if (result) {
@@ -231,7 +253,7 @@ function finish(message) {
 
 // --- Painting (rule 4) ---------------------------------------------------------------------------
 
-const STATUS_KEYS = { ok: "panel_run_done", error: "panel_run_error", timeout: "panel_run_timeout", stopped: "panel_stopped", crashed: "panel_run_crashed" };
+const STATUS_KEYS = { error: "panel_run_error", timeout: "panel_run_timeout", stopped: "panel_stopped", crashed: "panel_run_crashed" };
 
 function tableNode(table) {
   const head = el("tr", {}, el("th", { text: "" }), ...table.columns.map((c) => el("th", { text: String(c) })));
@@ -254,15 +276,26 @@ function figureNode(figure, i) {
   return el("figure", { class: "code-run-figure" }, img, el("figcaption", {}, link));
 }
 
-// Rule 7: the status keeps its words' keys ("Done in 1.2 s": the status's key and the seconds as a
-// number), so a run painted in a bubble that still streams is relabeled where it stands too.
+// Rules 7 and 8: the status keeps its words' keys ("Ran in 0.7 s after 2.1 s of loading": the
+// message's key, the status's key, the seconds as numbers), so a run painted in a bubble that still
+// streams is relabeled where it stands too.
 const SECONDS = { minimumFractionDigits: 1, maximumFractionDigits: 1 };
+const seconds = (ms) => ({ number: ms / 1000, options: SECONDS });
 function statusLine(run) {
   const line = el("p", { class: "code-run-status", role: "status" });
-  const status = STATUS_KEYS[run.status] ? { key: STATUS_KEYS[run.status] } : String(run.status);
-  if (run.ms) setWords(line, "panel_run_status_in", status, { number: run.ms / 1000, options: SECONDS });
-  else if (typeof status === "object") setWords(line, status.key);
-  else line.textContent = status;
+  const ran = Number.isFinite(run.ms) ? seconds(run.ms) : seconds(0);
+  const loading = Number.isFinite(run.loadMs) && run.loadMs > 0 ? seconds(run.loadMs) : null;
+  if (run.status === "ok") {
+    if (loading) setWords(line, "panel_run_ran_after_loading", ran, loading);
+    else setWords(line, "panel_run_ran_in", ran);
+    return line;
+  }
+  const status = STATUS_KEYS[run.status] ? { key: STATUS_KEYS[run.status] } : null;
+  if (!status) line.textContent = String(run.status);
+  else if (run.ms && loading) setWords(line, "panel_run_status_after_loading", status, ran, loading);
+  else if (run.ms) setWords(line, "panel_run_status_after", status, ran);
+  else if (loading) setWords(line, "panel_run_status_while_loading", status, loading);
+  else setWords(line, status.key);
   return line;
 }
 

@@ -12,8 +12,14 @@ Rules:
 3. If the last statement is an expression, its value is the run's value: a pandas DataFrame or
    Series becomes a table (its head: TABLE_ROWS rows, TABLE_COLUMNS columns, every cell as plain
    text that the panel shows as text), None is no value, anything else is its repr (capped).
+   A missing value reads as pandas writes it in a notebook (`_cell`): "NaN" for a missing number
+   (never Python's lowercase "nan"), "NaT" for a missing time, "<NA>" for pandas.NA, "None" for
+   None; the stored table and what the model is sent carry the same words.
 4. Every open matplotlib figure becomes a PNG data URL (at most MAX_FIGURES, each at most
    FIGURE_MAX_BYTES), then all figures are closed. matplotlib draws with Agg (no DOM in a worker).
+   `plt.show()` works as in a notebook: the figures open at that moment are drawn then (in order)
+   and closed, so the next plot starts a new figure; Agg's "FigureCanvasAgg is non-interactive,
+   and thus cannot be shown" warning (from `plt.show()` or `figure.show()`) is never printed.
 5. An exception ends the run with the traceback of the code's own frames; a MemoryError says that
    the sandbox's memory ran out, in a sentence, and asks for a fresh worker (`restart`: wasm memory
    never shrinks); asking for one object of 2 GB or more (an OverflowError on wasm32) says so too.
@@ -35,6 +41,7 @@ import os
 import sys
 import time
 import traceback
+import warnings
 from collections.abc import Callable
 from types import CodeType
 from typing import Any
@@ -140,8 +147,35 @@ async def _execute(code_object: CodeType, namespace: dict[str, Any]) -> Any:
     return result
 
 
-def _cell(value: Any) -> str:
+# Agg cannot open a window; saying so on stderr reads as a failure (the figure is shown anyway).
+AGG_SHOW_WARNING = r".* is non-interactive, and thus cannot be shown"
+PANDAS_MISSING = ("NaT", "<NA>")
+
+
+def _missing_words(value: Any) -> str | None:
+    """Rule 3: how pandas writes a missing cell in a notebook; None when `value` is not missing."""
+    if value is None:
+        return "None"
+    if isinstance(value, float):  # float and numpy.float64
+        return "NaN" if value != value else None
+    pandas = sys.modules.get("pandas")
+    if pandas is None or isinstance(value, (str, bytes, int)):
+        return None
+    try:
+        missing = pandas.isna(value)
+    except Exception:  # noqa: BLE001 - an object pandas cannot judge is not missing
+        return None
+    if not isinstance(missing, bool) and type(missing).__name__ != "bool_":
+        return None  # a list-like cell: pandas answers per item
+    if not missing:
+        return None
     text = str(value)
+    return text if text in PANDAS_MISSING else "NaN"  # numpy.float32, Decimal("NaN"), ...
+
+
+def _cell(value: Any) -> str:
+    missing = _missing_words(value)
+    text = missing if missing is not None else str(value)
     return text if len(text) <= CELL_CHARS else text[: CELL_CHARS - 1] + "…"
 
 
@@ -163,13 +197,13 @@ def table_of(value: Any) -> dict[str, Any] | None:
     }
 
 
-def figures() -> list[dict[str, Any]]:
-    """Rule 4: the open matplotlib figures as PNG data URLs, then closed."""
+def figures(room: int = MAX_FIGURES) -> list[dict[str, Any]]:
+    """Rule 4: the open matplotlib figures as PNG data URLs (at most `room`), then closed."""
     if "matplotlib.pyplot" not in sys.modules:
         return []
     plt = sys.modules["matplotlib.pyplot"]
     out: list[dict[str, Any]] = []
-    for number in plt.get_fignums()[:MAX_FIGURES]:
+    for number in plt.get_fignums()[: max(room, 0)]:
         figure = plt.figure(number)
         buffer = io.BytesIO()
         figure.savefig(buffer, format="png")
@@ -251,14 +285,44 @@ def _traceback(exc: BaseException) -> str:
     return text
 
 
+class Shows:
+    """Rule 4: `plt.show()` during one run draws the open figures then and closes them."""
+
+    def __init__(self) -> None:
+        self.drawn: list[dict[str, Any]] = []
+        self.plt: Any = None
+        self.saved: Any = None
+
+    def start(self) -> None:
+        # Again each run: the code may have reset the warning filters in an earlier one.
+        warnings.filterwarnings("ignore", message=AGG_SHOW_WARNING, category=UserWarning)
+        self.plt = sys.modules.get("matplotlib.pyplot")  # imported before the run (runner.js)
+        if self.plt is None:
+            return
+
+        # A plain function, as pyplot's own: its first backend switch sets `show.__signature__`.
+        def show(*args: Any, **kwargs: Any) -> None:
+            """pyplot.show's stand-in (its arguments, like block=False, mean nothing here)."""
+            self.drawn += figures(MAX_FIGURES - len(self.drawn))  # past MAX_FIGURES: closed, not kept
+
+        self.saved = self.plt.show
+        self.plt.show = show
+
+    def end(self) -> None:
+        if self.plt is not None:
+            self.plt.show = self.saved
+
+
 async def run(code: str, limit: int, emit: Emit) -> str:
     """Run `code` once (rules 1-6); never raises."""
     out, err = Capture("stdout", limit, emit), Capture("stderr", limit, emit)
     saved = sys.stdout, sys.stderr
     namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__}
     status, value, tables, error, restart = "ok", None, [], None, False
+    shows = Shows()
     sys.stdout, sys.stderr = out, err  # type: ignore[assignment]
     try:
+        shows.start()
         body, last = _compile(code)
         if body is not None:
             await _execute(body, namespace)
@@ -274,13 +338,15 @@ async def run(code: str, limit: int, emit: Emit) -> str:
         status, error = "error", _traceback(exc)
         restart = isinstance(exc, MemoryError)
     finally:
+        shows.end()
         sys.stdout, sys.stderr = saved
         out.flush()
         err.flush()
+    drawn = shows.drawn
     try:
-        drawn = figures()
+        drawn = drawn + figures(MAX_FIGURES - len(drawn))
     except Exception as exc:  # noqa: BLE001 - a figure that cannot be drawn is reported, not fatal
-        drawn, status = [], "error"
+        status = "error"
         error = (error or "") + f"The figure could not be drawn: {type(exc).__name__}: {exc}\n"
     result_json = {
         "status": status,

@@ -8,7 +8,9 @@
 //    {channel: "margin-sandbox", v: 1, type, ...}; a known sender's unknown or malformed message
 //    gets {type: "refused", reason}.
 // 2. In: "run" {id, code, timeoutMs, limit, files?} (one at a time; a second is refused as busy), "stop"
-//    {id}. Out: "ready" (the worker's Python is up), "progress", "stdout", "stderr" {id, text},
+//    {id}. Out: "ready" (the worker's Python is up), "starting" {id} (a run came while the worker's
+//    Python is not up yet, after a Stop or a time limit: it waits for it), "progress", "stdout",
+//    "stderr" {id, text},
 //    "started" {id} (the packages are loaded, the code and its time limit start),
 //    "done" {id, status: ok | error | timeout | stopped | crashed, result?, ms, noteKey?, detail?}:
 //    a note is a catalogue key and its detail (Pyodide's own words), said by the panel in the
@@ -166,6 +168,7 @@
       if (current) return send({ type: "done", id, status: "busy", ms: 0 });
       if (broken) return send({ type: "done", id, status: "crashed", ms: 0, noteKey: "panel_run_python_cannot_start_note", detail: broken });
       current = { id, timeoutMs, started: 0, timer: 0 };
+      if (!ready) send({ type: "starting", id });
       worker.postMessage({ type: "run", id, code, limit, files });
       return;
     }

@@ -83,6 +83,22 @@ print("total", df["sales"].sum())
 df
 """,
     "hello": "print('hello from the sandbox')\n6 * 7\n",
+    "notebook": """\
+import numpy as np
+import pandas as pd
+import matplotlib.pyplot as plt
+plt.plot([1, 3, 2])
+plt.show()
+plt.bar(["a", "b"], [3, 1])
+plt.gcf().show()
+plt.show()
+pd.DataFrame({
+    "city": ["Oslo", "Rome", None],
+    "temp": [3.5, np.nan, 20.0],
+    "count": pd.array([1, None, 3], dtype="Int64"),
+    "day": pd.to_datetime(["2024-01-01", None, "2024-01-03"]),
+})
+""",
     "markup": """\
 import pandas as pd
 print('<img src=x onerror="window.top.__pwned=1">')
@@ -111,6 +127,7 @@ def browser(playwright_instance, dist_dir) -> Iterator[Launched]:
     launched = launch(playwright_instance, dist_dir)
     yield launched
     launched.close()
+    assert not launched.csp_violations, launched.csp_violations  # harness rule 5
 
 
 @pytest.fixture(scope="module")
@@ -158,6 +175,14 @@ def stored_run(margin: Margin, name: str, timeout: float = 20.0) -> dict:
     raise AssertionError(f"no stored run of block {name!r}")
 
 
+RAN = r"Ran in \d+\.\d s"
+RAN_AFTER_LOADING = RAN + r" after \d+\.\d s of loading"
+
+
+def status_of(output) -> str:
+    return output.locator(".code-run-status").text_content()
+
+
 STATUS_STARTS_JS = "(start) => [...document.querySelectorAll('.code-run-status')].some((n) => n.textContent.startsWith(start))"
 STATUS_IS_JS = (
     "(text) => [...document.querySelectorAll('.code-run-status')].some((n) => n.textContent === text)"
@@ -185,6 +210,8 @@ def test_a_pandas_and_matplotlib_block_gives_a_table_and_a_real_png_that_are_sto
         "(node) => node.dataset.status", arg=output.element_handle(), timeout=RUN_TIMEOUT_MS
     )
     assert output.get_attribute("data-status") == "ok", output.inner_text()
+    # The cold run waited for Python and pandas: the final line keeps that wait apart from the run.
+    assert re.fullmatch(RAN_AFTER_LOADING, status_of(output)), status_of(output)
     assert "total 16" in output.locator(".code-run-stdout").inner_text()
     cells = output.locator("table td").all_inner_texts()
     assert cells == ["Jan", "3", "Feb", "5", "Mar", "8"]
@@ -201,14 +228,43 @@ def test_a_pandas_and_matplotlib_block_gives_a_table_and_a_real_png_that_are_sto
 
     # A second run is warm (nothing to load), and the output survives a reload, from storage.
     started = time.monotonic()
-    run(page, "hello")
+    hello = run(page, "hello")
     assert time.monotonic() - started < 30
-    assert stored_run(margin, "hello")["value"] == "42"
+    assert re.fullmatch(RAN, status_of(hello)), status_of(hello)  # nothing loaded: no loading
+    assert stored_run(margin, "hello")["value"] == "42" and "loadMs" not in stored_run(margin, "hello")
+    assert stored_run(margin, "science")["loadMs"] > 0
     page.reload()
     margin.wait_panel_ready(page)
     science = block(page, "science").locator("xpath=following-sibling::div[contains(@class,'code-run')][1]")
     assert science.locator("table td").all_inner_texts() == cells
     assert science.get_by_role("img").get_attribute("src") == src
+
+
+def test_plt_show_shows_each_figure_without_a_warning_and_missing_values_read_nan(sandboxed):
+    """A notebook's habits: plt.show() draws what is open then (the next plot is a new figure),
+    with no "FigureCanvasAgg is non-interactive" on stderr; a missing value reads as pandas writes
+    it in a notebook, never Python's lowercase "nan"."""
+    margin, page = sandboxed
+    output = run(page, "notebook")
+    assert output.get_attribute("data-status") == "ok", output.inner_text()
+    # the first run of this page (the test before reloads it): Python and pandas load first
+    assert re.fullmatch(RAN_AFTER_LOADING, status_of(output)), status_of(output)
+    assert "non-interactive" not in output.inner_text()
+    assert output.locator(".code-run-stderr").count() == 0
+    images = output.get_by_role("img")
+    assert images.count() == 2  # the line, then the bars: two figures, not one drawn over
+    first, second = (images.nth(i).get_attribute("src") for i in range(2))
+    assert first != second
+    assert output.locator("table th").all_inner_texts()[:5] == ["", "city", "temp", "count", "day"]
+    rows = [row.locator("td").all_inner_texts() for row in output.locator("tbody tr").all()]
+    assert rows == [
+        ["Oslo", "3.5", "1", "2024-01-01 00:00:00"],
+        ["Rome", "NaN", "<NA>", "NaT"],
+        ["None", "20.0", "3", "2024-01-03 00:00:00"],
+    ]
+    stored = stored_run(margin, "notebook")
+    assert stored["tables"][0]["rows"][1] == ["Rome", "NaN", "<NA>", "NaT"]
+    assert [f["dataUrl"] for f in stored["figures"]] == [first, second]
 
 
 def test_hostile_code_cannot_read_storage_fetch_reach_the_panel_or_open_a_window(sandboxed, web_pages):
@@ -268,6 +324,16 @@ def test_stop_ends_a_run(sandboxed):
         "(node) => node.dataset.status === 'stopped'", arg=output.element_handle(), timeout=20_000
     )
     code_block.get_by_role("button", name="Run").wait_for()
+    assert re.fullmatch(r"Stopped after \d+\.\d s", status_of(output)), status_of(output)
+    # The stopped worker was replaced: the next run says it waits for the fresh worker's Python,
+    # and its final line counts that wait as loading.
+    block(page, "hello").get_by_role("button", name="Run").click()
+    page.wait_for_function(STATUS_IS_JS, arg="Starting Python…", timeout=20_000)
+    hello = block(page, "hello").locator("xpath=following-sibling::div[contains(@class,'code-run')][1]")
+    page.wait_for_function(
+        "(node) => node.dataset.status", arg=hello.element_handle(), timeout=RUN_TIMEOUT_MS
+    )
+    assert re.fullmatch(RAN_AFTER_LOADING, status_of(hello)), status_of(hello)
 
 
 def test_a_running_block_keeps_its_run_through_a_change_of_language(sandboxed):

@@ -271,23 +271,25 @@ def test_a_change_of_language_relabels_the_waiting_call_and_its_run_where_they_s
 def test_a_finished_run_in_a_streaming_answer_follows_a_change_of_language(
     margin: Margin, provider: FakeProvider
 ):
-    """A run's "Done in 1.2 s" keeps its words' keys: the bubble still streams, so it is relabeled in place."""
+    """A run's "Ran in 1.2 s after 3.4 s of loading" keeps its words' keys: the bubble still streams, so it is relabeled in place."""
     panel = margin.open_panel()
     provider.script(ToolCall("print(1)", call_id="call_done"), Reply("Printed.", first_delay=12.0))
     margin.send(panel, "Print one")
     box = panel.locator("article[data-streaming] .tool-call").first
     box.get_by_role("button", name="Run", exact=True).click(timeout=60_000)
     status = box.get_by_role("status")
-    expect(status).to_have_text(re.compile(r"^Done in \d+\.\d s$"), timeout=RUN_TIMEOUT_MS)
+    expect(status).to_have_text(
+        re.compile(r"^Ran in \d+\.\d s( after \d+\.\d s of loading)?$"), timeout=RUN_TIMEOUT_MS
+    )
     assert panel.locator("article[data-streaming]").count() == 1
     try:
         margin.storage_set({"uiLanguage": "ru"})
-        expect(status).to_have_text(re.compile(r"^Готово за \d+,\d с$"))
+        expect(status).to_have_text(re.compile(r"^Выполнено за \d+,\d с( после \d+,\d с загрузки)?$"))
         margin.storage_set({"uiLanguage": "ja"})
-        expect(status).to_have_text(re.compile(r"^完了（\d+\.\d 秒）$"))
+        expect(status).to_have_text(re.compile(r"^実行完了（\d+\.\d 秒(、読み込み \d+\.\d 秒)?）$"))
     finally:
         margin.storage_set({"uiLanguage": "auto"})
-    expect(status).to_have_text(re.compile(r"^Done in \d+\.\d s$"))
+    expect(status).to_have_text(re.compile(r"^Ran in \d+\.\d s( after \d+\.\d s of loading)?$"))
     assert margin.wait_answer(panel).endswith("Printed.")
 
 

@@ -78,10 +78,36 @@ def test_outputs_past_their_bound_keep_their_head_and_say_how_much_was_cut():
     assert len(table[0]["columns"]) == code_runs.TABLE_COLUMNS == len(table[0]["rows"][0])
 
 
+def test_the_wait_before_a_run_is_kept_only_when_there_was_one_and_old_runs_stay_valid():
+    waited = code_runs.clean_run(run(loadMs=2_100))
+    assert waited["loadMs"] == 2_100 and waited["ms"] == 120
+    assert code_runs.is_runs([waited])
+    # no wait (a warm sandbox, nothing loaded), and a run stored before loadMs existed: no field
+    assert "loadMs" not in code_runs.clean_run(run(loadMs=0))
+    assert code_runs.is_runs([run()]) and code_runs.clean_run(run()) == run()
+    # a stored run never holds loadMs 0 (a save would not write it)
+    assert not code_runs.is_runs([run(loadMs=0)])
+    # the wait is not the model's business
+    assert "2100" not in code_runs.run_text(waited) and "2,100" not in code_runs.run_text(waited)
+
+
+def test_missing_table_values_reach_the_model_in_the_words_the_panel_shows():
+    table = {
+        "columns": ["city", "temp"],
+        "index": ["0", "1"],
+        "rows": [["Oslo", "NaN"], ["None", "3.5"]],
+        "shape": [2, 2],
+    }
+    text = code_runs.run_text(code_runs.clean_run(run(tables=[table])))
+    assert "0\tOslo\tNaN" in text and "1\tNone\t3.5" in text
+
+
 @pytest.mark.parametrize(
     "bad",
     [
         "not a run",
+        run(loadMs=-1),
+        run(loadMs="2 s"),
         run(status="pwned"),
         run(block=-1),
         run(block=1.5),

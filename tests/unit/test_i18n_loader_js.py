@@ -55,11 +55,12 @@ out.ru = {
   over: [1, 2, 5, 21, 20000].map((n) => i18n.tPlural("options_summarize_over", n)),
   models: [1, 3, 11].map((n) => i18n.tPlural("options_models_offered", n)),
   size: i18n.formatSize(2500000),
+  bytes: [1, 2, 5, 21, 64, 999].map((n) => i18n.formatSize(n)),
   ago: i18n.formatRelative(Date.now() - 180000),
 };
 // A text whose arguments are words too (a status's message, a number): said again in the next language.
 const status = { dataset: {}, textContent: "" };
-i18n.setWords(status, "panel_run_status_in", { key: "panel_run_done" }, { number: 1.2, options: { minimumFractionDigits: 1 } });
+i18n.setWords(status, "panel_run_status_after_loading", { key: "panel_run_error" }, { number: 1.2, options: { minimumFractionDigits: 1 } }, { number: 12, options: { minimumFractionDigits: 1 } });
 out.status = [status.textContent];
 const caption = { dataset: {}, textContent: "" };
 i18n.setWords(caption, "panel_run_table_size", { plural: "panel_run_rows", count: 5 }, { plural: "panel_run_columns", count: 2 });
@@ -80,7 +81,7 @@ out.figure.push(caption.textContent, img.attributes.alt);
 out.ja = { told, lang: i18n.language(), save: i18n.t("options_save"), over: i18n.tPlural("options_summarize_over", 50000), ago: i18n.formatRelative(Date.now() - 180000) };
 for (const fn of listeners) fn({ uiLanguage: { newValue: "en" } }, "local");
 await new Promise((resolve) => setTimeout(resolve, 50));
-out.en = { told, save: i18n.t("options_save"), models: [1, 2].map((n) => i18n.tPlural("options_models_offered", n)) };
+out.en = { told, save: i18n.t("options_save"), models: [1, 2].map((n) => i18n.tPlural("options_models_offered", n)), bytes: [0, 1, 64, 1000].map((n) => i18n.formatSize(n)) };
 out.fetched = fetched;
 console.log(JSON.stringify(out));
 """
@@ -138,6 +139,8 @@ def test_the_loader_speaks_the_settings_language_and_follows_it(tmp_path):
             "Доступно 11 моделей. Выберите одну или введите название.",
         ],
         "size": "2,5 МБ",
+        # Under 1 kB, the catalogue's plural forms (Intl's short unit says "64 byte").
+        "bytes": ["1 байт", "2 байта", "5 байт", "21 байт", "64 байта", "999 байт"],
         "ago": "3 минуты назад",
     }
     assert out["ja"] == {
@@ -152,9 +155,14 @@ def test_the_loader_speaks_the_settings_language_and_follows_it(tmp_path):
         "told": "en",
         "save": "Save",
         "models": ["1 model offered. Pick one or type a name.", "2 models offered. Pick one or type a name."],
+        "bytes": ["0 bytes", "1 byte", "64 bytes", "1 kB"],
     }
     assert out["fetched"] == ["ru", "ja"]
-    assert out["status"] == ["Готово за 1,2 с", "完了（1.2 秒）", "panel_run_status_in"]
+    assert out["status"] == [
+        "Ошибка: выполнение 1,2 с, загрузка 12,0 с",
+        "エラー（実行 1.2 秒、読み込み 12.0 秒）",
+        "panel_run_status_after_loading",
+    ]
     # A plural argument and an attribute with arguments are said again in the next language too.
     assert out["figure"] == ["5 строк × 2 столбца", "Рисунок 1 (640×480)", "5 行 × 2 列", "図 1（640×480）"]
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+import sys
+import warnings
 from pathlib import Path
 
 from margin.sandbox import code_runs
@@ -114,3 +116,28 @@ def test_only_a_font_list_of_this_matplotlib_naming_its_own_fonts_is_handed_on()
     assert not runner.font_list_ok("not json", 330, data)
     assert not runner.font_list_ok(json.dumps({**good, "ttflist": []}), 330, data)
     assert not runner.font_list_ok(" " * (runner.FONT_LIST_MAX_CHARS + 1), 330, data)
+
+
+def test_agg_saying_it_cannot_show_a_figure_is_not_printed_other_warnings_are(monkeypatch):
+    # pytest records warnings; print them to sys.stderr, as Python does outside pytest
+    def show(message, category, filename, lineno, file=None, line=None):
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+    monkeypatch.setattr(warnings, "showwarning", show)
+    # what matplotlib's Agg backend warns on plt.show() / figure.show() where there is no display
+    agg = "import warnings\nwarnings.warn('FigureCanvasAgg is non-interactive, and thus cannot be shown')\n"
+    result, emitted = run(agg + "warnings.warn('the column is empty')")
+    assert result["status"] == "ok"
+    assert "non-interactive" not in result["stderr"] and "the column is empty" in result["stderr"]
+    assert not [t for _, t in emitted if "non-interactive" in t]
+    # a run that resets the warning filters does not bring the warning back in the next run
+    run("import warnings\nwarnings.resetwarnings()\nwarnings.simplefilter('always')")
+    assert "non-interactive" not in run(agg)[0]["stderr"]
+
+
+def test_a_missing_value_reads_as_pandas_writes_it_never_lowercase_nan():
+    assert runner._cell(float("nan")) == "NaN"
+    assert runner._cell(float("-nan")) == "NaN"
+    assert runner._cell(None) == "None"
+    assert runner._cell(1.5) == "1.5" and runner._cell("nan") == "nan"  # a text "nan" is the text
+    assert runner._cell(float("inf")) == "inf" and runner._cell(0) == "0"

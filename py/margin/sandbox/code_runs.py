@@ -7,10 +7,14 @@ Rules:
 1. An assistant record's `runs` is a list of at most MAX_RUNS runs, one per code block: `block` is
    the block's index among the answer's code blocks. A new run of a block replaces the old one.
 2. A run is {block, code, status, stdout, stderr, value, tables, figures, error, note, startedAt,
-   ms}. `status` is one of STATUSES; texts are capped (STREAM_CHARS for stdout and stderr, the
-   head kept, with a note of how much was cut); at most MAX_TABLES tables of TABLE_ROWS rows x
-   TABLE_COLUMNS columns of CELL_CHARS characters; at most MAX_FIGURES figures, each a PNG data URL
-   of at most FIGURE_URL_CHARS characters with its pixel size.
+   ms, loadMs?}. `status` is one of STATUSES; texts are capped (STREAM_CHARS for stdout and stderr,
+   the head kept, with a note of how much was cut); at most MAX_TABLES tables of TABLE_ROWS rows x
+   TABLE_COLUMNS columns of CELL_CHARS characters (a missing value is the text pandas shows in a
+   notebook, "NaN", "NaT", "<NA>" or "None": extension/sandbox/runner.py rule 3, so the model reads
+   the same words); at most MAX_FIGURES figures, each a PNG data URL of at most FIGURE_URL_CHARS
+   characters with its pixel size. `ms` is the time the code ran; `loadMs`, present only when not 0,
+   the wait before it (starting the sandbox's Python, loading packages): the panel's final line
+   says both ("Ran in 0.7 s after 2.1 s of loading"). A run stored before `loadMs` existed has none.
 3. What the panel sends is input: `clean_run` keeps exactly the fields of rule 2, each of its type,
    cut to its bound; anything it cannot read is `bad_payload`.
 4. Read back from storage, `runs` is valid only if `clean_run` would keep every run unchanged
@@ -172,7 +176,10 @@ def clean_run(value: Any) -> dict[str, Any]:
     figures = value.get("figures", [])
     if not isinstance(tables, list) or not isinstance(figures, list):
         raise _bad("tables or figures")
+    if not _count(value.get("loadMs", 0), MAX_MS):
+        raise _bad("loadMs")
     value_text = value.get("value")
+    load_ms = {"loadMs": int(value["loadMs"])} if value.get("loadMs") else {}
     return {
         "block": int(value["block"]),
         "code": _text(value.get("code"), CODE_CHARS, "code"),
@@ -186,6 +193,7 @@ def clean_run(value: Any) -> dict[str, Any]:
         "note": _text(value.get("note"), NOTE_CHARS, "note"),
         "startedAt": int(value["startedAt"]),
         "ms": int(value["ms"]),
+        **load_ms,
     }
 
 
