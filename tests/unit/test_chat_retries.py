@@ -31,10 +31,15 @@ def test_a_model_refusing_images_gets_placeholders_once_noticed_and_remembered()
     turn = Turn(responses=[images_refused(), answer("A dot, I guess."), answer("Still.")])
     asyncio.run(turn.run(send("What is this?", [{"dataUrl": PNG, "name": "dot.png"}])))
     assert turn.kinds == ["started", "notice", "delta", "done"]
-    assert turn.events[1]["text"] == chat.IMAGES_NOTICE
+    # The notice says what happened: the model did not see it, and the exact text sent instead.
+    label = "[Figure 1: dot.png]"
+    assert turn.events[1]["text"] == (
+        "This model does not take images, so it did not see what you attached: Margin sent only the text "
+        f"{label} in its place."
+    )
     assert PNG in json.dumps(turn.request(0))
     retry = json.dumps(turn.request(1))
-    assert PNG not in retry and "Figure 1" in retry
+    assert PNG not in retry and label in retry
     assert turn.platform.local.snapshot()["providers"][0]["supportsImages"] is False
     assert turn.history[0]["content"][1]["image_url"]["url"] == PNG  # storage keeps the pixels
 

@@ -142,9 +142,11 @@ def test_an_attachment_is_not_a_question_and_cannot_be_edited_or_regenerated_alo
     assert info.value.code == "edit_target_gone"
 
 
-def test_edit_removes_the_bubble_and_everything_after():
-    kept = for_edit(_conversation(), 2)
+def test_edit_removes_the_bubble_and_everything_after_and_keeps_them_as_versions():
+    kept, pending = for_edit(_conversation(), 2)
     assert [r.text for r in kept] == ["q1", "a1"]
+    # The edited question and its answer are the new answer's earlier version (storage.versions rule 3).
+    assert pending == [{"content": "a2", "question": {"role": "user", "content": "q2"}}]
 
 
 def test_edit_of_a_record_that_is_not_a_user_bubble_is_refused():

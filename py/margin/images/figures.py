@@ -142,3 +142,22 @@ async def prepare_request_history(
     records = await image_originals.for_request(platform.local, records)
     await ensure_request_ready(platform, records)
     return prepare_history_for_model(records, language=language)
+
+
+def unseen_image_labels(records: list[Record], *, language: str = "en") -> list[str]:
+    """The `[Figure N: ...]` labels of the UNSEEN images, numbered as `prepare_history_for_model`
+    numbers them: what a model that refuses images gets in their place (margin.turn.chat rule 10),
+    so a notice can name exactly what was sent."""
+    number = 0
+    labels: list[str] = []
+    for record in records:
+        if not has_images(record):
+            continue
+        seen = is_seen(record)
+        for part in record.parts:
+            if not is_image_part(part):
+                continue
+            number += 1
+            if not seen:
+                labels.append(figure_label(number, part.get("meta"), language=language))
+    return labels

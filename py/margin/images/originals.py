@@ -16,7 +16,8 @@ Rules:
    `margin.sessions.actions` saves bodies through it; backups must export `history` through it too. So a
    body, an export or a backup is self-contained, whatever happens to the keys.
 4. `collect_garbage` removes an original only when no `history` value references it: `history`
-   and every parked copy of it (`historyUnreadable...`); by rule 3 nothing else can. An unseen
+   and every parked copy of it (`historyUnreadable...`), the parts kept in an answer's versions
+   included (margin.storage.versions rule 5); by rule 3 nothing else can. An unseen
    part whose image is still inline references the key of its data URL (rule 7). The caller
    holds `storage.lock_for(area)`, so no bound is between its two writes meanwhile.
 5. The request gets the best copy: `for_request` swaps each UNSEEN thumbnail for its original
@@ -51,6 +52,7 @@ from typing import Any
 
 from ..base.errors import MarginError
 from ..platform.ports import Platform, StorageArea
+from ..storage import versions
 from ..storage.history import Record, parse_history
 from ..storage.keys import HISTORY, HISTORY_UNREADABLE, IMAGE_ORIGINAL_PREFIX, IMAGE_THUMBNAIL_PREFIX
 from .data_urls import parse_data_url
@@ -281,8 +283,7 @@ def _raw_references(raw: Any) -> set[str]:
     if not isinstance(raw, list):
         return found
     for record in raw:
-        content = record.get("content") if isinstance(record, dict) else None
-        if isinstance(content, list):
+        for content in versions.walk_contents(record):  # an answer's versions too (rule 4)
             found.update(key for key in map(reference_of, content) if key)
     return found
 
@@ -295,17 +296,16 @@ async def inline(area: StorageArea, history: Any) -> Any:
     originals = await read_originals(area, _raw_references(history))
     if not originals:
         return history
-    out: list[Any] = []
-    for record in history:
-        content = record.get("content") if isinstance(record, dict) else None
-        if not isinstance(content, list) or not any(reference_of(p) in originals for p in content):
-            out.append(record)
-            continue
-        parts = [
+
+    def restored(content: list[Any]) -> list[Any]:
+        if not any(reference_of(p) in originals for p in content):
+            return content
+        return [
             restored_part(p, originals[key]) if (key := reference_of(p)) in originals else p for p in content
         ]
-        out.append({**record, "content": parts})
-    return out
+
+    # An answer's versions hold parts too (an edited question's images): inlined alike.
+    return [versions.map_contents(record, restored) for record in history]
 
 
 async def for_request(area: StorageArea, records: list[Record]) -> list[Record]:
@@ -334,9 +334,7 @@ async def for_request(area: StorageArea, records: list[Record]) -> list[Record]:
 
 def references_in(records: list[Record]) -> set[str]:
     """Every original key the parts of these records refer to."""
-    return {
-        key for r in records if isinstance(r.content, list) for key in map(reference_of, r.content) if key
-    }
+    return _raw_references([r.to_json() for r in records])
 
 
 async def collect_garbage(

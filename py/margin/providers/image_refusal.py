@@ -14,6 +14,9 @@ Rules:
    image input", and "does not support images" worded alike by others.
 2. Only a 400, 415 or 422 can be a refusal: a refused key, a missing model or a rate limit never
    is, whatever its words.
+3. The notice says what happened, no more: the model did not see the images, and was sent only
+   their labels, quoted exactly as sent (`images_not_seen_sentence`); it never claims a
+   description the model did not get.
 """
 
 from __future__ import annotations
@@ -52,3 +55,9 @@ def refuses_images(status: int, body: str) -> bool:
 
 def images_refused_sentence(model: str) -> Sentence:
     return sentence("py_error_images_refused", model)
+
+
+def images_not_seen_sentence(labels: list[str]) -> Sentence:
+    """The notice of a retry without pixels (margin.turn.chat rule 10): the model did not see the
+    images, and what it was sent instead, each `[Figure N: ...]` label exactly as sent."""
+    return sentence("py_notice_images_not_seen", " ".join(labels))

@@ -8,7 +8,8 @@ Rules (docs/storage-model.md, "One global, flat history"):
    are (`imagesSeen`, `videoSrc`, `stopped`, `createdAt`, ...), so a record survives a round trip
    through code that does not know them.
 3. One send = exactly one user bubble: regenerate removes the old answer before the new turn,
-   edit & resend removes the edited bubble and everything after it before sending.
+   edit & resend removes the edited bubble and everything after it before sending (both keep
+   what they remove as versions, rule 6).
 4. Reading never destroys: records that are not valid (margin.storage.stored_values, rule 3: a text
    part whose text is not a string is one) are left out of the conversation shown, a known field
    of the wrong type is left out of its record,
@@ -22,6 +23,9 @@ Rules (docs/storage-model.md, "One global, flat history"):
    run of them is answered by the next QUESTION (a user record that is not an attachment).
    Regenerate keeps the attachments that follow the answer it replaces (they wait for the next
    question); an answer is stored right after its question, before any attachment added meanwhile.
+6. What regenerate and edit replace is never lost: the replaced answer (and, for an edit, the old
+   question and the turns after it) becomes a version of the new answer (margin.storage.versions),
+   pending on the question until the answer is stored.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from typing import Any
 
 from ..base.errors import MarginError
 from ..platform.ports import StorageArea
+from . import versions
 from .keys import HISTORY, HISTORY_UNREADABLE, parked_history_key
 from .stored_values import (
     canonical_hash,
@@ -166,12 +171,18 @@ def for_regenerate(records: list[Record]) -> tuple[list[Record], int]:
     index = last_question_index(records)
     if index is None:
         raise MarginError.said("nothing_to_regenerate", "py_error_nothing_to_regenerate")
+    after = records[index + 1] if index + 1 < len(records) else None
+    answer = after if after is not None and after.role == "assistant" else None
+    question = versions.regenerate_pending(records[index], answer)  # rule 6
     waiting = [r for r in records[index + 1 :] if r.is_attachment]
-    return records[: index + 1] + waiting, index + 1
+    return [*records[:index], question, *waiting], index + 1
 
 
-def for_edit(records: list[Record], index: int) -> list[Record]:
-    """The conversation without the edited bubble and everything after it."""
+def for_edit(records: list[Record], index: int) -> tuple[list[Record], list[dict[str, Any]]]:
+    """The conversation without the edited bubble and everything after it, but the attachments
+    that wait for the next question (the edited one is it), and the versions the new question's
+    answer will carry (rule 6)."""
     if not (0 <= index < len(records)) or not records[index].is_question:
         raise MarginError.said("edit_target_gone", "py_error_message_gone")
-    return records[:index]
+    pending, waiting = versions.edit_pending(records, index)
+    return [*records[:index], *waiting], pending

@@ -21,7 +21,9 @@ Rules (docs/storage-model.md, "Reading stored values"):
    is not a string or an image part without a string `url` is unreadable as a whole (left out of
    the conversation shown, parked with the list). A known optional field of the wrong type
    (`createdAt`, `usage`, `imagesSeen`, `attachment.summary`, ... `RECORD_FIELDS`) is dropped
-   from the record read, which stays in the conversation; the list is then parked too.
+   from the record read, which stays in the conversation; the list is then parked too. An
+   answer's `versions` (margin.storage.versions rule 6) is read version by version: one that
+   cannot be read is left out, the answer stays, and the list is parked.
 4. Numbers are finite (`is_number`): chrome.storage cannot hold NaN or Infinity (the bridge's
    JSON turns them into null), but a value Margin reads may still be any JSON number, 1e308 or
    a float where a count is meant (`is_count`). Text may hold lone surrogates: `canonical_hash`
@@ -226,12 +228,71 @@ def check_record(value: Any) -> RecordShape:
         {k: v for k, v in value.items() if k not in ("role", "content")}, RECORD_FIELDS
     )
     repaired = repaired or dropped
+    if VERSIONS in fields or VERSION_AT in fields:  # margin.storage.versions rule 6
+        fields, dropped = _checked_versions(fields)
+        repaired = repaired or dropped
     for name, checks in (("attachment", ATTACHMENT_FIELDS), ("video", VIDEO_FIELDS)):
         if name in fields:
             inner, dropped = _checked(fields[name], checks)
             if dropped:
                 fields, repaired = {**fields, name: inner}, True
     return RecordShape(role, content, fields, repaired)
+
+
+# An answer's versions (margin.storage.versions): the list, and where the shown one stands.
+VERSIONS = "versions"
+VERSION_AT = "versionAt"
+_NOT_IN_A_VERSION = ("role", VERSIONS, VERSION_AT)
+
+
+def _check_content(content: Any) -> tuple[str | list[dict[str, Any]], bool]:
+    if isinstance(content, list):
+        checked = [_check_part(part) for part in content]
+        if any(changed for _, changed in checked):
+            return [part for part, _ in checked], True
+        return content, False
+    if not is_text(content):
+        raise Unreadable("content is neither text nor a list of parts")
+    return content, False
+
+
+def _check_version(value: Any) -> tuple[dict[str, Any], bool]:
+    """One version of an answer: `{content, ...answer fields, question?, later?}`; Unreadable when
+    its content, its question or one of its later records cannot be read."""
+    if not is_object(value):
+        raise Unreadable("a version is not an object")
+    content, repaired = _check_content(value.get("content"))
+    rest = {k: v for k, v in value.items() if k not in ("content", "question", "later")}
+    fields, dropped = _checked({k: v for k, v in rest.items() if k not in _NOT_IN_A_VERSION}, RECORD_FIELDS)
+    repaired = repaired or dropped or any(k in rest for k in _NOT_IN_A_VERSION)
+    version: dict[str, Any] = {"content": content, **fields}
+    if "question" in value:
+        question = check_record(value["question"])
+        if question.role != "user":
+            raise Unreadable("a version's question is not a user record")
+        version["question"] = {"role": "user", "content": question.content, **question.fields}
+        repaired = repaired or question.repaired
+    if "later" in value:
+        if not isinstance(value["later"], list):
+            raise Unreadable("a version's later records are not a list")
+        later = [check_record(r) for r in value["later"]]
+        version["later"] = [{"role": r.role, "content": r.content, **r.fields} for r in later]
+        repaired = repaired or any(r.repaired for r in later)
+    return version, repaired
+
+
+def _checked_versions(fields: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """The record's fields with `versions` read version by version and `versionAt` in range."""
+    read = read_list(fields.get(VERSIONS), _check_version)
+    versions = read.value
+    out = {k: v for k, v in fields.items() if k not in (VERSIONS, VERSION_AT)}
+    if versions:
+        out[VERSIONS] = versions
+    at = fields.get(VERSION_AT)
+    if isinstance(at, (int, float)) and versions and is_count(at) and at <= len(versions):
+        out[VERSION_AT] = int(at)
+    unchanged = read.unreadable is None and (VERSION_AT not in fields or out.get(VERSION_AT) == at)
+    return out, not unchanged
 
 
 def read_list(raw: Any, item: Callable[[Any], Any]) -> Read:

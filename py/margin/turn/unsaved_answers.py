@@ -51,6 +51,7 @@ from ..images import parts as images
 from ..platform.ports import Platform
 from ..providers import usage as token_usage
 from ..sandbox.tool_loop import is_tool_rounds
+from ..storage import versions
 from ..storage.history import Record, read_history, write_history
 from ..storage.keys import UNSAVED_ANSWERS, lock_for
 from ..storage.stored_values import Read, Unreadable, park, read_list
@@ -230,7 +231,8 @@ async def save(platform: Platform, unsaved: Any) -> dict[str, Any]:
                 raise question_moved()
             whole = not answer.fields.get("stopped") and not answer.fields.get("incomplete")
             head = images.stamp_images_seen(records[: at + 1]) if whole else records[: at + 1]
-            await write_history(platform.local, [*head, answer, *after], read)
+            question, stored = versions.settle(head[-1], answer)  # its pending versions come with it
+            await write_history(platform.local, [*head[:-1], question, stored, *after], read)
     if isinstance(unsaved.get("id"), str):
         await _forget(platform, unsaved["id"])
     return {"saved": True, "already": already}
