@@ -63,6 +63,7 @@ def browser_in(request, playwright_instance, dist_dir):
     for launched in opened:
         launched.close()
         assert not launched.page_errors, launched.page_errors
+        assert not launched.csp_violations, launched.csp_violations
 
 
 def not_an_image_alert(margin: Margin, page, tmp_path) -> str:
@@ -153,11 +154,14 @@ def test_the_panel_speaks_japanese_then_follows_the_setting_to_russian(browser_i
     usage_line_reads(page, "入力 1,234 · 出力 56")
 
     open_drawer(page, "セッション", "セッションを検索")
-    poll(lambda: len(dates(page)) == 4, timeout=COLD_TIMEOUT_MS / 1000, message=lambda: str(dates(page)))
-    expected_old = page.evaluate(
-        "(ms) => new Intl.DateTimeFormat('ja', { dateStyle: 'medium' }).format(ms)", LONG_AGO
+    # Four saved sessions, and the open conversation as the list's first row (its last message's time).
+    poll(lambda: len(dates(page)) == 5, timeout=COLD_TIMEOUT_MS / 1000, message=lambda: str(dates(page)))
+    expected_old, expected_current = (
+        page.evaluate("(ms) => new Intl.DateTimeFormat('ja', { dateStyle: 'medium' }).format(ms)", ms)
+        for ms in (LONG_AGO, CONVERSATION[-1]["createdAt"])
     )
     assert dates(page) == {
+        "Rivers?": expected_current,
         "Recent": "3 分前",
         "Old": expected_old,
         "無題のセッション": expected_old,
@@ -168,7 +172,7 @@ def test_the_panel_speaks_japanese_then_follows_the_setting_to_russian(browser_i
     # Search matches the name as shown: the untitled session by its Japanese words, with a mark.
     assert searched(page, "セッションを検索", "無題") == {"無題のセッション": ["無題"]}
     page.get_by_role("searchbox", name="セッションを検索").fill("")
-    poll(lambda: len(dates(page)) == 4, timeout=10, message=lambda: str(dates(page)))
+    poll(lambda: len(dates(page)) == 5, timeout=10, message=lambda: str(dates(page)))
 
     # The setting, changed elsewhere (the options page writes it): the open panel follows.
     margin.storage_set({"uiLanguage": "ru"})
@@ -194,7 +198,7 @@ def test_the_panel_speaks_japanese_then_follows_the_setting_to_russian(browser_i
     assert searched(page, "Поиск по сессиям", "без назв") == {"Сессия без названия": ["без", "назв"]}
     assert searched(page, "Поиск по сессиям", "untitled") == {"Untitled session": ["Untitled"]}
     page.get_by_role("searchbox", name="Поиск по сессиям").fill("")
-    poll(lambda: len(dates(page)) == 4, timeout=10, message=lambda: str(dates(page)))
+    poll(lambda: len(dates(page)) == 5, timeout=10, message=lambda: str(dates(page)))
     page.get_by_role("button", name="Закрыть сессии").click()
     page.get_by_role("button", name="Новая сессия", exact=True).wait_for()
     margin.storage_set({"history": []})

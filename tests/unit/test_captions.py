@@ -459,3 +459,49 @@ def test_transcript_lines_start_with_the_time_of_their_first_cue():
         "[2:05] At two minutes, the turn.",
     ]
     assert format_transcript([]) == ""
+
+
+@pytest.mark.parametrize(
+    "text", ["WEBVTT\n\n", "WEBVTT\n\nNOTE nothing yet\n", "<transcript></transcript>", '{"events": []}']
+)
+def test_captions_with_no_cue_clean_to_none(text):
+    # A placeholder real sites serve: zero cues is a normal outcome, never an error.
+    assert clean_cues(parse_captions(text)) == []
+    assert clean_cues([]) == []
+
+
+def test_webvtt_settings_right_after_the_end_time_keep_the_cue():
+    # Valid per the WebVTT parser (the timestamp is collected, the rest are settings), and shown
+    # by browsers: the cue must not vanish from the transcript.
+    vtt = (
+        "WEBVTT\n\n00:00:00.000 --> 00:00:01.000align:end\nkept\n\n"
+        "00:00:01.000 --> 00:00:02.500line:0 position:20%\nalso kept\n\n"
+        "00:00:03.000 --> 00:00:04.000\tsize:50%\ntab parted\n"
+    )
+    cues = parse_webvtt(vtt)
+    assert [(c.start, c.end, c.text) for c in cues] == [
+        (0.0, 1.0, "kept"),
+        (1.0, 2.5, "also kept"),
+        (3.0, 4.0, "tab parted"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "timing",
+    [
+        "00:00:00.000 --> 00:00:01.0005",  # a fourth digit is not settings
+        "00:00:00.000 --> 00:00:01.000.5",
+        "00:00:00.000 --> 00:00:011",
+        "00:00:00.000 --> 00:00:01:05",
+    ],
+)
+def test_an_end_time_cut_short_is_still_not_a_timing_line(timing):
+    cues = parse_webvtt(f"WEBVTT\n\n{timing}\nbad\n\n00:00:05.000 --> 00:00:06.000\ngood\n")
+    assert texts(cues) == ["good"]
+
+
+def test_webvtt_nul_characters_become_replacement_characters():
+    vtt = "WEBVTT\n\nid\x00\n00:00:00.000 --> 00:00:01.000\nA\x00B <b>\x00</b>\n"
+    (cue,) = parse_webvtt(vtt)
+    assert cue.text == "A\ufffdB \ufffd"
+    assert "\x00" not in format_transcript([cue])

@@ -179,8 +179,12 @@ def test_headings_paragraphs_breaks_and_the_title_heading():
     html = "<h1>My Page</h1><p>One\n   two&nbsp;&nbsp;three</p><p>Line<br>break<br><br>gap</p><h3>Sub</h3><h6>Deep</h6>"
     assert html_to_text(html) == "# My Page\n\nOne two three\n\nLine\nbreak\n\ngap\n\n### Sub\n\n###### Deep"
     assert html_to_text(html, title="  my   PAGE ").startswith("One two three")
-    # Only the first heading is compared with the title.
-    assert "# My Page" in html_to_text("<h2>Intro</h2><h1>My Page</h1>", title="My Page")
+    # The title heading goes when it is the first one or at the top; later, under text, it stays.
+    assert "# My Page" in html_to_text("<h2>Intro</h2><p>Text.</p><h1>My Page</h1>", title="My Page")
+    # A tab's title adds the site's name; the heading that says the rest is still the title.
+    for title in ("My Page | Daily Rocks", "Daily Rocks - My Page", "My Page \u2014 Daily Rocks"):
+        assert html_to_text(html, title=title).startswith("One two three")
+    assert html_to_text(html, title="My Page is long | Daily Rocks").startswith("# My Page")
 
 
 def test_nested_lists_are_indented_and_numbered_from_their_start():
@@ -372,3 +376,49 @@ def test_page_text_cleans_the_fallback_only_and_caps():
 )
 def test_site_of(url, site):
     assert site_of(url) == site
+
+
+# An Ars Technica article as Readability hands it over (the same markup on the fallback path): the
+# section's label, a link with a dash after it, sits in an h4 above the headline.
+ARS_ARTICLE = """<div id="readability-page-1" class="page"><article class="article-single">
+<header class="article-header">
+  <h4 class="post-upperdek"><a href="https://arstechnica.com/information-technology/">Biz &amp; IT</a> \u2014</h4>
+  <h1 itemprop="headline">Hackers exploit a zero-day in widely used file-transfer software</h1>
+  <h2 itemprop="description">Thousands of servers are exposed; patches are out for two of three versions.</h2>
+  <section class="post-meta"><p class="byline">Dan Goodin - <time>Jun 2, 2023 10:52 pm UTC</time></p></section>
+</header>
+<div itemprop="articleBody" class="article-content post-page">
+  <p>Hackers are exploiting a critical vulnerability in a file-transfer application.</p>
+  <h3>Patch now</h3>
+  <p>The maker urged customers to disable HTTP traffic until they patch.</p>
+</div></article></div>"""
+ARS_TITLE = "Hackers exploit a zero-day in widely used file-transfer software | Ars Technica"
+
+
+@pytest.mark.parametrize("method", ["readability", "fallback"])
+def test_a_section_kicker_above_the_title_is_boilerplate(method):
+    text = page_text(ARS_ARTICLE, method=method, title=ARS_TITLE).text
+    assert "Biz" not in text and "\u2014" not in text.split("\n")[0]
+    assert "Hackers exploit" not in text  # the title heading: the record's header names the page
+    assert text.startswith("## Thousands of servers are exposed")
+    assert "### Patch now" in text and text.endswith("until they patch.")
+
+
+def test_a_kicker_goes_even_when_no_title_heading_follows():
+    # Readability sometimes keeps the label and drops the headline.
+    html = "<h4><a href='/science/'>Science</a> \u2014</h4><p>Astronomers found a comet.</p><h2>Next -</h2>"
+    assert html_to_text(html, title="Comet found") == "Astronomers found a comet.\n\n## Next -"
+    # Short labels above the title go with it, whatever they end with.
+    html = "<h5>Science</h5><h4>Space</h4><h1>Comet found</h1><p>Text.</p>"
+    assert html_to_text(html, title="Comet found | Example News") == "Text."
+    # A long heading above the title is a heading of the page: kept.
+    long = "<h2>A very long heading that is no section label at all</h2><h1>Comet found</h1><p>Text.</p>"
+    assert (
+        html_to_text(long, title="Comet found")
+        == "## A very long heading that is no section label at all\n\nText."
+    )
+    # Only at the top: a heading ending with a dash under text is the page's own.
+    assert (
+        html_to_text("<p>Intro.</p><h3>Q &amp; A \u2014</h3><p>More.</p>")
+        == "Intro.\n\n### Q & A \u2014\n\nMore."
+    )

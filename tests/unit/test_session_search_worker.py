@@ -27,8 +27,26 @@ TEXTS = (
     "Die Straße entlang",
     "nothing here",
     "Ärger im Büro mit dem Kaffee " + "filler " * 2000 + "zanzibar deep inside",
+    "**Encore** une fois: a *comparison* of the | two | cafés |",
 )
-QUERIES = ["", "cafe", "creme brulee", "привет", "世界", "strasse", "buro", "e", "zz", "un cafe", "zanzibar"]
+# Words match where words start: "paris" is not found inside "comparison", "rray" not in "array".
+QUERIES = [
+    "",
+    "cafe",
+    "creme brulee",
+    "привет",
+    "世界",
+    "界，今",
+    "strasse",
+    "buro",
+    "e",
+    "zz",
+    "un cafe",
+    "zanzibar",
+    "paris",
+    "arison",
+    "compar",
+]
 
 # The engine fed as a test says: `copy` is what the IndexedDB copy holds ({epoch, found}),
 # `panel` what the panel hands over (after `missing`), `queries` what is typed.
@@ -105,6 +123,13 @@ def test_through_a_full_copy_the_worker_finds_what_session_list_finds(tmp_path):
     # A word deep in a long digest is found, and the next page's rows are the same rows.
     [deep] = got["rows"][QUERIES.index("zanzibar")]
     assert deep["name"].startswith("Ärger im Büro") and "zanzibar" in deep["preview"]
+    # Where words start only, and previews without the Markdown.
+    assert [r["name"].startswith("Un café à Paris") for r in got["rows"][QUERIES.index("paris")]] == [True]
+    assert got["rows"][QUERIES.index("arison")] == []
+    [compared] = got["rows"][QUERIES.index("compar")]
+    assert compared["preview"] == "Encore une fois: a comparison of the two cafés"
+    assert [compared["preview"][a:b] for a, b in compared["highlights"]["preview"]] == ["compar"]
+    assert len(got["rows"][QUERIES.index("界，今")]) == 1  # CJK: a substring still matches
     every_e = got["rows"][QUERIES.index("e")]
     assert len(every_e) > 2 and got["paged"]["first"] == 2 and got["more"] == every_e[2:]
 

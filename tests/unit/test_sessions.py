@@ -8,14 +8,12 @@ from platform_memory import StoreCrashed, memory_platform
 
 from margin.base import clock
 from margin.base.errors import MarginError
-from margin.i18n import catalogue
 from margin.sessions import actions as sessions
 from margin.sessions import index as session_index
-from margin.sessions import search as session_search
 from margin.sessions.index import stored_entries
 from margin.storage import keys as storage
 from margin.storage.history import Record
-from margin.storage.keys import HISTORY, HISTORY_SESSION_ID, UI_LANGUAGE, session_body_key, session_digest_key
+from margin.storage.keys import HISTORY, HISTORY_SESSION_ID, session_body_key, session_digest_key
 
 PIXELS = "data:image/png;base64," + "iVBORw0KGgo" * 500
 
@@ -154,52 +152,6 @@ def seed(platform, *texts):
     for text in texts:
         chat(platform, user(text))
         new_session(platform)
-
-
-@pytest.mark.parametrize(
-    "query, expected",
-    [
-        ("CAFE", "Un café à Paris"),
-        ("creme brulee", "Crème brûlée recipe"),
-        ("привет", "ПРИВЕТ, как дела"),
-        ("世界", "你好世界，今天"),
-        ("STRASSE", "Die Straße entlang"),
-    ],
-)
-def test_search_folds_case_diacritics_and_scripts(platform, query, expected):
-    seed(
-        platform,
-        "Un café à Paris",
-        "Crème brûlée recipe",
-        "ПРИВЕТ, как дела",
-        "你好世界，今天",
-        "Die Straße entlang",
-        "nothing here",
-    )
-    result = listed(platform, query)
-    assert [s["name"] for s in result] == [expected]
-
-
-def test_every_word_must_match_in_name_or_text(platform):
-    seed(platform, "apples and pears", "apples only")
-    run(sessions.handle_rename(platform, {"id": listed(platform, "only")[0]["id"], "name": "Fruit pears"}))
-    assert sorted(s["name"] for s in listed(platform, "apples pears")) == ["Fruit pears", "apples and pears"]
-    assert listed(platform, "apples kiwi") == []
-
-
-def test_highlights_point_at_the_match_in_preview_and_name(platform):
-    long_text = "intro " * 100 + "Ein schöner Tag in München"
-    seed(platform, long_text)
-    [item] = listed(platform, "munchen")
-    preview = item["preview"]
-    [[start, end]] = item["highlights"]["preview"]
-    assert preview[start:end] == "München"
-    assert preview.startswith("…")
-    assert item["highlights"]["name"] == []  # the name is the start of the text
-    seed(platform, "Ärger im Büro")
-    [item] = listed(platform, "BURO")
-    [[start, end]] = item["highlights"]["name"]
-    assert item["name"][start:end] == "Büro"
 
 
 def test_delete_then_undo_even_after_a_worker_restart(platform, monkeypatch):
@@ -459,128 +411,6 @@ def test_unknown_session_says_so(platform):
     with pytest.raises(MarginError) as err:
         run(sessions.handle_open(platform, {"id": "nope"}))
     assert err.value.code == "session_not_found"
-
-
-# -- the panel searches in JS with the same fold and the same results -------------------------------
-
-from pathlib import Path
-
-from helpers import run_js_module
-
-SEARCH = Path(__file__).resolve().parents[2] / "extension" / "panel" / "sessions" / "search.js"
-
-
-def run_search_js(tmp_path, script, data):
-    from margin.app.contract import render_js
-
-    # The module runs from a copy of its folder, so that "../../generated/contract.js" resolves.
-    folder = tmp_path / "panel" / "sessions"
-    folder.mkdir(parents=True)
-    return run_js_module(
-        folder,
-        SEARCH,
-        "search",
-        script,
-        data,
-        extra_files={"../../generated/contract.js": render_js("margin-test.whl")},
-    )
-
-
-def test_js_fold_equals_python_fold_for_every_assigned_character(tmp_path):
-    import unicodedata
-
-    chars = [
-        chr(cp)
-        for cp in range(0x110000)
-        if not 0xD800 <= cp <= 0xDFFF and unicodedata.category(chr(cp)) != "Cn"
-    ]
-    expected = [session_search.fold(c) for c in chars]
-    got = run_search_js(tmp_path, "console.log(JSON.stringify(input.map(search.fold)));", chars)
-    differ = [(hex(ord(c)), e, g) for c, e, g in zip(chars, expected, got, strict=True) if e != g]
-    assert differ == []
-
-
-def test_js_search_returns_what_session_list_returns(tmp_path, platform):
-    seed(
-        platform,
-        "Un café à Paris, " + "notes " * 60 + "encore un CAFÉ",
-        "Crème brûlée recipe",
-        "ПРИВЕТ, как дела",
-        "你好世界，今天",
-        "Die Straße entlang",
-        "nothing here",
-        "Ärger im Büro mit dem Kaffee",
-    )
-    stored = platform.local.snapshot()
-    index = stored_entries(stored)
-    digests = {e["id"]: stored[session_digest_key(e["id"])] for e in index}
-    queries = ["", "cafe", "creme brulee", "привет", "世界", "strasse", "buro", "e", "zz", "un cafe"]
-    expected = [listed(platform, q) for q in queries]
-    for rows in expected:
-        for row in rows:
-            del row["savedAt"]
-    got = run_search_js(
-        tmp_path,
-        """
-const dataOf = (e) => search.searchData(e, input.digests[e.id]);
-const rows = input.queries.map((q) => search.searchSessions(input.index, q, dataOf).map((r) => {
-  delete r.savedAt; return r; }));
-console.log(JSON.stringify(rows));""",
-        {"index": index, "digests": digests, "queries": queries},
-    )
-    assert got == expected
-
-
-def test_an_untitled_session_is_searched_by_the_word_the_user_reads_in_python_and_in_js(tmp_path):
-    """margin.sessions.search rule 6: an unnamed session stored as "Untitled session" is found and
-    highlighted by the catalogue's word in the language of the moment, not by the stored English;
-    one the user named so keeps its words. JS is handed the word (the panel's t()) and agrees."""
-    queries = ["без назв", "untitled", "сессия", "untitled session", ""]
-    results = {}
-    for language in ("ru", "en"):
-        platform = memory_platform({UI_LANGUAGE: language})
-        chat(platform, user("", image=PIXELS))  # nothing to name it by
-        new_session(platform)
-        chat(platform, user("", image=PIXELS), answer("a picture"))
-        sid = new_session(platform)
-        run(sessions.handle_rename(platform, {"id": sid, "name": "Untitled session"}))  # the user's words
-        stored = platform.local.snapshot()
-        index = stored_entries(stored)
-        assert sorted((e["name"], e.get("named", False)) for e in index) == [
-            ("Untitled session", False),
-            ("Untitled session", True),
-        ]
-        digests = {e["id"]: stored[session_digest_key(e["id"])] for e in index}
-        expected = [listed(platform, q) for q in queries]
-        for rows in expected:
-            for row in rows:
-                del row["savedAt"]
-        word = catalogue.words(language).text("py_session_untitled")
-        (tmp_path / language).mkdir()
-        got = run_search_js(
-            tmp_path / language,
-            """
-const dataOf = (e) => search.searchData(e, input.digests[e.id], input.word);
-const rows = input.queries.map((q) => search.searchSessions(input.index, q, dataOf).map((r) => {
-  delete r.savedAt; return r; }));
-console.log(JSON.stringify(rows));""",
-            {"index": index, "digests": digests, "queries": queries, "word": word},
-        )
-        assert got == expected
-        results[language] = {q: rows for q, rows in zip(queries, expected, strict=True)}
-
-    ru, en = results["ru"], results["en"]
-    [untitled] = ru["без назв"]
-    assert (untitled["name"], untitled["named"]) == ("Untitled session", False)  # stored as it was
-    shown = "Сессия без названия"
-    assert [shown[start:end] for start, end in untitled["highlights"]["name"]] == ["без", "назв"]
-    assert [r["named"] for r in ru["untitled"]] == [True]  # only the one the user named so
-    assert [r["named"] for r in ru["сессия"]] == [False]
-    assert ru["untitled session"][0]["highlights"]["name"] == [[0, 8], [9, 16]]
-    assert sorted(r["named"] for r in en["untitled"]) == [False, True]  # English reads the sentinel
-    assert all(r["highlights"]["name"] == [[0, 8]] for r in en["untitled"])
-    assert en["без назв"] == [] and en["сессия"] == []
-    assert all(r["highlights"]["name"] == [] for r in ru[""])
 
 
 # -- rule 4: an action on one session touches the index and that session's keys only ---------------

@@ -2,7 +2,8 @@
 //
 // API: el(tag, props, ...children) -> element ("class", "text", "on<event>", boolean attributes)
 //      marked(text, spans) -> fragment with each [start, end) span in a <mark>
-//      dateElement(row) -> <time> of the row's last activity: "3 minutes ago" within a week, else
+//      dateElement(row) -> <time> of the row's last use (`activeAt`: its last message, else its last
+//        save; margin.sessions.entries rule 4): "3 minutes ago" within a week, else
 //        the date, in the chosen language (i18n.js); the full date and time as its title
 //      refreshDates(root) -> each such <time> under `root` says it again for now ("4 minutes ago")
 //      download({filename, mimeType, text}) saves a file through a temporary link
@@ -38,7 +39,7 @@ const RECENT_MS = 7 * 24 * 3600 * 1000;
 const dateText = (ms, now) => (Math.abs(now - ms) < RECENT_MS ? formatRelative(ms, now) : formatDate(ms, { dateStyle: "medium" }));
 
 export function dateElement(row, now = Date.now()) {
-  const ms = Math.max(row.savedAt || 0, row.createdAt || 0);
+  const ms = row.activeAt || Math.max(row.savedAt || 0, row.createdAt || 0);
   if (!ms) return el("time", { class: "sp-date", text: t("sessions_date_unknown") });
   return el("time", { class: "sp-date", datetime: new Date(ms).toISOString(), title: formatDate(ms), text: dateText(ms, now) });
 }

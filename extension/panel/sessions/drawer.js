@@ -7,7 +7,8 @@
 //        useSearchWorker(allowed) (from extension/panel/sessions/preload.js, re-exported: the side panel
 //        imports this module, and in dist the preload's code is bundled into it, so a test or the
 //        bench reaches the panel's own preload through this module, buildsteps/bundle.py)
-//      mountSessionsPanel(root, {call, onOpened, onClose, readIndex, readDigests, storage}) -> controller
+//      mountSessionsPanel(root, {call, onOpened, onClose, readIndex, readDigests, storage, currentConversation})
+//        -> controller
 //      activePanel() -> the controller mounted last (the bench drives it)
 //   call(name, payload)  sends a request of docs/protocol.md and returns its `value`, or throws an
 //                        Error carrying `.code` and `.message`.
@@ -18,6 +19,8 @@
 //                        chrome.storage.local directly (pages may read storage, never write it);
 //   readDigests(keys)    resolves to {key: value} for `sessionDigest_<id>` keys (same default).
 //   storage              the chrome.storage-like object whose onChanged keeps the list fresh.
+//   currentConversation() the records on screen (the panel's `state.history`): the list's first row,
+//                        "Current conversation" (extension/panel/sessions/current.js, its rules).
 // controller = {show(), hide(), refresh(), search(query), lastSearch(), destroy()}; `search` runs what typing in
 // "Search sessions" runs and resolves to the number of matches once their first page is painted
 // (the bench times it).
@@ -45,7 +48,9 @@ import {
   findSessions, followStorage, forgetEntry, indexEntries, onDigests, onIndexChange, readStoredIndex, sessionRows,
   useReadIndex,
 } from "./preload.js";
-import { queryWords } from "./search.js";
+import { matchSessions, queryWords, rowFor, searchData } from "./search.js";
+import { currentEntry } from "./current.js";
+import { svg } from "../../shared/ui_common.js";
 
 export { preloadSessions, sessionsIndexTimings, useSearchWorker } from "./preload.js";
 
@@ -60,6 +65,8 @@ const VERIFY_EVERY_MS = 60_000;
 // An unnamed session is stored under this English sentinel (margin.sessions.entries, rule 3): it is
 // shown as the catalogue's word in the language of the moment, so a change of language relabels it.
 const UNTITLED = CONTRACT.storedNames.untitledSession;
+const HISTORY_SESSION_ID = CONTRACT.storage.keys.historySessionId;
+const HISTORY = CONTRACT.storage.keys.history;
 const untitledWord = () => t("py_session_untitled");
 const shownName = (row) => (!row.named && row.name === UNTITLED ? untitledWord() : row.name);
 // "3 minutes ago" becomes "4 minutes ago" while the drawer stays open; the timer runs only then.
@@ -82,9 +89,10 @@ function downloadBlob(blob, filename) {
 export function activePanel() { return lastMounted; }
 
 export function mountSessionsPanel(root, options) {
-  const { call, onOpened = () => {}, onClose = null } = options;
+  const { call, onOpened = () => {}, onClose = null, currentConversation = () => [] } = options;
   useReadIndex(options.readIndex, options.readDigests);
-  followStorage(options.storage ?? globalThis.chrome?.storage);
+  const storageArea = options.storage ?? globalThis.chrome?.storage;
+  followStorage(storageArea);
   const entriesNow = () => indexEntries() ?? [];
   let query = "";
   let renaming = null;          // id being renamed
@@ -109,6 +117,13 @@ export function mountSessionsPanel(root, options) {
   const fileInput = el("input", { type: "file", accept: ".json,application/json", hidden: true,
     onchange: () => importBackup() });
   const status = el("p", { class: "sp-status", role: "status" });
+  // The status line is kept as what says it (a function of the language of the moment), so a change
+  // of language says it again; a sentence Python wrote (the import's summary) stays as it was said.
+  let statusWords = null;
+  function setStatus(words) {
+    statusWords = typeof words === "function" ? words : null;
+    status.textContent = statusWords ? statusWords() : words || "";
+  }
 
   const title = el("h2", { class: "sp-title" });
   const closeButton = el("button", { type: "button", class: "sp-icon", text: "\u00d7",
@@ -143,6 +158,7 @@ export function mountSessionsPanel(root, options) {
     includeKeysText.textContent = t("sessions_include_keys");
     importBackupButton.textContent = t("sessions_import_backup");
     moreButton.textContent = t("sessions_show_more");
+    if (statusWords) status.textContent = statusWords();
   }
   root.classList.add("sp-root");
   root.replaceChildren(panel);
@@ -187,6 +203,12 @@ export function mountSessionsPanel(root, options) {
   const stopFollowing = onIndexChange(onIndexChanged);
   // Digests arrive in slices after the index (extension/panel/sessions/preload.js): a search shown
   // meanwhile is run again with what came in.
+  // The open conversation's row follows it: a turn that ends, New session, Open.
+  const onConversation = (changes, areaName) => {
+    if (areaName === "local" && (HISTORY in changes || HISTORY_SESSION_ID in changes) &&
+        !destroyed && !root.hidden && renaming === null) scheduleRender();
+  };
+  storageArea?.onChanged?.addListener(onConversation);
   const stopDigests = onDigests(() => {
     if (!destroyed && !root.hidden && renaming === null && queryWords(query).length) scheduleRender();
   });
@@ -236,24 +258,45 @@ export function mountSessionsPanel(root, options) {
     const token = ++renderToken;
     const asked = query;
     const word = untitledWord();
-    const found = await findSessions(asked, FIRST_PAGE, word);
+    const [found, linked] = await Promise.all([findSessions(asked, FIRST_PAGE, word), linkedId()]);
     // Rows searched in another language's words are not painted: the change of language renders again.
     if (token !== renderToken || destroyed || word !== untitledWord()) return found.ids.length;
     const painting = performance.now();
     const focused = focusedAction();
-    matched = found.ids;
+    // The open conversation is the first row, and its saved session (if any) no other row.
+    const current = currentRow(asked, word, linked);
+    matched = linked ? found.ids.filter((id) => id !== linked) : found.ids;
     renderedQuery = asked;
     renderedWord = word;
     shown = 0;
     list.replaceChildren();
-    paintRows(found.rows);
-    empty.hidden = matched.length > 0;
+    if (current) list.append(rowElement(current));
+    paintRows(linked ? found.rows.filter((row) => row.id !== linked) : found.rows);
+    empty.hidden = matched.length > 0 || current !== null;
     empty.textContent = entriesNow().length === 0
       ? t("sessions_none", t("panel_new_session"))
       : found.pending ? tPlural("sessions_no_match_pending", found.pending, asked.trim()) : t("sessions_no_match", asked.trim());
     restoreFocus(focused);
     lastSearch = { workerMs: found.workerMs ?? null, hopMs: found.hopMs ?? null, paintMs: performance.now() - painting };
     return matched.length;
+  }
+
+  // The open conversation (current.js): `historySessionId` as stored, and its row when it matches.
+  async function linkedId() {
+    try {
+      const got = await storageArea?.local?.get(HISTORY_SESSION_ID);
+      const id = got?.[HISTORY_SESSION_ID];
+      return typeof id === "string" && id ? id : null;
+    } catch { return null; }
+  }
+
+  function currentRow(asked, word, linked) {
+    const entry = currentEntry(currentConversation(), (linked && entriesNow().find((e) => e.id === linked)) || null);
+    if (!entry) return null;
+    let data = null;
+    const dataOf = () => (data ??= searchData(entry, entry.digest, word));
+    if (!matchSessions([entry], asked, dataOf).length) return null;
+    return { ...rowFor(entry, asked, dataOf), current: true, linked: entry.linked };
   }
 
   function paintRows(rows) {
@@ -286,28 +329,38 @@ export function mountSessionsPanel(root, options) {
       onkeydown: (event) => menuKey(event, exportButton, exportMenu) },
       el("button", { type: "button", role: "menuitem", text: "Markdown", onclick: () => exportSession(row, "markdown", exportMenu) }),
       el("button", { type: "button", role: "menuitem", text: "JSON", onclick: () => exportSession(row, "json", exportMenu) }));
-    const exportButton = el("button", { type: "button", class: "sp-btn sp-small", text: t("sessions_export"),
+    const exportButton = toolButton("download", t("sessions_export"), {
       "aria-haspopup": "menu", "aria-expanded": "false", "data-action": "export",
       onclick: () => toggleMenu(exportButton, exportMenu) });
-    return el("li", { class: `sp-item${row.pinned ? " sp-pinned" : ""}${row.damaged ? " sp-damaged" : ""}`,
+    return el("li", { class: `sp-item${row.pinned ? " sp-pinned" : ""}${row.damaged ? " sp-damaged" : ""}${row.current ? " sp-current" : ""}`,
       role: "listitem", "data-id": row.id },
       el("div", { class: "sp-line" },
         name,
+        row.current ? el("span", { class: "sp-badge sp-badge-current", text: t("sessions_current") }) : null,
         row.pinned ? el("span", { class: "sp-badge", text: t("sessions_pinned") }) : null,
         row.damaged ? el("span", { class: "sp-badge sp-badge-damaged", text: t("sessions_damaged"),
           title: row.damagedReason === "missing" ? t("sessions_damaged_missing") : t("sessions_damaged_unreadable") }) : null),
       dateElement(row),
       row.preview ? el("p", { class: "sp-preview" }, marked(row.preview, row.highlights.preview)) : null,
       el("div", { class: "sp-actions" },
-        el("button", { type: "button", class: "sp-btn sp-small sp-primary", text: t("sessions_open"), "data-action": "open",
+        // The open conversation is not opened again; unsaved, it has nothing stored to act on (current.js).
+        row.current ? null : el("button", { type: "button", class: "sp-btn sp-small sp-primary", text: t("sessions_open"), "data-action": "open",
           onclick: () => openSession(row) }),
-        el("button", { type: "button", class: "sp-btn sp-small", text: t("sessions_rename"), "data-action": "rename",
-          onclick: () => { renaming = row.id; render(); } }),
-        el("button", { type: "button", class: "sp-btn sp-small", text: row.pinned ? t("sessions_unpin") : t("sessions_pin"), "data-action": "pin",
-          onclick: () => mutate("session.pin", { id: row.id, pinned: !row.pinned }) }),
-        el("button", { type: "button", class: "sp-btn sp-small sp-danger", text: t("sessions_delete"), "data-action": "delete",
-          onclick: () => deleteSession(row) }),
-        el("span", { class: "sp-menu-wrap" }, exportButton, exportMenu)));
+        row.current && !row.linked ? null : el("span", { class: "sp-tools" },
+          toolButton("edit", t("sessions_rename"), { "data-action": "rename",
+            onclick: () => { renaming = row.id; render(); } }),
+          toolButton("pin", row.pinned ? t("sessions_unpin") : t("sessions_pin"), { "data-action": "pin",
+            class: row.pinned ? "sp-tool sp-on" : "sp-tool",
+            onclick: () => mutate("session.pin", { id: row.id, pinned: !row.pinned }) }),
+          toolButton("trash", t("sessions_delete"), { "data-action": "delete", class: "sp-tool sp-danger",
+            onclick: () => deleteSession(row) }),
+          el("span", { class: "sp-menu-wrap" }, exportButton, exportMenu))));
+  }
+
+  // A row's tools are icons named by their words (aria-label and tooltip): "Open" and four icons fit
+  // one line of a narrow side panel in every language (Russian's five words did not).
+  function toolButton(icon, words, props) {
+    return el("button", { type: "button", class: "sp-tool", "aria-label": words, title: words, ...props }, svg(icon));
   }
 
   function renameField(row) {
@@ -412,14 +465,14 @@ export function mountSessionsPanel(root, options) {
   }
 
   async function exportBackup() {
-    status.textContent = t("sessions_preparing_backup");
+    setStatus(() => t("sessions_preparing_backup"));
     const file = await runBackup(() => streamExport({
       includeApiKeys: includeKeys.checked,
       onProgress: ({ sessions, total }) => {
-        status.textContent = tPlural("sessions_exporting", total, formatNumber(sessions));
+        setStatus(() => tPlural("sessions_exporting", total, formatNumber(sessions)));
       },
     }));
-    status.textContent = file ? t("sessions_saved_file", file.filename, formatSize(file.blob.size)) : "";
+    setStatus(file ? () => t("sessions_saved_file", file.filename, formatSize(file.blob.size)) : "");
     if (file) downloadBlob(file.blob, file.filename);
   }
 
@@ -427,16 +480,16 @@ export function mountSessionsPanel(root, options) {
     const file = fileInput.files?.[0];
     fileInput.value = "";
     if (!file) return;
-    status.textContent = t("sessions_importing");
+    setStatus(() => t("sessions_importing"));
     const result = await runBackup(() => streamImport(file, {
       onProgress: ({ bytes, size, sessions }) => {
-        const share = formatNumber(Math.floor((100 * bytes) / size) / 100, { style: "percent" });
-        status.textContent = size
-          ? tPlural("sessions_importing_read_of", sessions, share, formatSize(size))
-          : tPlural("sessions_importing_read", sessions);
+        const share = () => formatNumber(Math.floor((100 * bytes) / size) / 100, { style: "percent" });
+        setStatus(() => (size
+          ? tPlural("sessions_importing_read_of", sessions, share(), formatSize(size))
+          : tPlural("sessions_importing_read", sessions)));
       },
     }));
-    status.textContent = result ? result.message : "";
+    setStatus(result ? result.message : "");
   }
 
   const onDocumentClick = (event) => {
@@ -480,6 +533,7 @@ export function mountSessionsPanel(root, options) {
       observer?.disconnect();
       stopFollowing();
       stopDigests();
+      storageArea?.onChanged?.removeListener(onConversation);
       stopLanguage();
       document.removeEventListener("click", onDocumentClick);
       root.replaceChildren();

@@ -17,8 +17,15 @@
 // and the search data made with it holds the name it searched (`name`), which `rowFor`
 // highlights; a row's `name` stays the stored one.
 //
-// API: fold, foldWithMap, queryWords, previewFor (the text side); readableIndex, sortEntries,
-//      searchedName, searchData, matchSessions, narrows, rowFor, searchSessions (the index side).
+// A query word matches where a word starts (margin.sessions.search rule 6: "paris" finds "Paris"
+// and "Paris-Match", not "comparison"), except in scripts written without spaces (CJK, Thai, ...),
+// where it matches anywhere: `findWord`, the same function as Python's `find_word`. A preview is
+// plain text: the Markdown of the answers (`**`, `#`, `|`, links, fences) is taken out
+// (`plainText`, the same as Python's `plain_text`), then the highlights are found in it.
+//
+// API: fold, foldWithMap, queryWords, findWord, plainText, previewFor (the text side);
+//      readableIndex, activeAt, sortEntries, searchedName, searchData, matchSessions, narrows,
+//      rowFor, searchSessions (the index side).
 
 import { CONTRACT } from "../../generated/contract.js";
 
@@ -57,11 +64,56 @@ export function queryWords(query) {
   return fold(query || "").split(/\s+/).filter(Boolean);
 }
 
+// -- where a word starts (margin.sessions.search `SPACELESS`, `is_word_char`, `find_word`) --------
+
+// Scripts written without spaces between words (Thai, Lao, Tibetan, Myanmar, Khmer, Hangul jamo and
+// syllables, kana, CJK ideographs and their symbols): a query word may start anywhere in them.
+const SPACELESS = [
+  [0x0e00, 0x0eff], [0x0f00, 0x0fff], [0x1000, 0x109f], [0x1100, 0x11ff], [0x1780, 0x17ff],
+  [0x2e80, 0x2fdf], [0x3000, 0x31ff], [0x3400, 0x4dbf], [0x4e00, 0x9fff], [0xa960, 0xa97f],
+  [0xac00, 0xd7ff], [0xf900, 0xfaff], [0xff65, 0xffdc], [0x20000, 0x3ffff],
+];
+const WORD_CHAR = /[\p{L}\p{N}]/u;
+
+export function isSpaceless(cp) {
+  for (const [low, high] of SPACELESS) if (cp >= low && cp <= high) return true;
+  return false;
+}
+
+// A letter or a digit (Unicode categories L and N).
+export function isWordChar(cp) {
+  if (cp < 0x80) return (cp >= 0x30 && cp <= 0x39) || ((cp | 0x20) >= 0x61 && (cp | 0x20) <= 0x7a);
+  return WORD_CHAR.test(String.fromCodePoint(cp));
+}
+
+function codePointBefore(text, at) {
+  const unit = text.charCodeAt(at - 1);
+  return unit >= 0xdc00 && unit <= 0xdfff && at >= 2 ? text.codePointAt(at - 2) : unit;
+}
+
+// Whether a word may start at `at` of `text`: at the start, after a character that is no letter or
+// digit, or where either neighbour is of a script without spaces; a query word that does not start
+// with a letter or digit ("#tag", ".js") matches anywhere.
+function startsWord(text, at) {
+  if (at === 0) return true;
+  const first = text.codePointAt(at);
+  const before = codePointBefore(text, at);
+  return !isWordChar(before) || !isWordChar(first) || isSpaceless(before) || isSpaceless(first);
+}
+
+// The first index >= `from` where `word` occurs in `text` at a word's start, or -1.
+export function findWord(text, word, from = 0) {
+  for (let at = text.indexOf(word, from); at >= 0; at = text.indexOf(word, at + 1)) {
+    if (startsWord(text, at)) return at;
+  }
+  return -1;
+}
+
 function ranges(text, words) {
   const { folded, origin } = foldWithMap(text);
   const spans = [];
   for (const word of words) {
-    for (let at = folded.indexOf(word); at >= 0; at = folded.indexOf(word, at + word.length)) {
+    for (let at = findWord(folded, word); at >= 0; at = findWord(folded, word, at + word.length)) {
       const last = origin[at + word.length - 1];
       const lastWidth = text.codePointAt(last) > 0xffff ? 2 : 1;
       spans.push([origin[at], last + lastWidth]);
@@ -79,10 +131,41 @@ function ranges(text, words) {
 
 const oneLine = (text) => text.replace(/\s/g, " ");
 
+// -- plain text: a preview without the Markdown (margin.sessions.search `plain_text`) ---------------
+
+const FENCE_LINE = /^[ \t]*(?:\x60{3,}|~{3,})/;  // \x60: the backtick
+const RULE_LINE = /^[ \t]*\|?[ \t]*:?-{3,}:?[ \t]*(?:\|[ \t]*:?-{3,}:?[ \t]*)*\|?[ \t]*$|^[ \t]*(?:\*[ \t]*){3,}$|^[ \t]*(?:_[ \t]*){3,}$/;
+const LINE_START = /^[ \t]*(?:>[ \t]?)*[ \t]*(?:#{1,6}[ \t]+|[-*+][ \t]+(?:\[[ xX]\][ \t]+)?)?/;
+const IMAGE = /!\[([^\]\n]*)\]\([^)\n]*\)/g;
+const LINK = /\[([^\]\n]+)\]\([^)\n]*\)/g;
+const CELL_BAR = /(?<![^ \t|])\|(?![^ \t|])/g;
+const EMPHASIS = /[*_]+/g;
+const blankAt = (cp) => cp === undefined || cp === 0x20 || cp === 0x09;
+
+// Emphasis markers go; a run of * or _ stays between two letters or digits (snake_case, 2*3; not in
+// a script without spaces, where words touch) and between two blanks (2 * 3).
+function dropEmphasis(line) {
+  return line.replace(EMPHASIS, (run, at) => {
+    const before = at > 0 ? codePointBefore(line, at) : undefined;
+    const after = line.codePointAt(at + run.length);
+    const word = (cp) => cp !== undefined && isWordChar(cp) && !isSpaceless(cp);
+    return (word(before) && word(after)) || (blankAt(before) && blankAt(after)) ? run : "";
+  });
+}
+
+export function plainText(text) {
+  const lines = text.split("\n").map((line) => {
+    if (FENCE_LINE.test(line) || RULE_LINE.test(line)) return "";
+    line = line.replace(LINE_START, "").replace(IMAGE, "$1").replace(LINK, "$1").replace(CELL_BAR, " ").replace(/\x60/g, "");
+    return dropEmphasis(line);
+  });
+  return oneLine(lines.join("\n")).replace(/ {2,}/g, " ").replace(/^ +| +$/g, "");
+}
+
 function firstMatchOffset(digest, foldedDigest, words) {
   let target = -1;
   for (const w of words) {
-    const at = foldedDigest.indexOf(w);
+    const at = findWord(foldedDigest, w);
     if (at >= 0 && (target < 0 || at < target)) target = at;
   }
   if (target < 0) return -1;
@@ -108,16 +191,23 @@ function firstMatchOffset(digest, foldedDigest, words) {
   return -1;
 }
 
+// The raw text read for a preview around a match: Markdown can take half of it.
+const PREVIEW_WINDOW = 2 * PREVIEW_LENGTH;
+
 export function previewFor(digest, foldedDigest, words) {
   const offset = words.length ? firstMatchOffset(digest, foldedDigest ?? fold(digest), words) : -1;
-  if (offset < 0) return { preview: oneLine(digest.slice(0, PREVIEW_LENGTH)).trim(), highlights: [] };
+  if (offset < 0) return { preview: plainText(digest.slice(0, PREVIEW_LENGTH)), highlights: [] };
   let start = Math.max(0, offset - 40);
   if (start > 0) {
     const space = digest.indexOf(" ", start);
     if (space >= 0 && space < offset) start = space + 1;
   }
-  const preview = (start > 0 ? "\u2026" : "") + oneLine(digest.slice(start, start + PREVIEW_LENGTH)) +
-    (start + PREVIEW_LENGTH < digest.length ? "\u2026" : "");
+  let text = plainText(digest.slice(start, start + PREVIEW_WINDOW));
+  const points = Array.from(text);  // cut by code points, as Python does
+  const cut = points.length > PREVIEW_LENGTH;
+  if (cut) text = points.slice(0, PREVIEW_LENGTH).join("").replace(/ +$/, "");
+  const preview = (start > 0 ? "\u2026" : "") + text +
+    (cut || start + PREVIEW_WINDOW < digest.length ? "\u2026" : "");
   return { preview, highlights: ranges(preview, words) };
 }
 
@@ -137,10 +227,17 @@ export function readableIndex(raw) {
   return raw;
 }
 
+// When the conversation was last used (margin.sessions.entries `IndexEntry.active_at`): the time
+// of its last message (`activeAt`); an entry saved before that field had it is taken at its last
+// save (or its creation).
+export function activeAt(entry) {
+  if (isNumber(entry.activeAt) && entry.activeAt > 0) return entry.activeAt;
+  return Math.max(isNumber(entry.savedAt) ? entry.savedAt : 0, isNumber(entry.createdAt) ? entry.createdAt : 0);
+}
+
 export function sortEntries(entries) {
-  const active = (e) => Math.max(isNumber(e.savedAt) ? e.savedAt : 0, e.createdAt);
   return [...entries].sort((a, b) => (a.pinned === b.pinned ? 0 : a.pinned ? -1 : 1) ||
-    active(b) - active(a) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    activeAt(b) - activeAt(a) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }
 
 // The name search matches and highlights (margin.sessions.search `searched_name`): `untitledName`
@@ -183,14 +280,16 @@ export function matchSessions(entries, query, dataOf, within = null) {
   if (!words.length) return sorted;
   return sorted.filter((entry) => {
     const data = dataOf(entry);
-    return words.every((w) => mayContain(data.filter, w) && data.haystack.includes(w));
+    return words.every((w) => mayContain(data.filter, w) && findWord(data.haystack, w) >= 0);
   });
 }
 
+// A word found where a word starts is found there by each of its beginnings: a query narrows the
+// previous one when each earlier word begins a new one.
 export function narrows(previousQuery, query) {
   const before = queryWords(previousQuery);
   const now = queryWords(query);
-  return before.length > 0 && before.every((w) => now.some((n) => n.includes(w)));
+  return before.length > 0 && before.every((w) => now.some((n) => n.startsWith(w)));
 }
 
 // One row of the list: what session.list returns for it (same preview and highlights). Its
@@ -209,7 +308,7 @@ export function rowFor(entry, query, dataOf) {
   const { preview, highlights } = previewFor(digest, foldedDigest, words);
   return {
     id: entry.id, name: entry.name, named: entry.named === true, createdAt: entry.createdAt, savedAt: entry.savedAt ?? 0,
-    pinned: entry.pinned, preview, damaged: Boolean(entry.damaged),
+    activeAt: activeAt(entry), pinned: entry.pinned, preview, damaged: Boolean(entry.damaged),
     damagedReason: entry.damaged ?? null,
     highlights: { name: nameHighlights, preview: highlights },
   };

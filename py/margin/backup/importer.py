@@ -154,6 +154,7 @@ class _Staging:
             saved_at=int(item.saved_at),
             body_hash=digest,
             named=item.named or copy,
+            used_at=s.last_used(item.records),
         )
         # The digest is recomputed from the body (a file's own digest is never trusted).
         entry, digest_item = s.with_digest(entry, s.text_digest(item.records))

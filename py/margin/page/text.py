@@ -25,8 +25,13 @@ Rules:
    headings or tables) gives its cells' content in order instead.
 3. What is never text, and what is boilerplate, is `margin.page.tree`'s rules 1-3; whitespace is
    `margin.page.text_flow`'s rules.
-4. The first heading is dropped when it says the same as `title` (any case, any spacing): the
-   record's header already names the page.
+4. The title heading is dropped (the record's header already names the page): the first heading,
+   or one at the page's top (only headings before it), that says the same as `title` (any case,
+   any spacing; or the part of it before or after a separator such as " | " or " - ", since a
+   tab's title often adds the site's name). Section kickers, the site's labels above the title,
+   are boilerplate: short headings (at most `_KICKER_CHARS`) at the top go with the title heading
+   that follows them, and one that ends like a label running into the title ("Biz & IT —": a
+   dash, bar, bullet or guillemet) goes even when no title heading follows.
 5. It never raises and stays linear: broken HTML (unclosed tags, stray end tags, `<p>` closed by
    a block) is repaired the HTML way, entities are decoded, the tree is walked without recursion
    and searches up the open elements are bounded, so 10,000 nested divs are just text.
@@ -94,6 +99,23 @@ def _same_text(a: str, b: str) -> bool:
     return " ".join(a.split()).casefold() == " ".join(b.split()).casefold()
 
 
+# A tab's title often adds the site's name: "Headline | Site", "Site - Headline".
+_TITLE_SEPARATOR = re.compile(r"\s+[|\-\u2013\u2014\u00b7\u2022\u00bb\u203a]+\s+")
+# A section kicker ("Biz & IT —"): a short heading that ends like a label running into the title.
+_KICKER_CHARS = 40
+_KICKER_ENDS = ("\u2014", "\u2013", "-", "|", "\u00b7", "\u2022", "\u00bb", "\u203a")
+
+
+def _is_title(heading: str, title: str) -> bool:
+    """Rule 4: the heading says the page's title, with or without the site's name around it."""
+    if _same_text(heading, title):
+        return True
+    return any(
+        _same_text(heading, title[: cut.start()]) or _same_text(heading, title[cut.end() :])
+        for cut in _TITLE_SEPARATOR.finditer(title)
+    )
+
+
 def _int_attr(attrs: dict, name: str, default: int) -> int:
     try:
         return int((attrs.get(name) or "").strip())
@@ -113,6 +135,8 @@ class _Renderer:
         self.pre_depth = 0
         self.pre_language = ""
         self.seen_heading = False
+        self.top_end = 0  # the root flow's length while only headings were written (rule 4)
+        self.top_labels: list[str] = []  # those headings
 
     def _push_flow(self, raw: bool = False) -> None:
         self.flow = Flow(raw)
@@ -275,12 +299,24 @@ class _Renderer:
             return
         first = not self.seen_heading
         self.seen_heading = True
-        if first and self.title and _same_text(text, self.title):
-            return
         flow = self.flow
+        root = self.flows[0]
+        # Rule 4: the page's top, where only headings were written so far (not in a table cell).
+        top = flow is root and len(root.parts) == self.top_end
+        if (first or top) and self.title and _is_title(text, self.title):
+            if top and all(len(label) <= _KICKER_CHARS for label in self.top_labels):
+                root.parts.clear()  # the section labels above the title go with it
+                root.empty, root.pending, root.space = True, 0, False
+                self.top_end = 0
+            return
+        if top and len(text) <= _KICKER_CHARS and text.endswith(_KICKER_ENDS):
+            return  # "Biz & IT —": a section label before the title, not a heading of the text
         flow.brk(2)
         flow.put("#" * level + " " + text)
         flow.brk(2)
+        if top:
+            self.top_labels.append(text)
+            self.top_end = len(root.parts)
 
     def _exit_pre(self) -> None:
         code = self._pop_flow()

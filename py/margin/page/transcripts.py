@@ -12,8 +12,10 @@ Rules:
    cue is skipped, never fatal. Cues come back sorted by start (a stable sort).
 2. Cue text is plain text: markup (`<c.yellow>`, `<b>`, `<i>`, `<u>`, `<lang>`, `<ruby>`, inline
    timestamps `<00:01:02.000>`) is stripped, a ruby's `<rt>` reading is left out, entities are
-   decoded, lines are joined with a space. A voice tag `<v Name>` keeps its text, not the name (a
-   name per cue would double a dialogue's size). A cue with no text is still a cue here.
+   decoded, lines are joined with a space, a NUL is U+FFFD (the WebVTT parser's preprocessing).
+   A voice tag `<v Name>` keeps its text, not the name (a name per cue would double a dialogue's
+   size). A cue with no text is still a cue here. A timing line's settings may follow the end
+   time with no space between (`00:00:01.000align:end`, as the WebVTT parser reads it).
 3. `clean_cues` drops empty cues, collapses whitespace, keeps sound cues (`[Music]` is
    information), merges exact consecutive repeats (extending `end`), and undoes the rolling
    captions of YouTube's automatic transcripts, where each cue repeats the previous cue's last
@@ -74,7 +76,10 @@ def _cue_text(raw: str) -> str:
 
 _LINES = re.compile(r"\r\n|\r|\n")
 _TIMESTAMP = r"(?:(\d+):)?(\d{1,2}):(\d{1,2})(?:[.,](\d{1,3}))?"
-_TIMING = re.compile(rf"^\s*{_TIMESTAMP}\s*-->\s*{_TIMESTAMP}(?:\s|$)")
+# The end time may run straight into the cue's settings ("00:00:01.000align:end" is valid: the
+# WebVTT parser collects the timestamp, then reads what follows as settings); a time cut short by
+# more digits or another fraction ("01.0005", "01.000.5") is not a timing line.
+_TIMING = re.compile(rf"^\s*{_TIMESTAMP}\s*-->\s*{_TIMESTAMP}(?![\d.,:])")
 _SKIPPED_BLOCKS = ("NOTE", "STYLE", "REGION")
 
 
@@ -99,7 +104,8 @@ def _starts_block(line: str, keyword: str) -> bool:
 def parse_webvtt(text: str) -> list[Cue]:
     """The cues of a WebVTT file (rules 1 and 2)."""
     _check_size(text)
-    lines = _LINES.split(text.lstrip("\ufeff"))
+    # The WebVTT parser's preprocessing: every NUL becomes U+FFFD.
+    lines = _LINES.split(text.lstrip("\ufeff").replace("\0", "\ufffd"))
     if not _starts_block(lines[0], "WEBVTT"):
         raise TranscriptError.said("not_webvtt", "py_error_captions_not_webvtt")
     cues: list[Cue] = []
@@ -181,8 +187,13 @@ def parse_timedtext_xml(text: str) -> list[Cue]:
     except ElementTree.ParseError:
         raise _not_timed_text() from None
     cues: list[Cue] = []
-    for element in root.iter():
+    # Cue elements are read whole and not looked inside for more: nested ones (no real file has
+    # them) would make every level join the text below it again, quadratic in the depth.
+    elements = [root]
+    while elements:
+        element = elements.pop()
         if element.tag not in ("text", "p"):
+            elements.extend(reversed(element))
             continue
         attrs = element.attrib
         if "start" in attrs:
@@ -207,7 +218,7 @@ def parse_json3(text: str) -> list[Cue]:
     _check_size(text)
     try:
         value = json.loads(text.lstrip("\ufeff"))
-    except ValueError:
+    except (ValueError, RecursionError):  # nested deeper than Python's parser goes: not captions
         raise TranscriptError.said("bad_json", "py_error_captions_not_json") from None
     events = value.get("events") if isinstance(value, dict) else None
     if not isinstance(events, list):
@@ -284,7 +295,7 @@ def clean_cues(cues: list[Cue]) -> list[Cue]:
     """Cues as a reader wants them (rule 3)."""
     ordered = sorted((c for c in cues if c.text and c.text.strip()), key=lambda c: c.start)
     words = [c.text.split() for c in ordered]
-    overlaps = [0] + [_overlap(words[i - 1], words[i]) for i in range(1, len(words))]
+    overlaps = [_overlap(words[i - 1], words[i]) if i else 0 for i in range(len(words))]
     rolling = len(words) >= 3 and sum(1 for n in overlaps if n >= 2) >= _ROLLING_SHARE * (len(words) - 1)
     cleaned: list[Cue] = []
     for index, (cue, cue_words, overlap) in enumerate(zip(ordered, words, overlaps, strict=True)):

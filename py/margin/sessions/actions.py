@@ -76,6 +76,7 @@ from .index import (
     entry_item,
     index_item,
     is_number,
+    last_used,
     mark_entries,
     read_body_checked,
     read_digests,
@@ -125,12 +126,14 @@ async def save_current(area: StorageArea, *, clear: bool = False) -> str | None:
                 digest_head="",
                 saved_at=now,
                 body_hash=digest_hash,
+                used_at=last_used(records),
             )
         else:
             entry = replace(
                 existing,
                 saved_at=now,
                 body_hash=digest_hash,
+                used_at=last_used(records) or existing.used_at,
                 damaged=None,
                 name=existing.name if existing.named else default_name(records),
             )

@@ -1,7 +1,7 @@
 """One entry of the session index, and what the index says about a conversation: its digest, its
 default name, the hash of its body. Pure: no storage here but `read_digests` (by address).
 
-An entry is `{id, name, createdAt, pinned, digestHead, savedAt, bodyHash, named?, damaged?}`
+An entry is `{id, name, createdAt, pinned, digestHead, savedAt, bodyHash, activeAt?, named?, damaged?}`
 (docs/storage-model.md, "Saved sessions"); it is stored under `sessionEntry_<id>` (margin.sessions.index).
 
 Rules:
@@ -18,6 +18,11 @@ Rules:
    `py_session_untitled`, in the language of the moment it is shown (`shown_name`; the panel's
    sessions list does the same, extension/sessions_panel.js), so a change of language relabels it.
    Search matches and highlights that shown name too (margin.sessions.search rule 6).
+4. `activeAt` is when the conversation was last used: the latest `createdAt` of its records
+   (`last_used`), written with its body (a save, an import, a repair that reads the body). It is
+   optional: an entry without it (saved by an older Margin, or whose records carry no time) is
+   taken at its last save, else its creation (`IndexEntry.active_at`); nothing rewrites old
+   entries for it. The list shows and sorts by it (margin.sessions.search rule 6).
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ _KNOWN_FIELDS = (
     "bodyHash",
     "named",
     "damaged",
+    "activeAt",
 )
 
 # -- the index entry ---------------------------------------------------------------------------
@@ -64,6 +70,7 @@ class IndexEntry:
     body_hash: str = ""
     named: bool = False
     damaged: str | None = None
+    used_at: int = 0  # rule 4: stored as `activeAt` when known
     extra: dict[str, Any] = field(default_factory=dict)
     # The stored dict this entry was read from (rule 1); `replace()` leaves it None.
     _stored: dict[str, Any] | None = field(default=None, init=False, compare=False, repr=False)
@@ -81,8 +88,9 @@ class IndexEntry:
         return session_entry_key(self.id)
 
     @property
-    def last_active(self) -> int:
-        return max(self.saved_at, self.created_at)
+    def active_at(self) -> int:
+        """Rule 4: when the conversation was last used, or, not known, last saved (or created)."""
+        return self.used_at if self.used_at > 0 else max(self.saved_at, self.created_at)
 
     def to_json(self) -> dict[str, Any]:
         if self._stored is not None:
@@ -97,6 +105,8 @@ class IndexEntry:
             "savedAt": self.saved_at,
             "bodyHash": self.body_hash,
         }
+        if self.used_at > 0:
+            value["activeAt"] = self.used_at
         if self.named:
             value["named"] = True
         if self.damaged:
@@ -121,6 +131,7 @@ class IndexEntry:
             body_hash=value.get("bodyHash", ""),
             named=value.get("named") is True,
             damaged=value.get("damaged"),
+            used_at=value.get("activeAt", 0),
             extra={k: v for k, v in value.items() if k not in _KNOWN_FIELDS},
         )
 
@@ -143,6 +154,7 @@ def is_clean_entry(entry: Any) -> bool:
         and is_number(entry.get("savedAt", 0))
         and isinstance(entry.get("bodyHash", ""), str)
         and isinstance(entry.get("named", False), bool)
+        and is_number(entry.get("activeAt", 0))
         and entry.get("damaged") in (None, "missing", "unreadable")
     )
 
@@ -172,6 +184,16 @@ def searchable_text(record: Record) -> str:
 def text_digest(records: list[Record]) -> str:
     """The conversation's text, images left out, capped at DIGEST_CAP characters."""
     return "\n".join(text for text in map(searchable_text, records) if text)[:DIGEST_CAP]
+
+
+def last_used(records: list[Record]) -> int:
+    """Rule 4: the latest `createdAt` (ms) among the records, 0 when none carries one."""
+    last = 0
+    for record in records:
+        at: Any = record.fields.get("createdAt")
+        if is_number(at) and at > last:
+            last = int(at)
+    return last
 
 
 def digest_head(digest: str) -> str:

@@ -44,6 +44,7 @@ from .entries import (
     id_of_entry,
     is_clean_entry,
     is_number,
+    last_used,
     text_digest,
 )
 
@@ -151,6 +152,11 @@ def _changes_what_was_stored(item: dict[str, Any], entry: IndexEntry) -> bool:
     return False
 
 
+def _stored_active_at(item: dict[str, Any]) -> int:
+    value: Any = item.get("activeAt")
+    return int(value) if is_number(value) and value > 0 else 0
+
+
 async def _repair_item(
     area: StorageArea, position: int, item: dict[str, Any], taken: set[str]
 ) -> tuple[IndexEntry, dict[str, str]]:
@@ -230,6 +236,7 @@ async def _repair_item(
         else (stored_hash if isinstance(stored_hash, str) else ""),
         named=item.get("named") is True,
         damaged=damaged,
+        used_at=last_used(records) if readable else _stored_active_at(item),
         extra={k: v for k, v in item.items() if k not in _KNOWN_FIELDS and k != "history"},
     )
     return entry, ({entry.digest_key: digest} if digest is not None else {})
