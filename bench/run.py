@@ -308,6 +308,7 @@ METRIC_MODULES = (
     "bench_sessions",
     "bench_session_search",
     "bench_page_context",
+    "bench_pdf",
     "bench_slimming",
     "bench_streams",
     "bench_sandbox",

@@ -17,13 +17,14 @@ import json
 import re
 import shutil
 import sys
+import tarfile
 import traceback
 from pathlib import Path
 from typing import Any
 
 from buildsteps import BuildError, Report
 from buildsteps.fetch import NpmPin, npm_pin, npm_tarball, read_tar_members
-from buildsteps.sources import CLASSIC_SCRIPTS, ES_MODULES, NPM_FILES, NPM_LICENSES
+from buildsteps.sources import CLASSIC_SCRIPTS, ES_MODULES, NPM_FILES, NPM_FOLDERS, NPM_LICENSES
 
 DEV_ONLY = "*.dev.*"
 
@@ -118,6 +119,27 @@ def _wanted_members() -> dict[str, set[str]]:
     return wanted
 
 
+def place_npm_folder(tarball: Path, folder: str, suffix: str, dest: Path, label: str) -> None:
+    """The files of `folder` (ending in `suffix`) of a verified npm tarball, into `dest`."""
+    placed = 0
+    dest.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(tarball, "r:gz") as tar:
+        for info in tar:
+            name = info.name.split("/", 1)[-1]
+            rest = name[len(folder) :] if name.startswith(folder) else ""
+            if not info.isfile() or not rest.endswith(suffix) or "/" in rest or rest.startswith("."):
+                continue
+            handle = tar.extractfile(info)
+            if handle is not None:
+                (dest / rest).write_bytes(handle.read())
+                placed += 1
+    if not placed:
+        raise BuildError(
+            f"{label} has no {folder}*{suffix}: the package layout changed; "
+            f"update NPM_FOLDERS in buildsteps/sources.py."
+        )
+
+
 def place_npm_files(pins: dict[str, NpmPin], dist: Path, cache: Path, report: Report) -> dict[str, Any]:
     """Vendor files and the Pyodide core from their verified tarballs. Returns pyodide-lock.json."""
     pyodide_lock: dict[str, Any] = {}
@@ -137,6 +159,11 @@ def place_npm_files(pins: dict[str, NpmPin], dist: Path, cache: Path, report: Re
             (dist / dest).write_bytes(members[member])
             if member == "pyodide-lock.json":
                 pyodide_lock = json.loads(members[member])
+        for pkg, folder, suffix, dest in NPM_FOLDERS:
+            if pkg == package:
+                place_npm_folder(
+                    npm_tarball(pin, cache, report), folder, suffix, dist / dest, f"{package}@{pin.version}"
+                )
         licenses = dist / "vendor" / "licenses"
         licenses.mkdir(parents=True, exist_ok=True)
         license_file = NPM_LICENSES.get(package)

@@ -30,6 +30,16 @@ NPM_FILES: list[tuple[str, str, str]] = [
     # A classic script, not a module: injected into a tab before content/extract.js, it leaves a
     # global `Readability` in the content script's isolated world.
     ("@mozilla/readability",    "Readability.js",              "vendor/Readability.js"),
+    # Mozilla's PDF reader, for "Attach page" on a PDF tab (extension/panel/pdf/worker.js). The
+    # legacy build: the modern one needs newer JS than manifest.json's minimum_chrome_version and
+    # than the node that runs the unit tests. Its parser runs in the PDF worker's own thread.
+    ("pdfjs-dist",              "legacy/build/pdf.min.mjs",        "vendor/pdfjs/pdf.min.mjs"),
+    ("pdfjs-dist",              "legacy/build/pdf.worker.min.mjs", "vendor/pdfjs/pdf.worker.min.mjs"),
+]
+# Whole folders of a tarball: (npm package, folder inside it, file suffix, destination folder).
+# pdf.js's packed CMaps: the text of CJK PDFs whose fonts use Adobe's predefined encodings.
+NPM_FOLDERS: list[tuple[str, str, str, str]] = [
+    ("pdfjs-dist",              "cmaps/",     ".bcmap",     "vendor/pdfjs/cmaps/"),
 ]
 # fmt: on
 # Each package's license text -> vendor/licenses/<package name, "/" and "@" made safe>.txt.
@@ -40,9 +50,16 @@ NPM_LICENSES: dict[str, str | None] = {
     "dompurify": "LICENSE",
     "@highlightjs/cdn-assets": "LICENSE",
     "@mozilla/readability": "LICENSE.md",
+    "pdfjs-dist": "LICENSE",
 }
 # Files the extension imports as ES modules (`import ... from`): each must export something.
-ES_MODULES = ("vendor/marked.esm.js", "vendor/purify.es.mjs", "vendor/highlight.min.js")
+ES_MODULES = (
+    "vendor/marked.esm.js",
+    "vendor/purify.es.mjs",
+    "vendor/highlight.min.js",
+    "vendor/pdfjs/pdf.min.mjs",
+    "vendor/pdfjs/pdf.worker.min.mjs",
+)
 # Files injected into tabs with chrome.scripting.executeScript({files}): classic scripts (an
 # `import`/`export` statement would be a SyntaxError there), each defining the named global.
 CLASSIC_SCRIPTS = {"vendor/Readability.js": "Readability"}
