@@ -39,6 +39,7 @@
 // panel/turn.js          a turn: the port, streaming, Stop, keepalive
 // panel/header.js        model name (panel/model_menu.js), New session, Sessions, Settings, Esc
 // panel/attachments.js   Attach page (button, keyboard command), attachment cards, Attach again
+// panel/attach_tabs.js   "Attach tabs": a dialog of the window's web tabs, each ticked one attached as its own card
 // panel/data_files.js    "Attach file": a data file as an attachment record
 // panel/slimming.js      which cards the model gets as a short note (Python's aging rule, pure)
 // panel/summaries.js     summary passes of long pages: the port, progress, Cancel summary
@@ -70,8 +71,10 @@ import * as words from "./panel/words.js";
 // The features that register themselves and are used by nothing above (their import is their registration).
 import "./panel/turn.js";
 import "./panel/attachments.js";
+import "./panel/attach_tabs.js";
 import "./panel/data_files.js";
 import "./panel/unsaved.js";
+import "./panel/versions.js";
 import "./panel/explain.js";
 import "./panel/code_runs.js";
 import "./panel/tool_calls.js";

@@ -9,15 +9,19 @@
 //    image loads and no custom element runs); videos are only read (a track's mode is never set).
 // 2. Nothing here throws: every entry point catches everything and answers
 //    `{ok: false, reason, detail}`. Every answer is plain JSON (strings, numbers, booleans, null).
-// 3. Nothing is fetched from here: the worker fetches track and caption files itself.
+// 3. A file the page names (a caption track) is read from here, by `__marginReadAsPage`, under the
+//    page's own rules: this isolated world's fetch is made for the page's origin, so CORS, the
+//    browser's private-network rules and every redirect are checked as for the page itself
+//    (docs/security.md, "What a page names"). The service worker never fetches such a URL.
 // 4. Injecting it twice is harmless: everything lives in one function scope and the globals are
 //    simply assigned again. Loading it touches no DOM (node loads it to test the pure parts).
 // 5. It is one file on purpose (a little over 400 lines): executeScript injects files, not
 //    modules, so a split would be one more injection per attach for nothing.
 //
 // Globals: __marginExtract() (async, the page), __marginProbe() (cheap, "is it still the same
-// page?"), __marginSeek(videoSrc, videoIndex, seconds), and the pure helpers __marginJsonAt(text,
-// startIndex) and __marginYouTubeFromScripts(scriptTexts, pageUrl).
+// page?"), __marginSeek(videoSrc, videoIndex, seconds), __marginReadAsPage(url, maxBytes,
+// timeoutMs) (async, rule 3), and the pure helpers __marginJsonAt(text, startIndex) and
+// __marginYouTubeFromScripts(scriptTexts, pageUrl).
 
 (() => {
   "use strict";
@@ -406,12 +410,16 @@
     try {
       url = location.href;
       const body = document.body;
+      const text = body?.textContent || "";
+      const contentType = document.contentType || "";
       return {
         url,
         title: document.title,
-        textLength: (body?.textContent || "").length,
+        textLength: text.length,
         videoCount: document.getElementsByTagName("video").length,
-        contentType: document.contentType || "",
+        contentType,
+        // A PDF served as text shows its raw bytes (py/margin/page/pdf.py, rule 2).
+        pdfText: contentType.startsWith("text/plain") && text.trimStart().startsWith("%PDF-"),
       };
     } catch (error) {
       return { url, title: "", textLength: 0, videoCount: 0, contentType: "", error: errorText(error) };
@@ -436,6 +444,45 @@
     }
   }
 
+  // Rule 3: a text file the page names, read as the page would read it. `credentials:
+  // "same-origin"` is what a <track> without `crossorigin` sends; a cross-origin answer without
+  // CORS, a redirect to one, or a private address the page may not reach fails here as it would
+  // for the page. Answers {ok: true, text} or {ok: false, reason: "refused" | "status" |
+  // "too_large" | "timeout", detail}; never throws.
+  async function readAsPage(url, maxBytes, timeoutMs) {
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), finiteOr(timeoutMs, 20000));
+    try {
+      const target = new URL(String(url), location.href);
+      if (target.protocol !== "http:" && target.protocol !== "https:") return { ok: false, reason: "refused", detail: target.protocol };
+      const response = await fetch(target.href, { credentials: "same-origin", redirect: "follow", signal: controller.signal });
+      if (!response.ok) return { ok: false, reason: "status", detail: String(response.status) };
+      const limit = finiteOr(maxBytes, 20 * 1024 * 1024);
+      const reader = response.body.getReader();
+      const decoder = new TextDecoder();
+      let size = 0;
+      let text = "";
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        size += value.byteLength;
+        if (size > limit) {
+          controller.abort();
+          return { ok: false, reason: "too_large", detail: String(limit) };
+        }
+        text += decoder.decode(value, { stream: true });
+      }
+      return { ok: true, text: text + decoder.decode() };
+    } catch (error) {
+      // A CORS or private-network refusal is a TypeError whose text says nothing more (by design).
+      const reason = controller.signal.aborted ? "timeout" : "refused";
+      return { ok: false, reason, detail: errorText(error) };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  globalThis.__marginReadAsPage = readAsPage;
   globalThis.__marginJsonAt = jsonAt;
   globalThis.__marginYouTubeFromScripts = youtubeFromScripts;
   globalThis.__marginExtract = extract;

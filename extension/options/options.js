@@ -8,14 +8,20 @@
 //    "Switch model" menu may change).
 // 2. A provider gets its id (`crypto.randomUUID()`) when it is first saved.
 // 3. "Test connection" tests what the form holds, saved or not.
-// 4. Confirmations go to role=status, failures to role=alert, each as one plain sentence.
+// 4. Confirmations go to role=status, failures to role=alert, each as one plain sentence, said
+//    where it was asked for: under the form's buttons, under a setting's list, or at the top for the
+//    page and its list of providers (`[data-area]` in options.html). One is shown at a time; it
+//    sits in the flow of the page and never covers a field.
 // 5. The "Provider type" list and each type's default Base URL come from Python
 //    (`CONTRACT.providerTypes`); choosing a type fills the Base URL when it is empty or still holds
-//    another type's default.
+//    another type's default. A short hint under the list says what the chosen type is for. An
+//    empty field's placeholder is an example and says so ("e.g. https://api.openai.com/v1"), so it
+//    is never taken for a value.
 // 6. The "Model" field offers the provider's models (`provider.models`, on focus or "Refresh
 //    models") and still takes any typed name; a failed list is a sentence under the field and
 //    never blocks saving.
-// 7. An http:// Base URL shows "Send the API key over plain HTTP"; Python refuses a key sent to
+// 7. "Send the API key over plain HTTP" shows only when it matters: an API key is typed and the
+//    Base URL is http:// to another machine (`keyCouldBeRead`). Python refuses a key sent to
 //    another machine over http:// without it (`key_over_http`), and the sentence says so.
 
 import { CONTRACT } from "../generated/contract.js";
@@ -30,6 +36,15 @@ const TYPES = CONTRACT.providerTypes;
 // Python names the types in English; these are their translations (a type not listed keeps its name).
 const TYPE_LABELS = { openai: "options_type_openai", "openai-responses": "options_type_responses" };
 const typeLabel = (type) => (TYPE_LABELS[type.type] ? t(TYPE_LABELS[type.type]) : type.label);
+// What each type is for, under the list (rule 5); and a model name to show as an example.
+const TYPE_HINTS = {
+  openai: "options_type_hint_openai",
+  anthropic: "options_type_hint_anthropic",
+  gemini: "options_type_hint_gemini",
+  "openai-responses": "options_type_hint_responses",
+};
+const MODEL_EXAMPLES = { openai: "gpt-4o-mini", anthropic: "claude-sonnet-4-5", gemini: "gemini-2.5-flash", "openai-responses": "gpt-4o-mini" };
+const example = (value) => t("options_example_placeholder", value);
 const defaultBaseUrl = (type) => TYPES.find((t) => t.type === type)?.defaultBaseUrl || "";
 
 const PRESETS = [
@@ -65,17 +80,22 @@ const state = { providers: [], activeProviderId: null, uiLanguage: "auto", summa
 
 // --- Messages -----------------------------------------------------------------------------------
 
-// A hidden message keeps no text, so nothing stale can be read or announced later.
-function show(kind, sentence) {
-  for (const which of ["status", "alert"]) {
-    const on = which === kind;
-    $(`${which}-text`).textContent = on ? sentence : "";
-    $(`${which}-box`).hidden = !on;
+// Rule 4: `area` names the `[data-area]` block under what was asked ("page", "form", "language",
+// "long-pages", "code"). A hidden message keeps no text, so nothing stale can be read or announced
+// later; showing one hides every other.
+function show(kind, sentence, area) {
+  for (const block of document.querySelectorAll(".messages[data-area]")) {
+    for (const role of ["status", "alert"]) {
+      const on = role === kind && block.dataset.area === area;
+      const line = block.querySelector(`[role=${role}]`);
+      line.textContent = on ? sentence : "";
+      line.parentElement.hidden = !on;
+    }
   }
 }
-const say = (sentence) => show("status", sentence);
-const warn = (sentence) => show("alert", sentence);
-const quiet = () => show(null, "");
+const say = (sentence, area = "page") => show("status", sentence, area);
+const warn = (sentence, area = "page") => show("alert", sentence, area);
+const quiet = () => show(null, "", null);
 
 // --- The list of providers ----------------------------------------------------------------------
 
@@ -150,17 +170,37 @@ function formProvider() {
     model: form.model.value.trim(),
     systemPrompt: form.systemPrompt.value.trim(),
     prices: formPrices(),
-    // Python decides whether the host needs it (py/margin/providers/plain_http.py); only an http:// URL shows the box.
-    allowPlainHttpKey: isPlainHttp() && form.allowPlainHttpKey.checked,
+    // Python decides whether the host needs it (py/margin/providers/plain_http.py); a hidden box is not ticked.
+    allowPlainHttpKey: !form.plainHttpField.hidden && form.allowPlainHttpKey.checked,
   };
 }
 
-// Rule 7: the "Send the API key over plain HTTP" box, shown for an http:// Base URL only.
+// Rule 7: the "Send the API key over plain HTTP" box, for a key that would cross the network
+// unencrypted. The host is read by the browser's own URL parser, as Python reads it
+// (py/margin/providers/plain_http.py rule 1: "127.1" and "0x7f.0.0.1" are 127.0.0.1 here too); what
+// is local here is local there, so the box never hides when Python would refuse.
 const isPlainHttp = () => /^http:/i.test(form.baseUrl.value.trim());
+function isLocalHost(hostname) {
+  const host = hostname.toLowerCase().replace(/\.$/, "");
+  if (host === "localhost" || host.endsWith(".localhost")) return true;
+  if (/^127\.\d+\.\d+\.\d+$/.test(host)) return true;
+  return host === "[::1]" || /^\[::ffff:7f[0-9a-f]{2}:[0-9a-f]{1,4}\]$/.test(host);
+}
+function keyCouldBeRead() {
+  if (!isPlainHttp() || !form.apiKey.value.trim()) return false;
+  // Python takes a non-ASCII host for another machine (plain_http.py rule 1): so does this.
+  if (!/^[\x20-\x7e]*$/.test(form.baseUrl.value.trim())) return true;
+  try {
+    return !isLocalHost(new URL(form.baseUrl.value.trim()).hostname);
+  } catch {
+    return true; // not a URL yet: Save names that problem first
+  }
+}
 function showPlainHttp() {
-  form.plainHttpField.hidden = !isPlainHttp();
+  form.plainHttpField.hidden = !keyCouldBeRead();
 }
 form.baseUrl.addEventListener("input", showPlainHttp);
+form.apiKey.addEventListener("input", showPlainHttp);
 
 // The sentence for the first problem in the form, or null when it can be saved.
 function problemWith(provider) {
@@ -190,7 +230,11 @@ fillTypes();
 // Presets are OpenAI-compatible servers; other types have one address, filled in for the user.
 function showTypeHints() {
   const type = form.type.value;
-  form.baseUrl.placeholder = defaultBaseUrl(type) || "https://…";
+  form.baseUrl.placeholder = example(defaultBaseUrl(type) || "https://…");
+  form.model.placeholder = example(MODEL_EXAMPLES[type] || "gpt-4o-mini");
+  const hint = $("type-hint");
+  hint.textContent = TYPE_HINTS[type] ? t(TYPE_HINTS[type]) : "";
+  hint.hidden = !TYPE_HINTS[type];
   $("presets-field").hidden = type !== "openai";
 }
 
@@ -260,7 +304,7 @@ for (const preset of PRESETS) {
     const previousPreset = PRESETS.find((p) => p.name === form.name.value.trim());
     if (!form.name.value.trim() || previousPreset) form.name.value = preset.name;
     form.baseUrl.value = preset.baseUrl;
-    form.model.placeholder = preset.model;
+    form.model.placeholder = example(preset.model);
     markPreset();
     showPlainHttp();
     form.model.focus();
@@ -295,7 +339,7 @@ form.root.addEventListener("submit", async (event) => {
   event.preventDefault();
   const provider = formProvider();
   const problem = problemWith(provider);
-  if (problem) return warn(problem);
+  if (problem) return warn(problem, "form");
   if (!provider.name) provider.name = PRESETS.find((p) => p.baseUrl === provider.baseUrl)?.name || hostOf(provider.baseUrl);
   const isNew = !provider.id;
   if (isNew) provider.id = crypto.randomUUID();
@@ -310,10 +354,12 @@ form.root.addEventListener("submit", async (event) => {
     fillForm(state.providers.find((p) => p.id === provider.id) || provider);
     say(
       active === provider.id ? t("options_saved_active", provider.name) : t("options_saved_other", provider.name),
+      "form",
     );
   } catch (error) {
     if (isNew) provider.id = null;
-    warn(error.message);
+    if (error.code === "key_over_http") form.plainHttpField.hidden = false; // the box the sentence names
+    warn(error.message, "form");
   } finally {
     form.save.disabled = false;
   }
@@ -352,17 +398,17 @@ $("add-provider").addEventListener("click", () => {
 form.test.addEventListener("click", async () => {
   const provider = formProvider();
   const problem = problemWith(provider);
-  if (problem) return warn(problem);
+  if (problem) return warn(problem, "form");
   quiet();
   form.test.disabled = true;
   form.test.classList.add("busy");
   form.test.setAttribute("aria-busy", "true");
   try {
     const result = await call("provider.test", { provider: { ...provider, id: provider.id || "unsaved" } });
-    if (result?.ok) say(result.message || t("options_test_ok"));
-    else warn(result?.message || t("options_test_failed"));
+    if (result?.ok) say(result.message || t("options_test_ok"), "form");
+    else warn(result?.message || t("options_test_failed"), "form");
   } catch (error) {
-    warn(error.message);
+    warn(error.message, "form");
   } finally {
     form.test.disabled = false;
     form.test.classList.remove("busy");
@@ -387,9 +433,9 @@ $("ui-language").addEventListener("change", async (event) => {
       /* no storage, no frame */
     }
     await followed;
-    say(t("options_language_saved"));
+    say(t("options_language_saved"), "language");
   } catch (error) {
-    warn(error.message);
+    warn(error.message, "language");
   }
 });
 
@@ -421,9 +467,9 @@ $("summarize-above").addEventListener("change", async (event) => {
   const threshold = Number(event.target.value);
   try {
     await save(state.providers, state.activeProviderId, { summarizeAboveChars: threshold });
-    say(t(threshold ? "options_summarize_saved_on" : "options_summarize_saved_off"));
+    say(t(threshold ? "options_summarize_saved_on" : "options_summarize_saved_off"), "long-pages");
   } catch (error) {
-    warn(error.message);
+    warn(error.message, "long-pages");
     showSummarizeAbove();
   }
 });
@@ -446,9 +492,9 @@ function showCodeSettings() {
 async function saveCodeSetting(changes, savedKey) {
   try {
     await save(state.providers, state.activeProviderId, changes);
-    say(t(savedKey));
+    say(t(savedKey), "code");
   } catch (error) {
-    warn(error.message);
+    warn(error.message, "code");
   }
   showCodeSettings();
 }
@@ -464,6 +510,9 @@ $("code-time-limit").addEventListener("change", (event) =>
 function retranslate() {
   i18n.translatePage();
   fillTypes();
+  showTypeHints();
+  const preset = PRESETS.find((p) => p.baseUrl === form.baseUrl.value.trim().replace(/\/+$/, ""));
+  if (preset) form.model.placeholder = example(preset.model);
   showKey(form.apiKey.type === "text");
   showSummarizeAbove();
   showCodeSettings();

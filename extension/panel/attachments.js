@@ -6,7 +6,8 @@
 //    `article[data-role]`, it has no Edit or Regenerate, and a run of cards is answered by the
 //    next question.
 // 2. Attaching never writes here: the worker appends the record and storage.onChanged paints it.
-//    A refusal (a chrome:// page, a PDF, a page with no text) is the worker's sentence, in the alert.
+//    A refusal (a chrome:// page, an unreadable PDF, a page with no text) is the worker's sentence,
+//    in the alert. A PDF tab is read by the panel's PDF worker first (panel/pdf_attach.js).
 // 3. Only cards that no question has used yet ("waiting") can be removed.
 // 4. A card says what the model gets for it (`data-slimming`, docs/interface.md): "summarizing"
 //    (a pass runs: progress and "Cancel summary"), "aged" (a short note: "Attach again"),
@@ -23,10 +24,11 @@ import { $, ui, state, events, recordText, showAlert, clearAlert, announce } fro
 import { agedIndices, summaryOf } from "./slimming.js";
 import { summaryKey, summaryProgress, startSummary, cancelSummary } from "./summaries.js";
 import { register } from "./registry.js";
+import { attachTab } from "./pdf_attach.js";
 
 const PREFIX = CONTRACT.pageContextPrefix;
 // The card's kind, as its accessible name begins ("Attached page: <title>").
-const KIND_KEYS = { page: "panel_kind_page", video: "panel_kind_video", selection: "panel_kind_selection", file: "panel_kind_file" };
+const KIND_KEYS = { page: "panel_kind_page", video: "panel_kind_video", selection: "panel_kind_selection", file: "panel_kind_file", pdf: "panel_kind_pdf" };
 const ICONS = { video: "video", selection: "quote", file: "dataFile" };
 const kindName = (kind) => t(KIND_KEYS[kind] || KIND_KEYS.page);
 
@@ -118,6 +120,7 @@ function metaLine(meta, record) {
   const parts = [];
   if (meta.site) parts.push(meta.site);
   if (meta.kind === "video" && record.video?.transcript?.cues) parts.push(t("panel_meta_transcript"));
+  if (meta.kind === "pdf" && Number.isInteger(meta.pages)) parts.push(tPlural("panel_meta_pages", meta.pages), formatSize(meta.bytes));
   parts.push(tPlural("panel_meta_characters", meta.chars ?? recordText(record).length));
   if (meta.truncated) parts.push(t("panel_meta_cut", formatNumber(meta.chars), formatNumber(meta.originalChars)));
   return parts.join(" · ");
@@ -250,12 +253,13 @@ async function attachPage() {
   attachButton.setAttribute("aria-busy", "true");
   const slow = setTimeout(() => announce(t("panel_reading_page")), 400);
   try {
-    const result = await call("tab.attach", {});
+    const result = await attachTab({});
     if (result.duplicate) announce(t("panel_already_attached"));
     else announce(t("panel_card_name", kindName(result.attachment.kind), result.attachment.title || result.attachment.site));
     if (result.summarize) startSummary(result.attachment);
   } catch (error) {
-    showAlert(error.message);
+    if (error.code === "cancelled") announce(error.message);
+    else showAlert(error.message);
   } finally {
     clearTimeout(slow);
     attachButton.disabled = false;
@@ -265,10 +269,19 @@ async function attachPage() {
   }
 }
 
-// While pages wait for a question, the box says so.
+// While attachments wait for a question, the box says what they are: "the attached file", "the 2
+// attached pages", "the 3 attachments" (of different kinds).
+const ASK_ONE = { page: "panel_ask_one_page", video: "panel_ask_one_video", selection: "panel_ask_one_selection", file: "panel_ask_one_file" };
+const ASK_MANY = { page: "panel_ask_attached", video: "panel_ask_videos", selection: "panel_ask_selections", file: "panel_ask_files" };
+function composerHint(records) {
+  const kinds = records.slice(waitingFrom(records)).map((record) => (ASK_ONE[record.attachment.kind] ? record.attachment.kind : "page"));
+  if (!kinds.length) return t("panel_ask_anything");
+  const kind = kinds.every((k) => k === kinds[0]) ? kinds[0] : null;
+  if (kinds.length === 1) return t(ASK_ONE[kind]);
+  return tPlural(kind ? ASK_MANY[kind] : "panel_ask_attachments", kinds.length);
+}
 export function updateComposerHint(records) {
-  const waiting = records.length - waitingFrom(records);
-  ui.message.placeholder = waiting ? tPlural("panel_ask_attached", waiting) : t("panel_ask_anything");
+  ui.message.placeholder = composerHint(records);
 }
 
 register({ name: "attachments", init });

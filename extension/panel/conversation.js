@@ -43,6 +43,7 @@ import { startTurn, reconcileStreamingWithHistory, streamingBubble, takeStreamin
 import { isAttachment, isVideoRecord, waitingFrom, attachmentSignature, buildAttachmentCard, updateComposerHint } from "./attachments.js";
 import { addCapsules } from "./capsules.js";
 import { usageLine } from "./usage.js";
+import { versionBar, versionsKey } from "./versions.js";
 import { unsavedAfter, forgetUnsavedNodes } from "./unsaved.js";
 import { register } from "./registry.js";
 
@@ -247,6 +248,8 @@ function buildBubble(record, index, { regenerate, lite, deferImages, videoIndex,
   if (role === "user") actions.append(actionButton("edit", t("panel_edit"), "edit"));
   if (regenerate) actions.append(actionButton("regenerate", t("panel_regenerate"), "regenerate"));
   if (!streamed) article.append(body);
+  const versions = versionBar(record, index); // "Previous version", "2 of 3", "Next version" (versions.js)
+  if (versions) article.append(versions);
   const usage = role === "assistant" ? usageLine(record) : "";
   if (usage) article.append(el("p", { class: "usage-line", text: usage }));
   article.append(actions);
@@ -407,7 +410,7 @@ function paint(records, { from, firstPaint, stickToBottom, older = false }) {
       return;
     }
     const capsulesFor = record.role === "assistant" ? videoIndex : -1;
-    const sig = `${recordSignature(record)}|${index === regen ? "R" : ""}|v${capsulesFor}|${usageLine(record)}`;
+    const sig = `${recordSignature(record)}|${index === regen ? "R" : ""}|v${capsulesFor}|${usageLine(record)}|${versionsKey(record)}`;
     const old = state.bubbles[index];
     if (old && old.sig === sig) {
       old.node.dataset.index = String(index);

@@ -96,6 +96,8 @@ function mountedSessionsPanel() {
           closeSessions();
           ui.sessionsButton.focus();
         },
+        // The open conversation, the list's first row (panel/sessions/current.js).
+        currentConversation: () => state.history,
       }),
     (error) => {
       sessionsPanel = null;

@@ -8,6 +8,9 @@
 //    move between items, Enter or Space chooses, Esc closes and gives focus back to the chip,
 //    Tab or a click outside closes it.
 // 3. The menu is rebuilt from `state.providers` each time it opens, so it never shows a stale list.
+// 4. The menu is as wide as its longest item, up to the panel's width: it opens under the chip and
+//    moves left as far as it must to stay inside the panel, so an item is cut only when the panel
+//    itself is too narrow for it.
 
 import { call, el, openOptions } from "../shared/ui_common.js";
 import { t } from "../shared/i18n.js";
@@ -49,9 +52,19 @@ export function openMenu() {
   });
   root.replaceChildren(...radios, el("div", { role: "separator", class: "model-separator" }), manage);
   root.hidden = false;
+  placeInside(root);
   ui.model.setAttribute("aria-expanded", "true");
   const checked = radios.findIndex((r) => r.getAttribute("aria-checked") === "true");
   focusItem(Math.max(checked, 0));
+}
+
+// Rule 4: shifted left by what would pass the panel's right edge, never past its left edge.
+const MARGIN_PX = 8;
+function placeInside(root) {
+  root.style.left = "";
+  const box = root.getBoundingClientRect();
+  const over = box.right - (document.documentElement.clientWidth - MARGIN_PX);
+  if (over > 0) root.style.left = `${-Math.min(over, box.left - MARGIN_PX)}px`;
 }
 
 export function closeMenu({ focusChip = true } = {}) {

@@ -109,9 +109,13 @@ export function formatNumber(value, options = {}) {
   return formatter(Intl.NumberFormat, options).format(value);
 }
 
+// Bytes as "64 bytes", "46.2 kB", "3.1 MB". Under 1 kB the words are the catalogue's plural forms
+// (`common_size_bytes`): Intl's short byte unit is not plural ("64 byte" in English, "1 bytes" in
+// Portuguese).
 const SIZE_UNITS = ["byte", "kilobyte", "megabyte", "gigabyte"];
 export function formatSize(bytes) {
   let value = Math.max(0, Number(bytes) || 0);
+  if (value < 1000) return tPlural("common_size_bytes", Math.round(value));
   let unit = 0;
   while (value >= 1000 && unit < SIZE_UNITS.length - 1) {
     value /= 1000;

@@ -11,7 +11,7 @@
 //
 // storage.js        chrome.storage (reads in pieces, writes, removals, key names, sizes), SHA-256
 // http.js           fetch with a streaming body reader and abort
-// tabs.js           the active web tab, screenshots, the page script, tab focus/open, purge listeners
+// tabs.js           the active web tab, the window's web tabs, waking a tab, screenshots, the page script, tab focus/open, purge listeners
 // catalogue.js      the browser's UI language, one locale's catalogue
 // packages.js       Pyodide's packages, loaded late
 // port_registry.js  the open ports of turns, summary passes and backups: an event posted on one
@@ -25,7 +25,7 @@ export {
   sha256Hex,
 } from './storage.js';
 export { httpOpen, httpRead, httpAbort } from './http.js';
-export { activeWebTab, captureVisibleTab, tabsGet, tabsRun, tabsFocus, tabsOpen, tabsWatch } from './tabs.js';
+export { activeWebTab, windowWebTabs, captureVisibleTab, tabsGet, tabsWake, tabsRun, tabsFocus, tabsOpen, tabsWatch } from './tabs.js';
 export { uiLanguage, catalogue } from './catalogue.js';
 export { loadPackage } from './packages.js';
 // Python's name for posting an event on any work's port (port_registry.js rule 2).

@@ -35,7 +35,14 @@ export function onExplainClicked(info, tab) {
   } catch (error) {
     console.warn('Margin: could not open the side panel', error);
   }
-  const request = { selectionText: info.selectionText, pageUrl: info.pageUrl || tab?.url || '', title: tab?.title || '' };
+  // srcUrl, frameUrl: what tells a selection in Chrome's PDF viewer (py/margin/turn/explain.py, rule 4).
+  const request = {
+    selectionText: info.selectionText,
+    pageUrl: info.pageUrl || tab?.url || '',
+    frameUrl: info.frameUrl || '',
+    srcUrl: info.srcUrl || '',
+    title: tab?.title || '',
+  };
   // Rule 4.
   return python()
     .then(({ worker }) => worker.explain_queue_json(JSON.stringify(request)))

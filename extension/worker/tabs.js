@@ -11,6 +11,12 @@
 //    until removeListener runs; so the purge listeners are added only while a tab is cached, and
 //    removed as soon as none is. Tab events of tabs that are not cached never reach Python: the
 //    ones that do go to the handler background.js sets (`setTabEventHandler`).
+// 4. "Attach tabs" lists the web tabs of the same window rule 1 reads: chrome.tabs.query gives
+//    their URL and title without the "tabs" permission, because Margin has host access to them
+//    (<all_urls>); a chrome:// tab's URL stays hidden, so it is not listed.
+// 5. A tab Chrome discarded (Memory Saver) has no document to read: `tabsWake` reloads it, as
+//    Chrome itself does when the user opens it, and waits (polling, no listener kept: rule 3)
+//    until it and a tab still loading have loaded, within the time Python gives.
 
 import { failed, reply } from './wire.js';
 
@@ -36,7 +42,53 @@ export async function captureVisibleTab(windowId) {
   }
 }
 
-const tabJson = (tab) => ({ id: tab.id, windowId: tab.windowId, url: tab.url || '', title: tab.title || '' });
+const tabJson = (tab) => ({
+  id: tab.id,
+  windowId: tab.windowId,
+  url: tab.url || '',
+  title: tab.title || '',
+  active: Boolean(tab.active),
+  discarded: Boolean(tab.discarded),
+  loading: tab.status === 'loading' || tab.status === 'unloaded',
+});
+
+// Rule 4: the last focused normal window's web tabs, in the order of its tab strip.
+export async function windowWebTabs() {
+  try {
+    const win = await chrome.windows.getLastFocused({ windowTypes: ['normal'] });
+    const tabs = await chrome.tabs.query({ windowId: win.id });
+    tabs.sort((a, b) => a.index - b.index);
+    return reply(tabs.filter((tab) => WEB_URL.test(tab.url || '')).map(tabJson));
+  } catch (error) {
+    return failed('tabs', error);
+  }
+}
+
+const WAKE_POLL_MS = 150;
+const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// Rule 5: a discarded tab reloaded, then (like a loading one) waited for until it has loaded.
+export async function tabsWake(tabId, timeoutMs) {
+  const deadline = Date.now() + timeoutMs;
+  let tab;
+  try {
+    tab = await chrome.tabs.get(tabId);
+  } catch {
+    return reply(null); // "No tab with id": it was closed
+  }
+  try {
+    if (tab.discarded) await chrome.tabs.reload(tabId);
+    while (tab.discarded || tab.status !== 'complete') {
+      if (Date.now() >= deadline) break;
+      await pause(WAKE_POLL_MS);
+      tab = await chrome.tabs.get(tabId);
+    }
+    return reply(tabJson(tab));
+  } catch (error) {
+    if (/no tab with id/i.test(String(error?.message || error))) return reply(null);
+    return failed('tabs', error);
+  }
+}
 
 export async function tabsGet(tabId) {
   try {

@@ -12,13 +12,17 @@ Rules:
 3. Stopping the service worker is proven, not assumed: `stop_service_worker()` returns only once
    no service-worker target of the extension is left.
 4. Everything the browser logs (pages, page errors, the worker) goes to the `browser` logger and
-   into `console_lines`, so a failing test shows it.
+   into `console_lines`, so a failing test shows it (browser_log.py).
+5. Every Content-Security-Policy violation in one of Margin's pages is recorded in
+   `csp_violations` (browser_log.py's listener in every page, reporting through the console): the
+   panel runs with none, and the conftest fails a test that leaves any.
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
+import hashlib
+import json
 import os
 import re
 import shutil
@@ -29,12 +33,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from playwright.sync_api import BrowserContext, ConsoleMessage, Page, Playwright, Worker
+from browser_log import CSP_LISTENER_JS, pipe_console
+from playwright.sync_api import BrowserContext, Page, Playwright, Worker
 
 if TYPE_CHECKING:
     from worker_starts import WorkerStarts
 
-log = logging.getLogger("browser")
 
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -81,6 +85,7 @@ class Launched:
     console_lines: list[str] = field(default_factory=list)
     # Uncaught exceptions in Margin's pages (the conftest fails a test that leaves any).
     page_errors: list[str] = field(default_factory=list)
+    csp_violations: list[str] = field(default_factory=list)  # rule 5
 
     @property
     def origin(self) -> str:
@@ -93,15 +98,34 @@ class Launched:
             shutil.rmtree(self.profile_dir, ignore_errors=True)
 
 
+def unpacked_extension_id(dist_dir: Path) -> str:
+    """The id Chromium gives an extension loaded from `dist_dir`: its path's SHA-256, in a–p."""
+    digest = hashlib.sha256(str(Path(dist_dir).resolve()).encode()).hexdigest()[:32]
+    return "".join(chr(ord("a") + int(c, 16)) for c in digest)
+
+
 def launch(
-    playwright: Playwright, dist_dir: Path, *, headless: bool = True, lang: str | None = None
+    playwright: Playwright,
+    dist_dir: Path,
+    *,
+    headless: bool = True,
+    lang: str | None = None,
+    file_access: bool = False,
 ) -> Launched:
     """Chromium with the extension loaded and a fresh profile; waits for the service worker.
-    `lang` ("ja", "ru", ...) is the browser's UI language, what chrome.i18n answers in."""
+    `lang` ("ja", "ru", ...) is the browser's UI language, what chrome.i18n answers in.
+    `file_access`: the user turned on "Allow access to file URLs" for Margin (written into the
+    fresh profile's preferences, as the switch in chrome://extensions does)."""
     dist_dir = Path(dist_dir).resolve()
     if not (dist_dir / "manifest.json").is_file():
         raise FileNotFoundError(f"no built extension at {dist_dir} (run python3 build.py)")
     profile_dir = Path(tempfile.mkdtemp(prefix="margin-profile-"))
+    if file_access:
+        (profile_dir / "Default").mkdir()
+        settings = {unpacked_extension_id(dist_dir): {"newAllowFileAccess": True}}
+        (profile_dir / "Default" / "Preferences").write_text(
+            json.dumps({"extensions": {"settings": settings}})
+        )
     context = playwright.chromium.launch_persistent_context(
         str(profile_dir),
         headless=headless,
@@ -115,9 +139,11 @@ def launch(
         # On Linux, Chromium takes its UI language from the environment; --lang alone is not enough.
         env={**os.environ, "LANGUAGE": lang, "LANG": f"{lang}.UTF-8"} if lang else None,
     )
+    context.add_init_script(CSP_LISTENER_JS)
     lines: list[str] = []
     page_errors: list[str] = []
-    _pipe_console(context, lines, page_errors)
+    csp_violations: list[str] = []
+    pipe_console(context, lines, page_errors, csp_violations)
     try:
         workers = [w for w in context.service_workers if w.url.startswith("chrome-extension://")]
         worker = (
@@ -136,50 +162,7 @@ def launch(
             f"at import). Load it with `python3 build.py run` to see chrome://extensions errors. ({error})"
         ) from error
     extension_id = worker.url.split("/")[2]
-    return Launched(context, extension_id, profile_dir, lines, page_errors)
-
-
-def _pipe_console(context: BrowserContext, lines: list[str], page_errors: list[str]) -> None:
-    started = time.monotonic()
-
-    def note(source: str, level: str, text: str) -> None:
-        line = f"[{time.monotonic() - started:7.2f}s] {source} {level}: {text}"
-        lines.append(line)
-        log.log(logging.ERROR if level in ("error", "pageerror") else logging.INFO, line)
-
-    def short(url: str) -> str:
-        return re.sub(r"^chrome-extension://[a-p]{32}", "ext:", url)
-
-    def on_page(page: Page) -> None:
-        page.on("console", lambda m: note(f"page {short(page.url)}", m.type, _console_text(m)))
-
-        def on_error(error: Any) -> None:
-            text = f"{short(page.url)}: {error}\n{getattr(error, 'stack', '') or ''}".rstrip()
-            page_errors.append(text)
-            note("page", "pageerror", text)
-
-        page.on("pageerror", on_error)
-        page.on("crash", lambda _: note(f"page {short(page.url)}", "error", "page crashed"))
-
-    def on_worker(worker: Worker) -> None:
-        note(f"worker {short(worker.url)}", "info", "started")
-        worker.on("console", lambda m: note(f"worker {short(worker.url)}", m.type, _console_text(m)))
-        worker.on("close", lambda _: note(f"worker {short(worker.url)}", "info", "stopped"))
-
-    context.on("page", on_page)
-    context.on("serviceworker", on_worker)
-    for page in context.pages:
-        on_page(page)
-    for worker in context.service_workers:
-        on_worker(worker)
-
-
-def _console_text(message: ConsoleMessage) -> str:
-    text = message.text
-    location = message.location or {}
-    if message.type in ("error", "warning") and location.get("url"):
-        text += f"  ({location['url'].rsplit('/', 1)[-1]}:{location.get('lineNumber')})"
-    return text
+    return Launched(context, extension_id, profile_dir, lines, page_errors, csp_violations)
 
 
 def poll(
@@ -226,7 +209,7 @@ WATCH_ALERTS_JS = """() => {
 
 BUBBLE_TEXT_JS = """(node) => {
     const copy = node.cloneNode(true);
-    copy.querySelectorAll('button, [role=button], [aria-hidden=true], [hidden], .usage-line').forEach((n) => n.remove());
+    copy.querySelectorAll('button, [role=button], [aria-hidden=true], [hidden], .usage-line, .versions').forEach((n) => n.remove());
     return copy.textContent.replace(/\\s+/g, ' ').trim();
 }"""
 

@@ -24,7 +24,8 @@ def set_language(margin: Margin, page, tag: str, heading: str) -> None:
 def test_the_options_page_has_no_violations_in_either_theme(margin: Margin, tag, heading):
     page = open_options(margin)
     # A saved provider: its row (the meta line on the active row's tint) is what a new user meets
-    # right after saving; an http:// Base URL also shows the plain-HTTP checkbox.
+    # right after saving; a key for an http:// server on another machine also shows the plain-HTTP
+    # checkbox (a server on this machine, or one without a key, shows none).
     margin.send_message(
         {
             "type": "options.save",
@@ -34,7 +35,9 @@ def test_the_options_page_has_no_violations_in_either_theme(margin: Margin, tag,
                         "id": "p1",
                         "type": "openai",
                         "name": "Local",
-                        "baseUrl": "http://localhost:11434/v1",
+                        "baseUrl": "http://192.168.1.20:11434/v1",
+                        "apiKey": "sk-lan",
+                        "allowPlainHttpKey": True,
                         "model": "llama3.2",
                     },
                     {

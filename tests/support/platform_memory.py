@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from margin.base import wire
@@ -200,7 +200,7 @@ class ScriptedTransport:
             if hasattr(result, "__await__"):
                 result = await result
             item = result
-        return item if request.follow_redirects else self._refuse_redirect(item)
+        return self._refuse_redirect(item)
 
     def _refuse_redirect(self, response: ScriptedResponse) -> ScriptedResponse:
         """Like the browser's fetch with redirects refused (margin.platform.ports, rule 4): a 3xx with a
@@ -218,7 +218,9 @@ ScriptHandler = Callable[[WebTab, str, tuple], Any]
 class MemoryTabs:
     """Tabs in memory: `tabs` by id, the active one, and the page script answered by `script`
     (`script(tab, function, args)` returns the JSON result or raises ScriptError). Records what
-    the core asked for: `runs`, `focused`, `opened`, `watches` (each `watch()` call)."""
+    the core asked for: `runs`, `focused`, `opened`, `watches` (each `watch()` call), `woken`.
+    "Attach tabs": the window is the active tab's; a tab added `discarded` or `loading` loads when
+    woken, unless its id is in `stuck` (it never finishes loading)."""
 
     def __init__(self, tab: WebTab | None = None, screenshot: str = "", script: ScriptHandler | None = None):
         self.tabs: dict[int, WebTab] = {}
@@ -231,6 +233,8 @@ class MemoryTabs:
         self.focused: list[int] = []
         self.opened: list[str] = []
         self.watches: list[tuple[dict[int, str], bool]] = []
+        self.woken: list[int] = []
+        self.stuck: set[int] = set()
 
     @property
     def tab(self) -> WebTab | None:
@@ -255,11 +259,33 @@ class MemoryTabs:
     async def active_web_tab(self) -> WebTab | None:
         return self.tab
 
+    def _seen(self, tab: WebTab) -> WebTab:
+        return replace(tab, active=tab.id == self.active_id)
+
+    async def window_web_tabs(self) -> list[WebTab]:
+        window = self.tab.window_id if self.tab is not None else None
+        return [
+            self._seen(tab)
+            for tab in self.tabs.values()
+            if (window is None or tab.window_id == window)
+            and tab.url.lower().startswith(("http:", "https:", "file:"))
+        ]
+
+    async def wake(self, tab_id: int, timeout: float) -> WebTab | None:
+        self.woken.append(tab_id)
+        tab = self.tabs.get(tab_id)
+        if tab is None:
+            return None
+        if tab_id not in self.stuck:
+            tab = self.tabs[tab_id] = replace(tab, discarded=False, loading=False)
+        return self._seen(tab)
+
     async def capture_visible(self, window_id: int) -> str:
         return self.screenshot
 
     async def get(self, tab_id: int) -> WebTab | None:
-        return self.tabs.get(tab_id)
+        tab = self.tabs.get(tab_id)
+        return self._seen(tab) if tab is not None else None
 
     async def run(self, tab_id: int, function: str, *args: Any) -> Any:
         self.runs.append((tab_id, function, args))

@@ -7,7 +7,6 @@ import json
 import pytest
 from attach_tabs import ARTICLE_URL, VTT, Page, attach_now, history, run, setup, turn, video_page
 from chat_turns import SETTINGS, answer
-from platform_memory import ScriptedResponse
 
 from margin.base import clock
 from margin.base.errors import MarginError
@@ -96,7 +95,6 @@ def test_a_page_that_changed_in_place_is_read_again():
             "file_access_off",
             "Allow access to file URLs",
         ),
-        ("https://example.com/report.pdf", "Cannot access contents of the page.", "page_is_pdf", "PDF"),
         ("https://example.com/x", "Frame with ID 0 is showing error page", "page_not_readable", "error page"),
         ("https://example.com/x", "No tab with id: 7.", "tab_gone", "closed"),
     ],
@@ -113,11 +111,11 @@ def test_pages_chrome_does_not_let_margin_read_get_a_sentence_and_store_nothing(
     assert history(platform) == []
 
 
-def test_a_pdf_viewer_tab_and_a_page_without_text_are_refused():
+def test_a_pdf_viewer_tab_goes_to_the_panel_and_a_page_without_text_is_refused():
+    # The panel reads a PDF (test_pdf_attach.py): the reply says so, and nothing is stored.
     platform = setup(Page(content_type="application/pdf"))
-    with pytest.raises(MarginError) as info:
-        attach_now(platform)
-    assert info.value.code == "page_is_pdf"
+    assert attach_now(platform)["pdf"]["url"] == ARTICLE_URL
+    assert history(platform) == []
     platform = setup(Page(html=""))
     with pytest.raises(MarginError) as info:
         attach_now(platform)
@@ -151,12 +149,12 @@ def test_a_runaway_page_is_cut_at_the_hard_cap_and_says_so(monkeypatch):
 
 def test_a_video_with_captions_attaches_its_transcript_and_is_stamped_for_seeking():
     page = video_page()
-    platform = setup(
-        page, responses=[ScriptedResponse(chunks=[VTT], headers={"content-type": "text/vtt"})], url=page.url
-    )
+    platform = setup(page, url=page.url)
     result = attach_now(platform)
     assert result["attachment"]["kind"] == "video"
-    assert platform.transport.requests[0].url == "https://videos.example.com/media/canyon.en.vtt"
+    # The caption file was read by the page, under its own rules; the worker fetched nothing.
+    assert page.reads == ["https://videos.example.com/media/canyon.en.vtt"]
+    assert platform.transport.requests == []
     [record] = history(platform)
     assert record["videoSrc"] == "https://videos.example.com/media/canyon.webm"
     assert record["video"]["tabId"] == 7 and record["video"]["pageUrl"] == page.url
@@ -168,9 +166,7 @@ def test_a_video_with_captions_attaches_its_transcript_and_is_stamped_for_seekin
 
 def test_a_transcript_s_headings_are_in_the_model_language():
     page = video_page()
-    platform = setup(
-        page, responses=[ScriptedResponse(chunks=[VTT], headers={"content-type": "text/vtt"})], url=page.url
-    )
+    platform = setup(page, url=page.url)
     run(platform.local.set({"uiLanguage": "es"}))
     attach_now(platform)
     body = history(platform)[0]["content"].split("\n\n", 1)[1]
@@ -185,18 +181,44 @@ def test_cues_the_page_already_loaded_are_used_without_a_fetch():
     )
     platform = setup(page, url=page.url)
     attach_now(platform)
-    assert platform.transport.requests == []
+    assert page.reads == [] and platform.transport.requests == []
     assert "[0:05] Look up." in history(platform)[0]["content"]
 
 
-def test_a_video_without_readable_captions_attaches_the_page_and_says_so():
+@pytest.mark.parametrize(
+    "answer_of_the_page",
+    [
+        {"ok": False, "reason": "status", "detail": "404"},
+        {"ok": False, "reason": "refused", "detail": "TypeError: Failed to fetch"},  # CORS, private network
+        {"ok": False, "reason": "too_large", "detail": "20971520"},
+        {"ok": False, "reason": "timeout", "detail": "AbortError"},
+        "WEBVTT\n\n",  # a placeholder real sites serve
+        "<!doctype html><title>Sign in</title><form>log in</form>",
+        "<transcript></transcript>",
+        '{"events": [{"tStartMs": "x", "segs": 5}]}',
+        {"ok": True, "text": None},
+        ["not", "a", "dict"],
+    ],
+)
+def test_a_video_whose_captions_are_empty_or_unreadable_attaches_the_page_and_says_so(answer_of_the_page):
     page = video_page()
-    platform = setup(page, responses=[ScriptedResponse(status=404, chunks=["nope"])], url=page.url)
+    page.files = {page.videos[0]["tracks"][0]["src"]: answer_of_the_page}
+    platform = setup(page, url=page.url)
     result = attach_now(platform)
     assert result["attachment"]["kind"] == "page"
     record = history(platform)[0]
     assert "videoSrc" not in record
-    assert "no captions Margin can read" in record["content"]
+    assert "captions of the video on this page were empty or could not be read" in record["content"]
+    assert "A film about rivers." in record["content"]
+
+
+def test_a_video_with_no_caption_track_says_it_has_none():
+    page = video_page()
+    page.videos[0]["tracks"] = []
+    platform = setup(page, url=page.url)
+    attach_now(platform)
+    assert page.reads == []
+    assert "no captions Margin can read" in history(platform)[0]["content"]
 
 
 def test_youtube_caption_tracks_are_fetched_as_webvtt_preferring_captions_people_wrote():
@@ -224,12 +246,12 @@ def test_youtube_caption_tracks_are_fetched_as_webvtt_preferring_captions_people
             ],
         },
     )
-    platform = setup(page, responses=[ScriptedResponse(chunks=[VTT])], url=url)
+    page.files = {"https://www.youtube.com/api/timedtext?v=abc123XYZ&lang=en&fmt=vtt": VTT}
+    platform = setup(page, url=url)
     attach_now(platform)
-    assert (
-        platform.transport.requests[0].url
-        == "https://www.youtube.com/api/timedtext?v=abc123XYZ&lang=en&fmt=vtt"
-    )
+    # Read by youtube.com's own page, as its player reads it; the worker fetched nothing.
+    assert page.reads == ["https://www.youtube.com/api/timedtext?v=abc123XYZ&lang=en&fmt=vtt"]
+    assert platform.transport.requests == []
     record = history(platform)[0]
     # A MediaSource blob: URL means nothing later: the page's URL is what finds the video again.
     assert record["videoSrc"] == url
@@ -246,8 +268,9 @@ def test_youtube_s_automatic_captions_are_named_so_in_the_model_language(languag
         title="Rivers",
         html="<p>D</p>",
         youtube={"videoId": "abc123XYZ", "captionTracks": [{**asr, "kind": "asr"}]},
+        files={asr["baseUrl"] + "&fmt=vtt": VTT},
     )
-    platform = setup(page, responses=[ScriptedResponse(chunks=[VTT])], url=url)
+    platform = setup(page, url=url)
     run(platform.local.set({"uiLanguage": language}))
     attach_now(platform)
     body = history(platform)[0]["content"].split("\n\n", 1)[1]
@@ -418,11 +441,7 @@ def test_a_video_duration_that_is_not_a_finite_length_falls_back_to_the_transcri
 
 def test_a_cached_page_attached_again_after_a_language_change_has_the_new_language_s_headings():
     page = video_page()
-
-    def vtt():
-        return ScriptedResponse(chunks=[VTT], headers={"content-type": "text/vtt"})
-
-    platform = setup(page, responses=[vtt(), answer("ok"), vtt()], url=page.url)
+    platform = setup(page, responses=[answer("ok")], url=page.url)
     attach_now(platform)
     turn(platform, {"action": "send", "text": "?", "images": []})
     run(platform.local.set({"uiLanguage": "ru"}))

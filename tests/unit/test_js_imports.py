@@ -345,15 +345,18 @@ def test_every_feature_registers_itself_in_a_stated_order(imported_panel):
             "turn",
             "composer",
             "attachments",
+            "attach-tabs",
             "data-files",
             "conversation",
             "unsaved",
+            "versions",
             "header",
             "code-runs",
             "tool-calls",
         ]
     )
     assert wire.index("unsaved") > wire.index("conversation")
+    assert wire.index("versions") > wire.index("conversation")
     assert wire.index("tool-calls") > wire.index("code-runs")
     assert phases["painted"] == ["explain", "sessions-preload"]
     # Every module with an init() is a registered feature (model_menu.js is the header's part).

@@ -43,6 +43,7 @@ ROUTES: dict[str, str] = {
     "images.original": "margin.images.originals:handle_original",
     "tab.screenshot": "margin.images.screenshot:handle_screenshot",
     "tab.attach": "margin.page.attach:handle_attach",
+    "tabs.list": "margin.page.tab_list:handle_list",
     "file.attach": "margin.page.attach:handle_attach_file",
     "attachment.remove": "margin.page.attach:handle_remove",
     "attachment.reattach": "margin.page.attach:handle_reattach",
@@ -59,6 +60,7 @@ ROUTES: dict[str, str] = {
     "session.export": "margin.sessions.actions:handle_export",
     "history.save_answer": "margin.turn.unsaved_answers:handle_save_answer",
     "code.save_run": "margin.turn.saved_runs:handle_save_run",
+    "answer.choose_version": "margin.turn.answer_versions:handle_choose_version",
 }
 
 # Requests a content script (untrusted page context) may make.

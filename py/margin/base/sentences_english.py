@@ -6,8 +6,11 @@ makes (`py_session_untitled`, `py_import_copy_suffix`, `py_provider_default_name
 Invariants: it is the fallback when no catalogue is loaded, so a sentence is always said; the
 English catalogue (extension/_locales/en/messages.json) says exactly these bytes, and they are what
 Margin said before its sentences came from the catalogue (tests/unit/test_i18n_sentences.py).
-Entries are grouped by the module that says them.
+Entries are grouped by the module that says them; a backup's sentences (reading, checking and
+importing a backup file) are in margin.base.sentences_english_backup.
 """
+
+from .sentences_english_backup import BACKUP_ENGLISH
 
 ENGLISH: dict[str, str] = {
     # margin.base.errors: images
@@ -41,13 +44,23 @@ ENGLISH: dict[str, str] = {
         "keeps happening, reload the extension."
     ),
     # margin.turn.chat
-    "py_notice_images_unsupported": (
-        "This model does not take images, so Margin sent a short description in their place."
+    "py_notice_images_not_seen": (
+        "This model does not take images, so it did not see what you attached: Margin sent only the "
+        "text $1 in its place."
     ),
     "py_error_turn_in_progress": "An answer is still being written. Stop it or wait for it to finish.",
     "py_error_images_unreadable": "The attached images could not be read. Attach them again.",
     "py_error_empty_message": "Type a message or attach an image first.",
     "py_error_edit_target_gone": "Margin could not tell which message to edit. Try again.",
+    # margin.storage.versions, margin.turn.answer_versions
+    "py_error_versions_too_deep": (
+        "This conversation's earlier versions are nested too deeply to keep one more. Start a new "
+        "session to go on."
+    ),
+    "py_error_which_version": "Margin could not tell which version to show. Reopen the panel and try again.",
+    "py_error_version_gone": (
+        "That answer changed since the panel showed it, so Margin did not switch versions. Try again."
+    ),
     "py_error_bad_turn": "Margin did not understand what to do with this message. Reload the panel.",
     "py_error_conversation_changed": (
         "The conversation changed while the answer was being written (cleared or switched), so the "
@@ -240,9 +253,36 @@ ENGLISH: dict[str, str] = {
         "Chrome does not let extensions read the Chrome Web Store. Copy the text you want to ask about "
         "into the message, or use Screenshot."
     ),
-    "py_error_pdf": (
-        "This tab shows a PDF, which Margin cannot read as a page. Select the text you need and choose "
-        "“Explain with Margin” from the right-click menu, or use Screenshot."
+    "py_error_pdf_encrypted": (
+        "This PDF is locked with a password, so Margin cannot read its text. Open it in Chrome, enter"
+        " the password, save a copy with Print → Save as PDF, and attach that copy."
+    ),
+    "py_error_pdf_no_text": (
+        "This PDF has no text layer: its pages are pictures (a scan), so there is nothing to read. "
+        "Use Screenshot to show the model the page you see."
+    ),
+    "py_error_pdf_damaged": (
+        "This PDF is damaged or incomplete, so Margin cannot read it. Reload the tab (or download the"
+        " file again), then attach it again."
+    ),
+    "py_error_pdf_not_pdf": (
+        "This address did not give Margin a PDF (the site sent something else, such as a sign-in "
+        "page). Reload the tab, then attach it again."
+    ),
+    "py_error_pdf_too_big": (
+        "This PDF is $1 MB, more than the $2 MB Margin reads. Select the part you need and choose "
+        "“Explain with Margin”, or attach a smaller PDF."
+    ),
+    "py_error_pdf_too_big_unknown": (
+        "This PDF is larger than the $1 MB Margin reads. Select the part you need and choose “Explain"
+        " with Margin”, or attach a smaller PDF."
+    ),
+    "py_error_pdf_status": (
+        "Margin could not download this PDF: the site answered with HTTP status $1. Reload the tab, "
+        "then attach it again."
+    ),
+    "py_error_pdf_unreachable": (
+        "Margin could not download this PDF. Check the connection, reload the tab, then attach it again."
     ),
     "py_error_no_text": (
         "This page has no text Margin can read (it may be a picture, a canvas, or still loading). Wait "
@@ -255,6 +295,15 @@ ENGLISH: dict[str, str] = {
         "Margin could not read this page ($1). Reload it and try again, or use Screenshot."
     ),
     "py_error_which_page": "Margin could not tell which attached page was meant. Reload the panel.",
+    # margin.page.attach rule 8: "Attach tabs"
+    "py_error_tab_request": "Margin could not tell which tab to read. Open Attach tabs again.",
+    "py_error_tab_not_web": (
+        "That tab no longer shows a web page (http, https or file), so Margin cannot read it."
+    ),
+    "py_error_tab_not_loaded": (
+        "“$1” did not finish loading within $2 seconds, so Margin could not read it. Open the tab, "
+        "wait until it has loaded, then attach it again."
+    ),
     "py_error_attachment_gone": (
         "That page is no longer in the conversation. Open it in a tab and press Attach page."
     ),
@@ -279,6 +328,10 @@ ENGLISH: dict[str, str] = {
     "py_error_nothing_to_regenerate": "There is no question to answer again yet.",
     "py_error_message_gone": "That message is no longer in the conversation. Reopen the panel and try again.",
     "py_error_nothing_selected": "Select some text on the page first, then choose Explain with Margin.",
+    "py_error_pdf_selection": (
+        "Chrome did not give Margin the text selected in this PDF. Press Attach page to attach the "
+        "whole PDF, then ask about the part you need."
+    ),
     "py_error_explain_gone": (
         "That Explain request was already answered or is too old. Select the text again and choose "
         "Explain with Margin."
@@ -306,92 +359,6 @@ ENGLISH: dict[str, str] = {
     "py_error_session_unreadable": (
         "The saved text of “$1” cannot be read. It is kept as it is; export a backup before deleting it."
     ),
-    # margin.backup.stream*: a backup file refused (nothing of it is written)
-    "py_error_backup_choose_ours": "Choose a file made with “Export backup”.",
-    "py_error_backup_export_again": "Export the backup again and import the new file.",
-    "py_error_backup_not_ours": "This file is not a Margin backup. $1",
-    "py_error_backup_not_json": "This file is not a Margin backup (it is not valid JSON). $1",
-    "py_error_backup_empty_file": "The chosen file is empty. $1",
-    "py_error_backup_constant": "This backup holds “$1”, which is not a number Margin stores. $2",
-    "py_error_backup_long_number": (
-        "This backup holds a number of more than $1 digits, far larger than any Margin stores, so it "
-        "is damaged or was not made by Margin. $2"
-    ),
-    "py_error_backup_huge_number": "This backup holds a number too large to store ($1). $2",
-    "py_error_backup_twice": "This backup is damaged: it holds “$1” twice. $2",
-    "py_error_backup_text_after_end": "This backup is damaged: there is text after its end. $1",
-    "py_error_backup_nested_over": (
-        "This backup is nested more than $1 levels deep, which no Margin backup is: it is damaged or "
-        "was not made by Margin. $2"
-    ),
-    "py_error_backup_nested": "This backup is nested too deeply to read. $1",
-    "py_error_backup_incomplete": (
-        "This backup file is incomplete: it ends too early, as if the download or copy was cut off. $1"
-    ),
-    "py_error_backup_unreadable_near": "This backup file is damaged (unreadable near character $1). $2",
-    "py_error_backup_newer": (
-        "This backup was made by a newer Margin (format version $1). Update Margin, then import it again."
-    ),
-    "py_error_backup_unknown_version": (
-        "This backup has an unknown format version ($1); Margin reads version $2. Export it again "
-        "with this version of Margin."
-    ),
-    "py_error_backup_repeats_session": "This backup repeats one session too often. $1",
-    "py_error_backup_damaged": "This backup is damaged: $1. Export the backup again, or choose another file.",
-    "py_error_backup_damaged_choose": "This backup is damaged: $1. $2",
-    "py_error_backup_session": "session $1",
-    "py_error_backup_session_named": "session $1 (“$2”)",
-    "py_error_backup_open_conversation": "its open conversation",
-    "py_error_backup_problem_history": "$1 has a conversation that is not a list of messages",
-    "py_error_backup_problem_message": "$1 has a message ($2) Margin cannot read: $3",
-    "py_error_backup_problem_messages": "$1 has messages Margin cannot read",
-    "py_error_backup_problem_date": "$1 has a “$2” that is not a date",
-    "py_error_backup_problem_flag": "$1 has a “$2” that is neither true nor false",
-    "py_error_backup_problem_not_session": "$1 is not a session",
-    "py_error_backup_problem_name": "$1 has a name that is not text",
-    "py_error_backup_problem_id": "$1 has no usable id",
-    "py_error_backup_problem_current": "its open conversation is not readable",
-    "py_error_backup_problem_current_session": (
-        "its open conversation names its session with something that is not text"
-    ),
-    "py_error_backup_problem_settings": "its settings are not readable",
-    "py_error_backup_problem_providers": "its settings hold a list of providers that is not a list",
-    "py_error_backup_problem_language": "its settings hold an interface language that is not text",
-    "py_error_backup_problem_summarize": (
-        "its settings hold a “Summarize long pages” size that is not a number"
-    ),
-    "py_error_backup_problem_sessions": "its list of sessions is not readable",
-    "py_error_backup_problem_date_of_file": "its date is not a date",
-    "py_error_backup_provider_same_id": "$1 has the same id as an earlier one.",
-    "py_error_backup_not_file": "The panel sent something that is not part of the file. Import it again.",
-    "py_error_backup_bad_start": 'A backup port starts with {action: "export" or "import"}.',
-    # margin.backup.importer: what an import did (plural keys: one form per plural category)
-    "py_notice_import_nothing_new__one": (
-        "Nothing new to import: all $1 session in the backup are already here."
-    ),
-    "py_notice_import_nothing_new__other": (
-        "Nothing new to import: all $1 sessions in the backup are already here."
-    ),
-    "py_notice_import_empty": "The backup holds no sessions to import.",
-    "py_notice_import_added__one": "Added $1 session",
-    "py_notice_import_added__other": "Added $1 sessions",
-    "py_notice_import_added_none": "Added no session",
-    "py_notice_import_copies__one": "$1 of them as an “$2” copy beside yours, which differs from it",
-    "py_notice_import_copies__other": "$1 of them as “$2” copies beside yours, which differ from them",
-    "py_import_copy_suffix": " (imported)",
-    "py_notice_import_skipped": "skipped $1 already here",
-    "py_notice_import_providers__one": "added $1 provider",
-    "py_notice_import_providers__other": "added $1 providers",
-    "py_notice_import_list": "$1, $2",
-    "py_notice_import_sentence": "$1.",
-    "py_notice_import_damaged__one": " $1 session the backup marks as damaged could not be restored.",
-    "py_notice_import_damaged__other": " $1 sessions the backup marks as damaged could not be restored.",
-    "py_notice_import_left_out__one": " Left out $1 provider that is not valid: $2",
-    "py_notice_import_left_out__other": " Left out $1 providers that are not valid: $2",
-    "py_notice_import_use_first": (
-        " To use $1, choose it in the model menu: a provider from a backup is not used until you pick it."
-    ),
-    "py_notice_import_provider": "“$1” ($2)",
     # margin.sandbox.code_runs, margin.turn.unsaved_answers
     "py_error_run_answer_gone": (
         "The answer this code came from is no longer in the conversation, so its output was not saved."
@@ -551,4 +518,5 @@ ENGLISH: dict[str, str] = {
         "conversation. Put the address it should reach in the Base URL (often https:// "
         "instead of http://, or a missing /v1)."
     ),
+    **BACKUP_ENGLISH,
 }

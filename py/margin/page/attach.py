@@ -2,7 +2,7 @@
 
 Rules:
 1. Only the active web tab (http, https, file) of the last focused window is read, never an
-   extension page. Pages Chrome does not let extensions read (the Web Store, a PDF viewer, an
+   extension page. Pages Chrome does not let extensions read (the Web Store, an
    error page, a file:// page without file access) and pages with no readable text are refused
    with one sentence that says what to do instead; nothing is stored then.
 2. The page script (extension/content/extract.js, injected on demand: no content script runs on
@@ -23,6 +23,14 @@ Rules:
 7. "Attach file" (`file.attach`) appends a data file's record (margin.page.data_files) the same way,
    under the lock, unless the same file already waits; a file is never summarized (its view is
    already short, and the whole file is in the sandbox).
+8. "Attach tabs" (margin.page.tab_list) sends one `tab.attach {tabId}` per ticked tab: rule 1
+   then reads that tab, of any window, instead of the active one, through the same code (its own
+   site cache entry, its own record). A tab Chrome discarded is reloaded, and a tab still loading
+   waited for, up to `WAKE_SECONDS`; one that has not loaded by then is refused
+   (`tab_not_loaded`), as is one no longer showing a web page.
+9. A tab showing a PDF is read by the panel (Chrome's viewer cannot be scripted): `tab.attach`
+   answers `{pdf: …}` and the panel comes back through the same request with `payload["pdf"]`
+   (`read_pdf`; the phases, the text and the refusals are margin.page.pdf's rules).
 """
 
 from __future__ import annotations
@@ -32,14 +40,14 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..base import clock
+from ..base import clock, wire
 from ..base.errors import MarginError
 from ..i18n import catalogue
 from ..platform.ports import Platform, ScriptError, WebTab
 from ..settings.options import model_language, read_options, should_summarize
 from ..storage.history import HistoryRead, Record, read_history, write_history
 from ..storage.keys import PROVIDERS, lock_for
-from . import captions, data_files, transcripts
+from . import captions, data_files, pdf, transcripts
 from . import context as page_context
 from . import text as page_text
 from .context import trailing_attachments
@@ -55,7 +63,7 @@ def refuse_by_url(url: str) -> None:
         raise web_store_refusal()
 
 
-def script_refusal(error: ScriptError, tab: WebTab) -> MarginError:
+def script_refusal(error: ScriptError, tab: WebTab) -> MarginError | pdf.PanelReads:
     """Chrome's reason for not running the page script, as a sentence with a way out."""
     message = error.message
     lowered = message.lower()
@@ -65,8 +73,8 @@ def script_refusal(error: ScriptError, tab: WebTab) -> MarginError:
         return web_store_refusal()
     if tab.url.lower().startswith("file:"):
         return MarginError.said("file_access_off", "py_error_file_access_off")
-    if urlsplit(tab.url).path.lower().endswith(".pdf"):
-        return pdf_refusal()
+    if pdf.is_pdf_address(tab.url):
+        return pdf.read_it(tab, tab.url, tab.title)  # rule 9: the viewer refused the page script
     if "error page" in lowered:
         return MarginError.said("page_not_readable", "py_error_error_page")
     return MarginError.said("page_not_readable", "py_error_tab_refused", message.strip().rstrip("."))
@@ -74,10 +82,6 @@ def script_refusal(error: ScriptError, tab: WebTab) -> MarginError:
 
 def web_store_refusal() -> MarginError:
     return MarginError.said("page_not_readable", "py_error_web_store")
-
-
-def pdf_refusal() -> MarginError:
-    return MarginError.said("page_is_pdf", "py_error_pdf")
 
 
 def no_text_refusal() -> MarginError:
@@ -121,21 +125,26 @@ def _duration(video: dict[str, Any], cues: list[transcripts.Cue]) -> float | Non
 
 async def page_payload(
     platform: Platform,
+    tab: WebTab,
     extraction: dict[str, Any],
     *,
     preferred_languages: list[str],
     language: str = "en",
 ) -> dict[str, Any]:
-    """Everything the record needs from one extraction (what the site cache keeps)."""
+    """Everything the record needs from one extraction (what the site cache keeps); a caption file
+    the page names is read through the page in `tab` (margin.page.captions, rule 2)."""
     url = str(extraction.get("url") or "")
     title = str(extraction.get("title") or "").strip()
     method = "readability" if extraction.get("method") == "readability" else "fallback"
     text = page_text.page_text(str(extraction.get("html") or ""), method=method, title=title)
     words = catalogue.words(language)
-    found = await captions.find_transcript(platform, extraction, preferred_languages, words)
+    transcript = await captions.find_transcript(platform, tab, extraction, preferred_languages, words)
+    found = transcript.found
     notes: list[str] = []
     if found is None:
-        if extraction.get("videos") or extraction.get("youtube"):
+        if transcript.tracks_named:
+            notes.append(words.text("py_note_captions_unreadable"))
+        elif extraction.get("videos") or extraction.get("youtube"):
             notes.append(words.text("py_note_no_captions"))
         if not text.text.strip():
             raise no_text_refusal()
@@ -199,19 +208,19 @@ async def read_tab(platform: Platform, tab: WebTab, language: str) -> tuple[dict
     """The payload for `tab`, from the site cache when the page is unchanged; (payload, from_cache)."""
     async with site_cache_ctx(platform) as cache:
         probe = await run_page_script(platform, tab, "__marginProbe")
-        if isinstance(probe, dict) and probe.get("contentType") == "application/pdf":
-            raise pdf_refusal()
         # The payload's headings and notes are in the model language: a hit needs the same one.
         fingerprint = [*fingerprint_of(probe), catalogue.locale_of(language)]
         url = str(probe.get("url") or tab.url) if isinstance(probe, dict) else tab.url
+        if pdf.shows_pdf(probe):  # rule 9
+            raise pdf.read_it(tab, url, str(probe.get("title") or tab.title))
         cached = await cache.get(tab.id, url, fingerprint)
         if cached is not None:
             return cached, True
-        extraction = await run_page_script(platform, tab, "__marginExtract")
+        extraction = wire.well_formed(await run_page_script(platform, tab, "__marginExtract"))
         if not isinstance(extraction, dict) or not extraction.get("ok"):
             reason = extraction.get("reason") if isinstance(extraction, dict) else None
             if reason == "pdf":
-                raise pdf_refusal()
+                raise pdf.read_it(tab, url, tab.title)  # rule 9
             if reason == "no_text":
                 raise no_text_refusal()
             detail = extraction.get("detail") if isinstance(extraction, dict) else None
@@ -220,10 +229,34 @@ async def read_tab(platform: Platform, tab: WebTab, language: str) -> tuple[dict
             raise MarginError.said("page_not_readable", "py_error_page_unreadable")
         payload = await page_payload(
             platform,
+            tab,
             extraction,
             preferred_languages=preferred_languages(extraction, language),
             language=language,
         )
+        await cache.put(tab.id, url, fingerprint, payload)
+        return payload, False
+
+
+async def read_pdf(
+    platform: Platform, tab: WebTab, request: dict[str, Any], language: str
+) -> tuple[dict[str, Any], bool]:
+    """Rule 9: the panel's answer about the PDF in `tab` (margin.page.pdf, rule 1); (payload,
+    from_cache), or `pdf.PanelReads` when the panel must extract the text."""
+    url = request.get("url")
+    if not isinstance(url, str) or urlsplit(url).scheme.lower() not in ("http", "https", "file"):
+        raise MarginError.said("bad_payload", "py_error_tab_request")
+    if request.get("problem") is not None:
+        raise pdf.refusal(request, language)
+    fingerprint = pdf.fingerprint(request, language)
+    title = str(request.get("title") or tab.title)
+    async with site_cache_ctx(platform) as cache:
+        if request.get("pages") is None:
+            cached = await cache.get(tab.id, url, fingerprint)
+            if cached is not None:
+                return cached, True
+            raise pdf.read_it(tab, url, title, extract=True)
+        payload = pdf.pdf_payload(url, title, request, language=language)
         await cache.put(tab.id, url, fingerprint, payload)
         return payload, False
 
@@ -246,17 +279,49 @@ async def _append_unless_waiting(platform: Platform, read: HistoryRead, record: 
     return None
 
 
-async def handle_attach(platform: Platform, payload: dict) -> dict[str, Any]:
-    """`tab.attach`: the active web tab's text (or transcript) becomes an attachment record."""
-    started = time.perf_counter()
-    tab = await platform.tabs.active_web_tab()
+# Rule 8: how long a discarded or loading tab may take to load before it is refused.
+WAKE_SECONDS = 20
+
+
+async def chosen_tab(platform: Platform, payload: dict) -> WebTab:
+    """Rule 8: the tab `payload["tabId"]` names, awake and loaded; else the active web tab."""
+    tab_id = payload.get("tabId")
+    if tab_id is None:
+        tab = await platform.tabs.active_web_tab()
+        if tab is None:
+            raise MarginError.said("no_web_tab", "py_error_no_web_tab")
+        return tab
+    if not isinstance(tab_id, int) or isinstance(tab_id, bool) or tab_id < 0:
+        raise MarginError.said("bad_payload", "py_error_tab_request")
+    tab = await platform.tabs.get(tab_id)
+    if tab is not None and (tab.discarded or tab.loading):
+        tab = await platform.tabs.wake(tab_id, WAKE_SECONDS)
     if tab is None:
-        raise MarginError.said("no_web_tab", "py_error_no_web_tab")
+        raise MarginError.said("tab_gone", "py_error_tab_gone")
+    if urlsplit(tab.url).scheme.lower() not in ("http", "https", "file"):
+        raise MarginError.said("no_web_tab", "py_error_tab_not_web")
+    if tab.discarded or tab.loading:
+        name = tab.title or tab.url
+        raise MarginError.said("tab_not_loaded", "py_error_tab_not_loaded", name, WAKE_SECONDS)
+    return tab
+
+
+async def handle_attach(platform: Platform, payload: dict) -> dict[str, Any]:
+    """`tab.attach {tabId?, pdf?}`: the tab's text (or transcript, or PDF: rule 9) becomes an
+    attachment record."""
+    started = time.perf_counter()
+    tab = await chosen_tab(platform, payload)
     refuse_by_url(tab.url)
     settings = await read_options(platform)
     language = model_language(settings, platform.browser_language)
     await catalogue.ensure(platform, language)
-    page, from_cache = await read_tab(platform, tab, language)
+    try:
+        if isinstance(payload.get("pdf"), dict):
+            page, from_cache = await read_pdf(platform, tab, payload["pdf"], language)
+        else:
+            page, from_cache = await read_tab(platform, tab, language)
+    except pdf.PanelReads as reads:
+        return reads.reply  # rule 9: the panel reads the PDF, then asks again
     read_ms = round((time.perf_counter() - started) * 1000, 1)
     record = page_context.attachment_record(
         page,

@@ -10,8 +10,9 @@ Rules:
    model language's catalogue, margin.i18n.catalogue, after the fixed PAGE_CONTEXT_PREFIX), a blank line, then
    the body (the page as compact Markdown, a transcript with `[m:ss]` times, or a selection).
    The same inputs give the same bytes: a stable request prefix for the provider's cache.
-2. `attachment` = `{kind: "page" | "video" | "selection", title, url, site, chars, truncated,
-   originalChars, method, capturedAt}`: what the card shows without parsing the text.
+2. `attachment` = `{kind: "page" | "video" | "selection" | "pdf", title, url, site, chars,
+   truncated, originalChars, method, capturedAt}`: what the card shows without parsing the text;
+   a PDF's also holds `pages` (its page count) and `bytes` (its size; margin.page.pdf).
 3. A video record is stamped `videoSrc` (what the capsules of later answers seek) and `video`
    = `{tabId, windowId, pageUrl, src, index, duration, title, transcript: {source, label, lang,
    cues}}`: enough to find the tab again, or to reopen the page at a time.
@@ -36,7 +37,12 @@ from ..i18n import catalogue
 from ..storage.history import PAGE_CONTEXT_PREFIX, Record
 from .text import MAX_PAGE_CHARS, site_of
 
-KIND_KEYS = {"page": "py_header_page", "video": "py_header_video", "selection": "py_header_selection"}
+KIND_KEYS = {
+    "page": "py_header_page",
+    "video": "py_header_video",
+    "selection": "py_header_selection",
+    "pdf": "py_header_pdf",
+}
 SELECTION_MAX_CHARS = 20_000
 _ATTACHED_TIME = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC")
 
@@ -103,6 +109,9 @@ def attachment_record(
         },
         "createdAt": captured_at,
     }
+    pdf = payload.get("pdf")
+    if kind == "pdf" and isinstance(pdf, dict):
+        fields["attachment"].update(pages=int(pdf.get("pages") or 0), bytes=int(pdf.get("bytes") or 0))
     video = payload.get("video")
     if kind == "video" and isinstance(video, dict):
         fields["videoSrc"] = video.get("src") or url
@@ -173,7 +182,10 @@ def card(record: Record) -> dict[str, Any]:
     """What a reply tells the panel about an attachment it just added."""
     meta = record.fields["attachment"]
     keys = ("kind", "title", "url", "site", "chars", "truncated", "capturedAt")
-    return {key: meta.get(key) for key in keys}
+    shown = {key: meta.get(key) for key in keys}
+    if meta.get("kind") == "pdf":
+        shown.update(pages=meta.get("pages"), bytes=meta.get("bytes"))
+    return shown
 
 
 def identity_of(payload: Any) -> tuple[int, str]:

@@ -124,7 +124,6 @@ class FetchTransport:
             "headers": request.headers,
             "body": request.body,
             "timeoutMs": int(request.timeout * 1000),
-            "followRedirects": request.follow_redirects,  # margin.platform.ports, rule 4
         }
         handle = self._next_handle
         self._next_handle += 1
@@ -143,6 +142,13 @@ class ChromeTabs:
     async def active_web_tab(self) -> WebTab | None:
         value = await _call("activeWebTab")
         return _web_tab(value) if value is not None else None
+
+    async def window_web_tabs(self) -> list[WebTab]:
+        return [_web_tab(value) for value in await _call("windowWebTabs")]
+
+    async def wake(self, tab_id: int, timeout: float) -> WebTab | None:
+        value = await _call("tabsWake", tab_id, int(timeout * 1000))
+        return _web_tab(value) if value else None
 
     async def capture_visible(self, window_id: int) -> str:
         return await _call("captureVisibleTab", window_id)
@@ -168,7 +174,15 @@ class ChromeTabs:
 
 
 def _web_tab(value: dict[str, Any]) -> WebTab:
-    return WebTab(id=value["id"], window_id=value["windowId"], url=value["url"], title=value["title"])
+    return WebTab(
+        id=value["id"],
+        window_id=value["windowId"],
+        url=value["url"],
+        title=value["title"],
+        active=bool(value.get("active")),
+        discarded=bool(value.get("discarded")),
+        loading=bool(value.get("loading")),
+    )
 
 
 async def load_package(name: str) -> None:

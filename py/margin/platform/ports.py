@@ -14,8 +14,8 @@ Rule 3: HTTP is one method, `open()`, which resolves once the status and headers
 body is then read chunk by chunk (decoded text) until `None`, or abandoned with `aclose()`.
 Rule 4: a transport never follows a redirect (a redirect could send the conversation, and its
 API key, to an address the user never typed): a 3xx answer with a Location is the
-`TransportError` kind "redirect", its `detail` the Location when the platform can read it. Only
-a request that carries nothing of the user's (a page's caption file) sets `follow_redirects`.
+`TransportError` kind "redirect", its `detail` the Location when the platform can read it. No
+request follows one: a file a page names is read by the page itself (docs/security.md).
 Rule 5: the ports the panel opens to the worker are named here (a turn's, a summary pass's, a
 backup's), with the most characters one port message carries; `margin.app.api` re-exports them.
 
@@ -78,8 +78,6 @@ class HttpRequest:
     body: str | None = None
     # Seconds to wait for the status line and headers; the body has its own idle timeout.
     timeout: float = 60.0
-    # Rule 4: False for everything that goes to a provider.
-    follow_redirects: bool = False
 
 
 class HttpResponse(Protocol):
@@ -118,6 +116,12 @@ class WebTab:
     window_id: int
     url: str
     title: str
+    # As Chrome reports them (`window_web_tabs`, `get`, `wake`): the tab in front of its window;
+    # unloaded to save memory (Memory Saver), so it shows no document until it is loaded again;
+    # still loading its page.
+    active: bool = False
+    discarded: bool = False
+    loading: bool = False
 
 
 class ScriptError(Exception):
@@ -132,6 +136,18 @@ class ScriptError(Exception):
 class Tabs(Protocol):
     async def active_web_tab(self) -> WebTab | None:
         """The active http(s)/file tab of the last focused normal window, never an extension page."""
+        ...
+
+    async def window_web_tabs(self) -> list[WebTab]:
+        """The web tabs (http, https, file) of the last focused normal window, in the order of its
+        tab strip, with `active`, `discarded` and `loading` set; never an extension page. A tab
+        whose URL Chrome hides from Margin (chrome://, another extension's page) is not one."""
+        ...
+
+    async def wake(self, tab_id: int, timeout: float) -> WebTab | None:
+        """Make the tab's page readable: reload it if Chrome discarded it, then wait until it has
+        loaded, at most `timeout` seconds. Returns the tab as it is then (`loading` still true
+        when the time ran out), or None when it was closed."""
         ...
 
     async def capture_visible(self, window_id: int) -> str:

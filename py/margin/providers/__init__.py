@@ -60,13 +60,13 @@ from .usage import PriceError, clean_prices
 PROVIDER_TYPES: dict[str, dict[str, str]] = {
     "openai": {
         "module": "margin.providers.openai",
-        "label": "OpenAI-compatible (OpenAI, Ollama, LM Studio, llama.cpp, vLLM, OpenRouter, Groq)",
+        "label": "OpenAI-compatible",
     },
     "anthropic": {"module": "margin.providers.anthropic", "label": "Anthropic (Claude)"},
     "gemini": {"module": "margin.providers.gemini", "label": "Google Gemini"},
     "openai-responses": {
         "module": "margin.providers.responses",
-        "label": "OpenAI Responses (agent: the provider keeps the conversation)",
+        "label": "OpenAI Responses (agent)",
     },
 }
 

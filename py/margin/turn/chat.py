@@ -4,7 +4,9 @@ Rules:
 1. The user's message is stored BEFORE the request goes out (`started` says so); if anything
    later fails, it stays stored and the panel shows it with the error.
 2. One send = one user bubble: regenerate drops the old answer, edit drops the edited bubble and
-   everything after it, each before the new turn (`margin.storage.history`).
+   everything after it, each before the new turn (`margin.storage.history`); what they drop is
+   kept as versions, pending on the question and moved onto the new answer in the write that
+   stores it (`margin.storage.versions` rules 2 and 3).
 3. The answer is stored once, at the end: `done` -> the full answer; `stopped` -> what arrived,
    marked `stopped: True` (nothing if nothing arrived); `error` after some text arrived (a cut
    stream, an idle timeout, a broken transport) -> what arrived, marked `incomplete: True` so it
@@ -37,9 +39,11 @@ Rules:
    next turn sends its text again).
 10. Image refusal (`margin.providers.image_refusal`): a request refused with `images_refused`, before any
    delta, is sent once more with every image replaced by its `[Figure N: ...]` placeholder
-   (request side only: storage keeps the pixels), after ONE `notice` event (`IMAGES_NOTICE`),
-   and the provider is marked `supportsImages: false`; later turns to it send placeholders at
-   once, with no notice. A refusal of the retry is reported as itself.
+   (request side only: storage keeps the pixels), after ONE `notice` event that says the model
+   did not see them and names the exact text sent in their place (`images_not_seen_sentence`:
+   the labels, never a description that was not sent), and the provider is marked
+   `supportsImages: false`; later turns to it send placeholders at once, with no notice. A
+   refusal of the retry is reported as itself.
 11. A refused final write loses no answer (`margin.turn.unsaved_answers`): the error event carries the
    answer record (`unsaved`) with the cause's own code (`storage_full`, `storage_failed`,
    `not_finite_number`, `conversation_changed`), the entry is kept in chrome.storage.session, and
@@ -75,7 +79,7 @@ from typing import Any
 
 from ..base import clock
 from ..base.errors import MarginError, ProviderError, StorageError, internal_error
-from ..base.sentences import ENGLISH, say, sentence
+from ..base.sentences import say
 from ..base.stoppable import Stopped, guarded_emit, race
 from ..i18n import catalogue
 from ..images import bound as image_bound
@@ -86,11 +90,12 @@ from ..page import sandbox_files
 from ..platform.ports import Platform
 from ..providers import provider_module
 from ..providers import usage as token_usage
-from ..providers.image_refusal import ImagesRefusedError
+from ..providers.image_refusal import ImagesRefusedError, images_not_seen_sentence
 from ..providers.tool_wire import ToolOffer, flatten
 from ..sandbox import tool_loop
 from ..sandbox.tool_turn import Receive, ToolRunner
 from ..settings import options
+from ..storage import versions
 from ..storage.history import Record, for_edit, for_regenerate, read_history, user_record, write_history
 from ..storage.keys import RUN_PYTHON_MODE, lock_for, set_turn_running
 from ..storage.keys import turn_running as turn_running  # rule 7; re-exported
@@ -99,9 +104,6 @@ from . import explain, rescue, slimming, unsaved_answers
 
 # Seconds without a body chunk before the answer is given up as timed out.
 BODY_IDLE_TIMEOUT = 60.0
-
-
-IMAGES_NOTICE = ENGLISH["py_notice_images_unsupported"]
 
 
 class Outcome(Enum):
@@ -187,8 +189,12 @@ async def conversation_for(platform: Platform, start: Any, records: list[Record]
         index = start.get("index")
         if not isinstance(index, int) or isinstance(index, bool):
             raise MarginError.said("edit_target_gone", "py_error_edit_target_gone")
-        kept = for_edit(records, index)
-        conversation = [*kept, await new_user_record(platform, start.get("text"), start.get("images"))]
+        kept, pending = for_edit(records, index)
+        question = versions.with_pending(
+            await new_user_record(platform, start.get("text"), start.get("images")), pending
+        )
+        conversation = [*kept, question]
+        versions.check_depth(conversation)  # margin.storage.versions rule 7
         return conversation, len(conversation)
     if action == "explain":
         conversation = records + await explain.take_request(platform, start.get("requestId"))
@@ -244,7 +250,9 @@ class _Turn:
         outcome, failure, stream = await self._attempt(provider, question, language, text_only=text_only)
         if isinstance(failure, ImagesRefusedError) and not self.delta_sent and not text_only:
             text_only = True
-            self.emit({"event": "notice", "text": say(sentence("py_notice_images_unsupported"))})
+            labels = figures.unseen_image_labels(question, language=language)
+            if labels:  # what the model got instead, named exactly as it was sent (rule 10)
+                self.emit({"event": "notice", "text": say(images_not_seen_sentence(labels))})
             with contextlib.suppress(StorageError):  # only an optimisation is lost; the answer matters
                 await options.mark_images_unsupported(self.platform, provider["id"])
             outcome, failure, stream = await self._attempt(provider, question, language, text_only=True)
@@ -435,7 +443,8 @@ class _Turn:
                 return False
             answered = current[:n] if shortened is None else rescue.apply(current[:n], shortened)
             answered = images.stamp_images_seen(answered) if stamp else answered
-            await write_history(self.platform.local, [*answered, answer, *waiting], read)
+            question_now, answer = versions.settle(answered[-1], answer)  # rule 2's pending versions
+            await write_history(self.platform.local, [*answered[:-1], question_now, answer, *waiting], read)
             return True
 
     async def _finish_stopped(self, question: list[Record], provider: dict[str, Any], text: str) -> None:

@@ -12,6 +12,13 @@ Rules:
    language). A request already taken, replaced by a newer one, or older than
    `REQUEST_MAX_AGE_MS` is refused with a sentence; two open panels therefore never answer the
    same click twice.
+4. Chrome's PDF viewer gives the menu and the selection (Chromium 156, tried by hand: the click's
+   `srcUrl` is the viewer's stream, chrome-extension://mhjfbmdgcfjbbpaeojofohoefgiehjai/…, and
+   `pageUrl`/`frameUrl` the PDF's address). There, or on an address ending in .pdf, the selection
+   is a PDF's text: its CJK compatibility forms are folded as an attached PDF's are
+   (margin.page.pdf, rule 4; Chrome's own viewer already gives the unified characters, other
+   viewers need not). A click there that brought no text is still queued, so the panel opens and
+   says what to do instead (`py_error_pdf_selection`: attach the whole PDF).
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from typing import Any
 from ..base import clock
 from ..base.errors import MarginError
 from ..i18n import catalogue
+from ..page import pdf
 from ..page.context import selection_record
 from ..platform.ports import Platform
 from ..settings.options import model_language, read_options
@@ -32,13 +40,29 @@ from ..storage.keys import EXPLAIN_REQUEST
 EXPLAIN_QUESTION_KEY = "py_explain_question"
 REQUEST_MAX_AGE_MS = 5 * 60 * 1000
 QUEUED_SELECTION_MAX_CHARS = 200_000
+# Chrome's PDF viewer is this component extension's frame (rule 4).
+PDF_VIEWER_ORIGIN = "chrome-extension://mhjfbmdgcfjbbpaeojofohoefgiehjai/"
+
+
+def _in_pdf_viewer(info: dict[str, Any]) -> bool:
+    viewer = any(
+        isinstance(info.get(key), str) and info[key].startswith(PDF_VIEWER_ORIGIN)
+        for key in ("srcUrl", "frameUrl")
+    )
+    page = info.get("pageUrl")
+    return viewer or (isinstance(page, str) and pdf.is_pdf_address(page))
 
 
 async def queue(platform: Platform, info: dict[str, Any]) -> dict[str, Any]:
     """The context menu was clicked on a selection: remember what to explain."""
     selection = info.get("selectionText")
+    in_pdf = _in_pdf_viewer(info)
     if not isinstance(selection, str) or not selection.strip():
-        raise MarginError.said("nothing_selected", "py_error_nothing_selected")
+        if not in_pdf:
+            raise MarginError.said("nothing_selected", "py_error_nothing_selected")
+        selection = ""  # rule 4: the panel says what to do
+    if in_pdf:
+        selection = pdf.fold_compatibility(selection)
     page_url = info.get("pageUrl") if isinstance(info.get("pageUrl"), str) else ""
     title = info.get("title") if isinstance(info.get("title"), str) else ""
     request = {
@@ -75,6 +99,8 @@ async def take_request(platform: Platform, request_id: Any) -> list[Record]:
     )
     if not fresh:  # a stale request, or one whose time is not a time, is as gone as a missing one
         raise _gone()
+    if not request["selection"].strip():  # rule 4: a click in the PDF viewer that brought no text
+        raise MarginError.said("nothing_selected", "py_error_pdf_selection")
     language = model_language(await read_options(platform), platform.browser_language)
     words = await catalogue.ensure(platform, language)
     now = clock.now_ms()
