@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from browser_log import CSP_REPORT_PREFIX
 from fake_provider import FakeProvider
-from harness import CSP_REPORT_PREFIX, Margin, poll
+from harness import Margin, poll
 from test_page_context_e2e import ATTACH_TIMEOUT_MS, attach, card, open_web_page, wait_attached
 from web_pages import CAPTIONS_VTT, WebPages, silent_wav
 
