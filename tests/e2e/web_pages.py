@@ -12,6 +12,7 @@ import contextlib
 import io
 import re
 import threading
+import time
 import wave
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -114,9 +115,11 @@ class WebPages:
         *,
         redirects: dict[str, str] | None = None,
         cors: set[str] | frozenset[str] = frozenset(),
+        slow: dict[str, float] | None = None,
     ):
         """`redirects`: path -> URL answered with a 302; `cors`: paths answered with
-        `Access-Control-Allow-Origin: *` (no other path sends any CORS header)."""
+        `Access-Control-Allow-Origin: *` (no other path sends any CORS header); `slow`: path ->
+        seconds the body waits after the headers (a download still under way)."""
         self.pages: dict[str, tuple[str, bytes]] = {
             "/article.html": ("text/html; charset=utf-8", article_html().encode()),
             "/video.html": ("text/html; charset=utf-8", video_page_html().encode()),
@@ -128,7 +131,7 @@ class WebPages:
         self.requested: list[str] = []
         self._lock = threading.Lock()
         pages, requested, lock = self.pages, self.requested, self._lock
-        moved, shared = dict(redirects or {}), frozenset(cors)
+        moved, shared, waits = dict(redirects or {}), frozenset(cors), dict(slow or {})
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -171,6 +174,11 @@ class WebPages:
                 self.send_header("Content-Length", str(end - start + 1))
                 self.end_headers()
                 with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    if path in waits:
+                        self.wfile.write(data[start : start + 1024])
+                        self.wfile.flush()
+                        time.sleep(waits[path])
+                        start += 1024
                     self.wfile.write(data[start : end + 1])
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
