@@ -131,7 +131,22 @@ def cold_start(bench: Bench) -> list[Result]:
         samples, boots = _timed_cold_starts(bench, runs, from_snapshot=from_snapshot)
         note = f"Python boot inside it median {median(boots)} ms" if boots else ""
         results.append(Result(name, median(samples), "ms", None, samples=samples, note=note))
+    restored, first = results[0].value, results[1].value
+    results.append(
+        Result(
+            "cold start from the snapshot / a first boot, same run",
+            round(restored / first, 3) if restored is not None and first else None,
+            "x",
+            COLD_START_RATIO,
+            compare="at_most",
+            note="medians of the two rows above",
+        )
+    )
     return results
+
+
+# A start from the memory snapshot may take at most this share of a first boot (issue 33).
+COLD_START_RATIO = 0.2
 
 
 def warm_round_trip(bench: Bench) -> Result:

@@ -55,13 +55,30 @@ function keep() {
   const view = ui.conversation.clientHeight * VIEWS;
   let first = children.length;
   for (let height = 0; first > 0 && height < view; ) height += children[--first].offsetHeight;
+  // A bubble's text alone over the bound rules it out before anything is cloned (a 1 MB answer:
+  // cloning it, to find its HTML too long, held the panel ~0.7 s).
+  let text = 0;
+  for (let i = children.length - 1; i >= first; i--) {
+    text += children[i].textContent.length;
+    if (text > MAX_FRAME_CHARS) {
+      first = i + 1;
+      break;
+    }
+  }
+  if (children.length && first >= children.length) return forget();
   let frame = frameFrom(children, first);
   while (frame.html.length > MAX_FRAME_CHARS && first < children.length - 1) {
     first += Math.max(1, Math.floor((children.length - first) / 2));
     frame = frameFrom(children, first); // the step leaves at least the newest child
   }
   // A frame without the conversation's bubbles would show another conversation: none is kept.
-  if (frame.html.length > MAX_FRAME_CHARS || (children.length && first >= children.length)) frame = null;
+  if (frame.html.length > MAX_FRAME_CHARS || (children.length && first >= children.length)) return forget();
+  store(frame);
+}
+
+const forget = () => store(null);
+
+function store(frame) {
   try {
     if (frame) localStorage.setItem(KEY, JSON.stringify(frame));
     else localStorage.removeItem(KEY);
@@ -71,14 +88,26 @@ function keep() {
   }
 }
 
+// A deep copy of `node` in which `history` (somewhere inside it) holds only its children from
+// `first` on: the bubbles left out are never copied.
+function cloneKeeping(node, history, first) {
+  if (node === history) {
+    const copy = node.cloneNode(false);
+    for (const child of [...node.children].slice(first)) copy.append(child.cloneNode(true));
+    return copy;
+  }
+  if (!node.contains(history)) return node.cloneNode(true);
+  const copy = node.cloneNode(false);
+  for (const child of node.childNodes) copy.append(cloneKeeping(child, history, first));
+  return copy;
+}
+
 // Rule 2: the `.app` holding children[first..] of the conversation, and the stamp of what they show.
 function frameFrom(children, first) {
   const app = document.querySelector(".app:not(.first-frame)");
-  const clone = app.cloneNode(true);
-  const history = clone.querySelector("#history");
-  const cloned = [...history.children];
-  for (let i = first; i < children.length; i++) keepImageSizes(children[i], cloned[i]);
-  for (const child of cloned.slice(0, first)) child.remove();
+  const clone = cloneKeeping(app, ui.history, first);
+  const cloned = [...clone.querySelector("#history").children];
+  for (let i = first; i < children.length; i++) keepImageSizes(children[i], cloned[i - first]);
   for (const selector of TRANSIENT) {
     const part = clone.querySelector(selector);
     if (part) part.hidden = true;

@@ -20,6 +20,13 @@
 //    than being painted in one long task). Each piece goes
 //    through the same sanitizing as a whole answer (rules 1-3): pieces are joined as DOM nodes,
 //    never as HTML text. The last paint equals `renderMarkdown` of the whole answer.
+// 6. An answer over LONG_ANSWER_CHARS is marked `.long` (streamed or rendered whole) and its blocks
+//    go into `div.blocks` groups of GROUP_ELEMENTS elements each (filled in order, a new group at an
+//    element once the last is full: the same groups whether it was streamed or rendered at once).
+//    A group is laid out and painted only near the viewport (sidepanel.css, content-visibility),
+//    so each slice appended to a 1 MB answer costs the slice, not the whole answer's layout; one
+//    content-visibility box per block instead cost ~250 ms a frame in intersection checks
+//    (docs/performance.md, "A 1 MB answer").
 
 import { Marked } from "../vendor/marked.esm.js";
 import DOMPurify from "../vendor/purify.es.mjs";
@@ -114,13 +121,54 @@ function htmlFragment(dirty, keep = null) {
 // (used while an answer streams: it is re-rendered every frame). `keep` as for markdownFragment.
 export function renderMarkdown(target, text, { highlight = true, keep = null } = {}) {
   const fragment = markdownFragment(text, keep);
-  target.replaceChildren(fragment);
+  target.replaceChildren();
+  markLong(target, String(text ?? "").length);
+  appendBlocks(target, [...fragment.childNodes]);
   if (highlight) highlightWithin(target);
 }
 
 // Highlights the code blocks under `target` when they come into view (rule 4).
 export function highlightWithin(target) {
   for (const code of target.querySelectorAll("pre > code")) highlightLater(code);
+}
+
+// Rule 6: the text length from which an answer's blocks are grouped and laid out only near the
+// viewport, and how many elements a group holds.
+export const LONG_ANSWER_CHARS = 25_000;
+const GROUP_ELEMENTS = 100;
+
+function markLong(target, length) {
+  const long = length > LONG_ANSWER_CHARS;
+  if (long === target.classList.contains("long")) return;
+  const nodes = [...target.childNodes].flatMap((node) => (node.classList?.contains("blocks") ? [...node.childNodes] : [node]));
+  target.classList.toggle("long", long);
+  target.replaceChildren();
+  appendBlocks(target, nodes);
+}
+
+// Appends `nodes` to `target`, in groups when it is `.long` (rule 6).
+function appendBlocks(target, nodes) {
+  if (!target.classList.contains("long")) {
+    target.append(...nodes);
+    return;
+  }
+  let group = target.lastElementChild?.classList.contains("blocks") ? target.lastElementChild : null;
+  for (const node of nodes) {
+    if (!group || (node.nodeType === Node.ELEMENT_NODE && group.childElementCount >= GROUP_ELEMENTS)) {
+      group = document.createElement("div");
+      group.className = "blocks";
+      target.append(group);
+    }
+    group.append(node);
+  }
+}
+
+// Takes `nodes` (the last paint's tail) out of `target`, and the groups they leave empty.
+function removeBlocks(target, nodes) {
+  for (const node of nodes) node.remove();
+  while (target.lastElementChild?.classList.contains("blocks") && !target.lastElementChild.hasChildNodes()) {
+    target.lastElementChild.remove();
+  }
 }
 
 // Rule 5. `around(paint)` runs each paint (the caller keeps the view pinned to the bottom).
@@ -150,11 +198,10 @@ export function streamingMarkdown(target, { around = (paint) => paint() } = {}) 
       started = true;
       target.replaceChildren();
     }
-    for (const node of live) node.remove();
-    if (frozen) target.append(htmlFragment(frozen));
-    const fragment = htmlFragment(tail);
-    live = [...fragment.childNodes];
-    target.append(fragment);
+    removeBlocks(target, live);
+    if (frozen) appendBlocks(target, [...htmlFragment(frozen).childNodes]);
+    live = [...htmlFragment(tail).childNodes];
+    appendBlocks(target, live);
   }
 
   // Paints `text` (the answer so far, or a prefix of it while completing).
@@ -163,6 +210,7 @@ export function streamingMarkdown(target, { around = (paint) => paint() } = {}) 
     timer = 0;
     if (!target.isConnected && !final) return;
     const began = performance.now();
+    markLong(target, text.length);
     around(() => {
       if (!failed) {
         try {
@@ -177,7 +225,8 @@ export function streamingMarkdown(target, { around = (paint) => paint() } = {}) 
       }
       started = true;
       live = [];
-      target.replaceChildren(markdownFragment(text));
+      target.replaceChildren();
+      appendBlocks(target, [...markdownFragment(text).childNodes]);
     });
     painted = text.length;
     notBefore = performance.now() + (performance.now() - began) * (PAINT_SHARE - 1);

@@ -11,6 +11,10 @@
 // 3. Pyodide's asm script is imported statically and first by background.js: service workers
 //    forbid import() and late importScripts, so loadPyodide must not try to fetch it itself.
 // 4. The snapshot store never throws: a store that fails is a boot from scratch, not an error.
+// 5. A start from the snapshot overlaps what does not depend on each other: the snapshot is read
+//    while the wheel is fetched and hashed, and Pyodide's wasm is compiled while the snapshot is
+//    read (`compiledWasm`); the backend is imported from its wheel in place (zipimport), so a
+//    restore writes one file instead of unpacking a hundred (docs/performance.md, "Cold start").
 
 import { loadPyodide } from '../pyodide/pyodide.mjs';
 import { CONTRACT } from '../generated/contract.js';
@@ -31,16 +35,19 @@ export function python() {
 
 async function bootPython() {
   const started = performance.now();
+  const stored = snapshots.readAny(); // rule 5: its key is checked once the wheel is hashed
+  const wasm = compiledWasm();
   const wheel = new Uint8Array(
     await (await fetch(chrome.runtime.getURL(`py/${CONTRACT.wheel}`))).arrayBuffer());
   const snapshotKey = await snapshotKeyFor(wheel);
   let pyodide = null;
   let how = 'snapshot';
-  const snapshot = await snapshots.read(snapshotKey);
+  const found = await stored;
+  const snapshot = found?.key === snapshotKey ? found.value : null;
   if (snapshot) {
     try {
-      pyodide = await loadPyodide({ ...PYODIDE_OPTIONS, _loadSnapshot: snapshot });
-      // The snapshot holds the heap, not the file system: put the package files back.
+      pyodide = await withCompiledWasm(wasm, () => loadPyodide({ ...PYODIDE_OPTIONS, _loadSnapshot: snapshot }));
+      // The snapshot holds the heap, not the file system: put the wheel back where it was.
       installBackend(pyodide, wheel);
       pyodide.runPython('import random; random.seed()');
     } catch (error) {
@@ -51,8 +58,9 @@ async function bootPython() {
   }
   if (!pyodide) {
     how = 'fresh';
-    pyodide = await loadPyodide({ ...PYODIDE_OPTIONS, _makeSnapshot: true });
+    pyodide = await withCompiledWasm(wasm, () => loadPyodide({ ...PYODIDE_OPTIONS, _makeSnapshot: true }));
     installBackend(pyodide, wheel);
+    pyodide.runPython(`import sys; sys.path.insert(0, ${JSON.stringify(BACKEND_PATH)})`);
     // Rule 2: the pure-Python core before anything touches JS.
     pyodide.runPython(PRELOAD);
     try {
@@ -83,11 +91,42 @@ const PYODIDE_OPTIONS = {
 // The modules every request needs; imported before the snapshot so a cold start skips them.
 const PRELOAD = 'import margin.app.api, margin.app.worker, margin.storage.keys, margin.storage.history, margin.turn.chat, margin.settings.options';
 
-// The backend wheel goes into site-packages by unpacking it (a wheel is a zip): measured
-// 1.6-2.0 s to the first reply, against 2.2-2.5 s when micropip installs the same wheel.
+// The backend is imported from its wheel (a pure-Python wheel is a zip, and zipimport reads it in
+// place: https://docs.python.org/3/library/zipimport.html). The first boot puts BACKEND_PATH on
+// sys.path before the snapshot; a restore only writes the same bytes back to the same path (the
+// snapshot's key covers the wheel). Unpacking it instead took 5-20% of a restore.
+const BACKEND_PATH = '/lib/margin-backend.whl';
+
 function installBackend(pyodide, wheel) {
-  const sitePackages = pyodide.runPython('import site; site.getsitepackages()[0]');
-  pyodide.unpackArchive(wheel, 'wheel', { extractDir: sitePackages });
+  pyodide.FS.writeFile(BACKEND_PATH, wheel);
+}
+
+// Rule 5: Pyodide's wasm, compiled from the moment the boot starts (V8 compiles a stream on
+// background threads), rather than once the snapshot has been read.
+function compiledWasm() {
+  const compiling = WebAssembly.compileStreaming(fetch(chrome.runtime.getURL('pyodide/pyodide.asm.wasm')));
+  compiling.catch(() => {}); // loadPyodide compiles by itself when this failed
+  return compiling;
+}
+
+// loadPyodide instantiates with WebAssembly.instantiateStreaming (pyodide.mjs, 0.27.7): for its
+// duration that call takes the module compiled ahead, falling back to the original on a failure.
+async function withCompiledWasm(compiling, load) {
+  const original = WebAssembly.instantiateStreaming;
+  WebAssembly.instantiateStreaming = async (source, imports) => {
+    let module;
+    try {
+      module = await compiling;
+    } catch {
+      return original.call(WebAssembly, source, imports);
+    }
+    return { module, instance: await WebAssembly.instantiate(module, imports) };
+  };
+  try {
+    return await load();
+  } finally {
+    WebAssembly.instantiateStreaming = original;
+  }
 }
 
 // Rule 2: "Snapshot build id mismatch" otherwise.
@@ -123,7 +162,18 @@ const snapshots = {
       return undefined;
     }
   },
-  read(key) { return this.run('readonly', (store) => store.get(key)); },
+  // The store holds one snapshot (`write` clears it first): `{key, value}`, or undefined.
+  async readAny() {
+    const [entry] = (await this.run('readonly', (store) => {
+      const request = store.openCursor();
+      const found = [];
+      request.onsuccess = () => {
+        if (request.result) found.push({ key: request.result.key, value: request.result.value });
+      };
+      return { get result() { return found; } };
+    })) ?? [];
+    return entry;
+  },
   write(key, bytes) {
     return this.run('readwrite', (store) => { store.clear(); store.put(bytes, key); });
   },

@@ -123,7 +123,7 @@ def test_seen_images_become_numbered_placeholders_in_place():
     prepared = figures.prepare_history_for_model(conversation())
     assert prepared[0].content == [
         {"type": "text", "text": "what is this?"},
-        {"type": "text", "text": '[Figure 1: screenshot "Example page", 2026-11-30 14:05 UTC]'},
+        {"type": "text", "text": '[Figure 1: screenshot "Example page"]'},  # seen: no time (rule 4)
     ]
     assert prepared[2].content == [
         {"type": "text", "text": "[Figure 2: an image the user sent earlier]"},
@@ -162,9 +162,23 @@ def test_placeholders_are_deterministic_and_stable_turn_after_turn():
     assert prepared_later[6]["content"][0]["text"] == "[Figure 5: an image the user sent earlier]"
 
 
+def test_the_capture_time_goes_with_the_pixels_and_not_into_the_resent_placeholder():
+    """The model learns when a screenshot was taken with its pixels; every later turn resends only
+    the terse placeholder (rule 4), so three seen images stay under 1% of a request."""
+    shot = part(SMALL_PNG, name="Example page", source="screenshot", capturedAt=CAPTURED)
+    unseen = [Record("user", [{"type": "text", "text": "and this?"}, shot])]
+    sent = figures.prepare_history_for_model(unseen)[0].content
+    assert sent[1]["text"] == '[Figure 1: screenshot "Example page", 2026-11-30 14:05 UTC]'
+    seen = images.stamp_images_seen(unseen)
+    assert figures.prepare_history_for_model(seen)[0].content[1] == {
+        "type": "text",
+        "text": '[Figure 1: screenshot "Example page"]',
+    }
+
+
 def test_chinese_placeholders():
     prepared = figures.prepare_history_for_model(conversation(), language="zh-CN")
-    assert prepared[0].content[1]["text"] == "[图1：截图「Example page」，2026-11-30 14:05 UTC]"
+    assert prepared[0].content[1]["text"] == "[图1：截图「Example page」]"
     assert prepared[2].content[0]["text"] == "[图2：用户之前发送的图片]"
     assert prepared[2].content[2]["text"] == "[图3：「cat.png」，“a cat on a sofa”]"
 

@@ -8,9 +8,15 @@ Rule 1: `prepare_history_for_model` (every request builder) replaces the images 
   so it is stable turn after turn and the request prefix stays byte-identical.
 Rule 2: an UNSEEN image that cannot be sent (unreadable, unsupported) becomes its label with a
   note saying so, never an error: one bad parked image must not fail every later turn.
+Rule 4: a SEEN image's placeholder is resent on every later turn, so it is terse: its number, its
+  kind and its name or title, without the capture time that the label sent with its pixels
+  carries (docs/performance.md: seen images cost at most 1% of a request's bytes).
 Rule 3: an UNSEEN image the bound thumbnailed is sent from its original (`prepare_request_history`
   reads it by address), converted only when it is over the provider's limits: the model never
   gets the thumbnail while the original exists.
+Rule 4: a SEEN image's placeholder is resent on every later turn, so it is terse: its number, its
+  kind and its name or title, without the capture time that the label sent with its pixels
+  carries (docs/performance.md: seen images cost at most 1% of a request's bytes).
 """
 
 from __future__ import annotations
@@ -54,15 +60,18 @@ def format_captured_at(value: Any) -> str:
 _KIND_KEYS = {"screenshot": "py_figure_screenshot", "paste": "py_figure_pasted", "drop": "py_figure_dropped"}
 
 
-def figure_label(number: int, meta: Any, *, language: str = "en", note: str = "") -> str:
+def figure_label(
+    number: int, meta: Any, *, language: str = "en", note: str = "", with_time: bool = True
+) -> str:
     """The deterministic text that stands for image `number`: `[Figure 2: ...]` / `[图2：...]`,
-    in the words of `language`'s catalogue (margin.i18n.catalogue)."""
+    in the words of `language`'s catalogue (margin.i18n.catalogue). `with_time=False` (a SEEN
+    image's placeholder, rule 4) leaves out when it was captured."""
     words = catalogue.words(language)
     meta = meta if isinstance(meta, dict) else {}
     source = meta.get("source") if meta.get("source") in ATTACHMENT_SOURCES else ""
     name = _clean_label(meta.get("name"))
     alt = _clean_label(meta.get("alt"))
-    when = format_captured_at(meta.get("capturedAt"))
+    when = format_captured_at(meta.get("capturedAt")) if with_time else ""
     title = ""
     if source == "screenshot" and isinstance(meta.get("name"), str):
         # A screenshot's name is its tab's title (margin.images.screenshot); one stored before says
@@ -72,8 +81,7 @@ def figure_label(number: int, meta: Any, *, language: str = "en", note: str = ""
     if not (source or name or alt or when):
         body = words.text("py_figure_unknown")
     else:
-        # Terse on purpose: a placeholder is resent on every later turn, so each byte counts
-        # (the issue's bound: seen images may cost at most 1% of the request).
+        # Terse on purpose (rule 4): a placeholder is resent on every later turn.
         kind = words.text(_KIND_KEYS[source]) if source in _KIND_KEYS else ""
         if title:
             kind = words.text("py_figure_titled", kind or words.text("py_figure_image"), title)
@@ -114,7 +122,8 @@ def prepare_history_for_model(records: list[Record], *, language: str = "en") ->
             number += 1
             meta = part.get("meta")
             if seen:
-                parts.append({"type": "text", "text": figure_label(number, meta, language=language)})
+                label = figure_label(number, meta, language=language, with_time=False)
+                parts.append({"type": "text", "text": label})
                 continue
             try:
                 pixels = request_image_part(part)
