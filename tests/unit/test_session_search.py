@@ -167,6 +167,7 @@ MARKDOWN_TEXTS = {
     "a ||  b | c|d": "a b c|d",
     "#hashtag and # Heading": "#hashtag and # Heading",
     "中文**粗体**文字": "中文粗体文字",
+    "[Page context] Page: Pricing - Example\nwhat does it cost?": "Page: Pricing - Example what does it cost?",
 }
 
 

@@ -30,6 +30,7 @@
 import { CONTRACT } from "../../generated/contract.js";
 
 const PREVIEW_LENGTH = CONTRACT.limits.previewLength;  // margin.sessions.search.PREVIEW_LENGTH
+const PAGE_CONTEXT = CONTRACT.pageContextPrefix;  // margin.storage.history.PAGE_CONTEXT_PREFIX
 const UNTITLED = CONTRACT.storedNames.untitledSession;  // margin.sessions.entries.UNTITLED
 
 const MARKS = /\p{M}/gu;
@@ -156,6 +157,8 @@ function dropEmphasis(line) {
 export function plainText(text) {
   const lines = text.split("\n").map((line) => {
     if (FENCE_LINE.test(line) || RULE_LINE.test(line)) return "";
+    // An attachment's header reads as what it says ("Page: Title"), without the model's marker.
+    if (line.startsWith(`${PAGE_CONTEXT} `)) line = line.slice(PAGE_CONTEXT.length + 1);
     line = line.replace(LINE_START, "").replace(IMAGE, "$1").replace(LINK, "$1").replace(CELL_BAR, " ").replace(/\x60/g, "");
     return dropEmphasis(line);
   });

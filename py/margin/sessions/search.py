@@ -11,8 +11,9 @@ margin.sessions.actions):
    Khmer, ...) a word may start anywhere, so there it is a substring match; a query word that does
    not start with a letter or digit ("#tag", ".js") matches anywhere too. Highlights mark the
    same matches. A preview is plain text (`plain_text`): the Markdown the answers are written in
-   (`**`, headings, bullets, quotes, table bars and rules, links, images, fences, backticks) is
-   taken out before the highlights are found in it. The list's time and order are when a
+   (`**`, headings, bullets, quotes, table bars and rules, links, images, fences, backticks) and
+   the "[Page context]" marker of an attachment's header are taken out before the highlights are
+   found in it. The list's time and order are when a
    conversation was last used (`IndexEntry.active_at`: its last message), not when it was saved.
    The name is the one the user reads (`searched_name`): an untitled
    session (margin.sessions.entries rule 3) is matched and highlighted as the catalogue's word in
@@ -36,6 +37,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..base.sentences import Sentence, say
+from ..storage.history import PAGE_CONTEXT_PREFIX
 from .index import DIGEST_HEAD, IndexEntry, shown_name
 
 PREVIEW_LENGTH = DIGEST_HEAD
@@ -167,6 +169,8 @@ def _drop_emphasis(line: str) -> str:
 def _plain_line(line: str) -> str:
     if _FENCE_LINE.match(line) or _RULE_LINE.match(line):
         return ""
+    # An attachment's header reads as what it says ("Page: Title"), without the model's marker.
+    line = line.removeprefix(f"{PAGE_CONTEXT_PREFIX} ")
     line = _LINE_START.sub("", line, count=1)
     line = _CELL_BAR.sub(" ", _LINK.sub(r"\1", _IMAGE.sub(r"\1", line))).replace("`", "")
     return _drop_emphasis(line)
