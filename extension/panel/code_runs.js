@@ -6,9 +6,13 @@
 // 1. Every Python block of a stored answer (`article[data-index]`, not the streaming bubble) gets
 //    "Run" next to "Copy code"; the blocks are found by watching the conversation, so the
 //    Markdown renderer needs no hook. While a block runs its button is "Stop".
-// 2. The sandbox frame is made on the first Run, never before (first paint is untouched). Only
-//    its messages count: source = the frame's window, origin "null" (the sandbox's opaque
-//    origin), channel "margin-sandbox", version 1, a known type; the rest is ignored.
+// 2. The sandbox frame is made on the first Run, or ahead of it after the first paint when
+//    panel/sandbox_warmup.js rule 1 says so (a Python block on screen, or the model may run Python;
+//    never else); a block's imports are then loaded ahead (rule 9). Its worker boots from the memory
+//    snapshot and with the matplotlib font list the panel keeps (sandbox_snapshot.js); those it
+//    offers are kept. Only its messages count: source = the frame's window, origin "null" (the
+//    sandbox's opaque origin), channel "margin-sandbox", version 1, a known type; the rest is
+//    ignored.
 // 3. One run at a time. The sandbox ends a run at the time limit (CONTRACT.codeRuns.timeoutMs);
 //    if the sandbox itself stops answering, the frame is removed and made again (a watchdog).
 // 4. Output is text, always: tables are cells set with textContent, figures are <img> of a
@@ -23,12 +27,22 @@
 // 8. While a run waits, its status says for what ("Starting Python…": the frame or a fresh worker
 //    boots; "Loading pandas…"); its final line keeps the wait apart from the run: "Ran in 0.7 s",
 //    or "Ran in 0.7 s after 2.1 s of loading" when it waited (`loadMs`: from the click to the
-//    sandbox's "started", counted only when the status said it waited; stored with the run).
+//    sandbox's "started", counted only when the status said it waited; stored with the run). From
+//    the first whole second on, the waiting status counts the seconds since the click, each second:
+//    "Loading pandas… 3 s".
+// 9. Warming (sandbox_warmup.js): the blocks found by rule 1 note their imports; in the idle time
+//    after the first paint (the registry's "painted" phase) the frame is made if rule 1 there holds,
+//    and every module not sent yet goes to it as a "prepare" (once per frame: a fresh worker after a
+//    Stop or a time limit loads what its runs import, as they come). `document.body.dataset.sandbox`
+//    says where it stands: "cold" (decided not to warm), "warm" (warming), "prepared" (Python up,
+//    every module sent loaded); absent before the decision.
 import { CONTRACT } from "../generated/contract.js";
 import { call, el } from "../shared/ui_common.js";
 import { t, setAttributeWords, setWords } from "../shared/i18n.js";
 import { ui, state } from "./state.js";
 import { register } from "./registry.js";
+import { importedModules, mayRunPython, prepareCode } from "./sandbox_warmup.js";
+import * as snapshots from "./sandbox_snapshot.js";
 
 const CHANNEL = "margin-sandbox";
 const VERSION = 1;
@@ -41,6 +55,17 @@ const END_GRACE_MS = 10_000;
 
 let frame = null;
 let frameReady = null;
+// Rule 9: the modules of the Python blocks on screen, those sent to the frame's worker, whether a
+// Python block was shown at all, and whether the first paint is done.
+const shownModules = new Set();
+const sentModules = new Set();
+let pythonShown = false;
+let painted = false;
+let warmQueued = false;
+let preparing = 0; // "prepare" messages the worker has not answered yet
+let runPythonMode = "ask"; // the options page's "Let the model run Python" (storage `runPython`)
+let settingsRead = Promise.resolve();
+const RUN_PYTHON_KEY = "runPython";
 let active = null; // {id, block, wrapper, output, run, resolve, watchdog}
 let sequence = 0;
 
@@ -68,6 +93,13 @@ function sandboxFrame() {
     frame.dataset.waiting = "1";
     frame.readyResolve = resolve;
   });
+  // Its worker boots from the kept memory snapshot, if any (read while the frame loads).
+  sentModules.clear(); // a new frame's worker has prepared nothing (rule 9)
+  preparing = 0;
+  const kept = Promise.all([snapshots.read(), snapshots.readFontList()]);
+  const framed = frame;
+  const boot = ([snapshot, fontList]) => framed === frame && post({ type: "boot", snapshot: snapshot?.bytes, snapshotKey: snapshot?.key, fontList });
+  framed.addEventListener("load", () => kept.then(boot), { once: true });
   document.body.append(frame);
   return frameReady;
 }
@@ -89,6 +121,19 @@ function onMessage(event) {
   if (message.type === "ready") {
     if (frame.readyResolve) frame.readyResolve();
     frame.readyResolve = null;
+    preparing = 0; // a fresh worker after a Stop: what the last one was preparing is gone
+    sendPrepares();
+    if (!preparing && document.body.dataset.sandbox) document.body.dataset.sandbox = "prepared";
+    return;
+  }
+  if (message.type === "snapshot" || message.type === "fontlist") {
+    if (message.type === "snapshot") snapshots.write(message.bytes, message.key);
+    else snapshots.writeFontList(message.text);
+    return;
+  }
+  if (message.type === "prepared") {
+    preparing = Math.max(0, preparing - 1);
+    if (!preparing) document.body.dataset.sandbox = "prepared";
     return;
   }
   if (!active || message.id !== active.id) return;
@@ -96,12 +141,63 @@ function onMessage(event) {
   if (message.type === "progress") waitFor("panel_run_loading", text);
   else if (message.type === "starting") waitFor("panel_starting_python");
   else if (message.type === "started") {
+    stopTicking(active);
     active.ranAt = performance.now();
     if (active.waited) active.run.loadMs = Math.round(active.ranAt - active.clickedAt);
     setStatusKey(active.output, "panel_run_running");
     armWatchdog(timeLimitMs() + END_GRACE_MS);
   } else if (message.type === "stdout" || message.type === "stderr") appendStream(active, message.type, text);
   else if (message.type === "done") finish(message);
+}
+
+// --- Warming (rule 9) ---------------------------------------------------------------------------
+
+function blockShown(code) {
+  pythonShown = true;
+  for (const name of importedModules(code)) shownModules.add(name);
+  if (painted) warmSoon();
+}
+
+function activeProvider() {
+  return state.providers.find((p) => p?.id === state.activeProviderId) || null;
+}
+
+// An A/B measurement (bench/bench_sandbox.py) turns warming off with `__marginSandboxWarmup = false`.
+const wantsWarm = () =>
+  globalThis.__marginSandboxWarmup !== false && (pythonShown || mayRunPython(runPythonMode, activeProvider(), LIMITS.toolProviderTypes));
+
+// In idle time, never in the frame being drawn.
+function warmSoon() {
+  if (warmQueued) return;
+  warmQueued = true;
+  const warm = () => {
+    warmQueued = false;
+    if (!wantsWarm()) {
+      document.body.dataset.sandbox ||= "cold";
+      return;
+    }
+    if (!frame) document.body.dataset.sandbox = "warm";
+    sandboxFrame().then(sendPrepares);
+  };
+  if (typeof requestIdleCallback === "function") requestIdleCallback(warm, { timeout: 300 });
+  else setTimeout(warm, 0);
+}
+
+function sendPrepares() {
+  if (!frameIsUp()) return;
+  const fresh = [...shownModules].filter((name) => !sentModules.has(name));
+  if (!fresh.length) return;
+  for (const name of fresh) sentModules.add(name);
+  preparing += 1;
+  document.body.dataset.sandbox = "warm";
+  post({ type: "prepare", code: prepareCode(fresh) });
+}
+
+function afterFirstPaint() {
+  settingsRead.then(() => {
+    painted = true;
+    warmSoon();
+  });
 }
 
 function armWatchdog(ms) {
@@ -135,10 +231,29 @@ function setStatusKey(output, key, ...args) {
   setWords(output.querySelector(".code-run-status"), key, ...args);
 }
 
-// Rule 8: a status that says what the run waits for; the wait is then counted as loading.
+// Rule 8: a status that says what the run waits for; the wait is then counted as loading, and
+// from the first whole second on the status counts it ("Loading pandas… 3 s").
+const COUNTING_KEYS = { panel_starting_python: "panel_run_starting_seconds", panel_run_loading: "panel_run_loading_seconds" };
 function waitFor(key, ...args) {
   active.waited = true;
-  setStatusKey(active.output, key, ...args);
+  active.waitingFor = { key, args };
+  showWait(active);
+  if (!active.ticker) {
+    const run = active;
+    run.ticker = setInterval(() => showWait(run), 1000);
+  }
+}
+
+function showWait(run) {
+  const { key, args } = run.waitingFor;
+  const waited = Math.floor((performance.now() - run.clickedAt) / 1000);
+  if (waited >= 1 && COUNTING_KEYS[key]) setStatusKey(run.output, COUNTING_KEYS[key], ...args, { number: waited });
+  else setStatusKey(run.output, key, ...args);
+}
+
+function stopTicking(run) {
+  clearInterval(run.ticker);
+  run.ticker = 0;
 }
 
 // The frame's Python is up (a fresh worker after a Stop says "starting" itself: sandbox.js).
@@ -226,6 +341,7 @@ function finish(message) {
   const current = active;
   if (!current) return;
   clearTimeout(current.watchdog);
+  stopTicking(current);
   active = null;
   setButton(current.button, false);
   const { run } = current;
@@ -340,6 +456,7 @@ function decorate(wrapper) {
   const language = (code?.className.match(/language-([\w+#.-]+)/) || [])[1] || "";
   if (!PYTHON.test(language)) return;
   wrapper.dataset.runnable = "1";
+  blockShown(code.textContent);
   const button = el("button", { type: "button", class: "btn ghost code-run-button", "aria-label": t("panel_run"), text: t("panel_run") });
   button.addEventListener("click", () => start(wrapper, button));
   wrapper.querySelector(".code-head")?.append(button);
@@ -366,9 +483,16 @@ function scan(root) {
 
 export function init() {
   addStyles();
-  chrome.storage.local.get(TIME_LIMIT_KEY).then((stored) => takeTimeLimit(stored[TIME_LIMIT_KEY]), () => {});
+  settingsRead = chrome.storage.local.get([TIME_LIMIT_KEY, RUN_PYTHON_KEY]).then((stored) => {
+    takeTimeLimit(stored[TIME_LIMIT_KEY]);
+    if (typeof stored[RUN_PYTHON_KEY] === "string") runPythonMode = stored[RUN_PYTHON_KEY];
+  }, () => {});
   chrome.storage.onChanged.addListener((changes, area) => {
-    if (area === "local" && TIME_LIMIT_KEY in changes) takeTimeLimit(changes[TIME_LIMIT_KEY].newValue);
+    if (area !== "local") return;
+    if (TIME_LIMIT_KEY in changes) takeTimeLimit(changes[TIME_LIMIT_KEY].newValue);
+    if (RUN_PYTHON_KEY in changes) runPythonMode = changes[RUN_PYTHON_KEY].newValue ?? "ask";
+    // The model may run Python from now on (rule 9): warm, as after the first paint.
+    if (painted && (RUN_PYTHON_KEY in changes || "providers" in changes || "activeProviderId" in changes)) warmSoon();
   });
   window.addEventListener("message", onMessage);
   // A streaming bubble that becomes the stored one (turn.js takeStreamingBubble) loses data-streaming:
@@ -383,3 +507,4 @@ export function init() {
 
 // Wired before the first paint: its MutationObserver must see the first paint's blocks.
 register({ name: "code-runs", init });
+register({ name: "code-runs-warmup", phase: "painted", after: ["code-runs", "sessions-preload"], init: afterFirstPaint });

@@ -29,6 +29,10 @@ Rules:
    by `font_list_ok`: this matplotlib's version, only fonts of its own data folder) is handed by
    sandbox.js to the workers started after a Stop or a time limit, written before matplotlib is
    imported.
+8. Warming (`warm_plotting`, called by runner.js once matplotlib.pyplot is imported ahead of a Run):
+   one small figure is drawn off screen and closed (its font and the Agg renderer loaded), and
+   pandas' matplotlib plotting imported, so a first `df.plot()` costs what a second one does. It
+   leaves no figure open and changes no setting.
 """
 
 from __future__ import annotations
@@ -269,6 +273,35 @@ def kept_font_list() -> str | None:
     matplotlib = sys.modules["matplotlib"]
     ok = font_list_ok(text, font_manager.FontManager.__version__, matplotlib.get_data_path())
     return text if ok else None
+
+
+# -- the first drawing, done ahead (rule 8) -----------------------------------------------------
+
+
+def warm_plotting() -> list[str]:
+    """Rule 8: draw one small figure with text (and load pandas' plotting, if pandas is loaded)
+    so the first Run's plot does not pay for it; what was warmed, by name."""
+    warmed: list[str] = []
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is None:
+        return warmed
+    if "pandas" in sys.modules:
+        try:
+            __import__("pandas.plotting._matplotlib")
+            warmed.append("pandas.plotting")
+        except Exception:  # noqa: BLE001 - a pandas without matplotlib plotting: its first plot says so
+            pass
+    figure = plt.figure()
+    try:
+        axes = figure.add_subplot()
+        axes.plot([0, 1], [0, 1], label="warm")
+        axes.set_title("warm")
+        axes.legend()
+        figure.savefig(io.BytesIO(), format="png")
+        warmed.append("matplotlib")
+    finally:
+        plt.close(figure)
+    return warmed
 
 
 def _traceback(exc: BaseException) -> str:

@@ -7,10 +7,15 @@
 //    and its origin is this extension's; anything else is ignored. Every message is
 //    {channel: "margin-sandbox", v: 1, type, ...}; a known sender's unknown or malformed message
 //    gets {type: "refused", reason}.
-// 2. In: "run" {id, code, timeoutMs, limit, files?} (one at a time; a second is refused as busy), "stop"
-//    {id}. Out: "ready" (the worker's Python is up), "starting" {id} (a run came while the worker's
+// 2. In: "run" {id, code, timeoutMs, limit, files?} (one at a time; a second is refused as
+//    busy), "stop" {id}, "prepare" {code} (the import lines of blocks on screen: their packages
+//    are loaded ahead, runner.js rule 5), "boot" (rule 7), "ping". Out: "ready" {ms, how,
+//    heapBytes} (the worker's Python is up, booted from a "snapshot" or "fresh"), "pong" {ready,
+//    ms, how, heapBytes} (the answer to "ping"), "prepared" {heapBytes, wheelsMs, importsMs} (one
+//    preparation ended, and where its time went), "starting" {id} (a run came while the worker's
 //    Python is not up yet, after a Stop or a time limit: it waits for it), "progress", "stdout",
-//    "stderr" {id, text},
+//    "stderr" {id, text}, "snapshot" {bytes, key} (runner.js rule 6) and "fontlist" {text} (runner.py
+//    rule 7): the panel keeps them for the next sandbox,
 //    "started" {id} (the packages are loaded, the code and its time limit start),
 //    "done" {id, status: ok | error | timeout | stopped | crashed, result?, ms, noteKey?, detail?}:
 //    a note is a catalogue key and its detail (Pyodide's own words), said by the panel in the
@@ -24,6 +29,10 @@
 // 6. A run may bring files (`files`: [{path, text} | {path, base64}], paths "/data/<name>", at
 //    most MAX_FILES and MAX_FILES_CHARS in all): the model's run_python calls read the
 //    conversation's attachments there. The worker's /data holds exactly them during that run.
+// 7. The worker starts on the panel's "boot" {snapshot?, snapshotKey?, fontList?} (a memory snapshot and
+//    matplotlib's font list the panel kept: runner.js rule 6, runner.py rule 7), or on the first "run" or "prepare" if none came first. The snapshot is kept here for
+//    the workers started after a Stop or a time limit. A worker may hand over a snapshot only
+//    before it says "booted" (the code it runs later cannot: rule 4 and runner.js rule 3).
 "use strict";
 
 (() => {
@@ -34,6 +43,8 @@
   const MAX_CODE_CHARS = 1_000_000;
   const MAX_TIMEOUT_MS = 600_000;
   const MAX_LIMIT = 1_000_000;
+  const MAX_PREPARE_CHARS = 10_000;
+  const MAX_SNAPSHOT_BYTES = 256 * 1024 * 1024;
   // The conversation's files for the model's run_python calls (py/margin/page/sandbox_files.py's bounds).
   const MAX_FILES = 40;
   const MAX_FILES_CHARS = 40_000_000;
@@ -49,6 +60,11 @@
   let fontList = "";
   const FONT_LIST_MAX_CHARS = 2_000_000;
   let current = null; // {id, timeoutMs, started, timer}
+  let heapBytes = 0; // the worker's wasm memory, as it last said
+  let snapshot = null; // rule 7: Uint8Array, the memory snapshot the workers boot from
+  let snapshotKey = ""; // which Pyodide and runner.py it was made by (runner.js rule 6)
+  let snapshotTaken = false;
+  let booted = { ms: 0, how: "fresh" }; // how long the worker's boot took, and from what
 
   function send(message) {
     // An opaque origin cannot name the panel's origin as the target; the panel checks the source.
@@ -57,6 +73,7 @@
 
   function startWorker() {
     ready = false;
+    snapshotTaken = false;
     const script = `importScripts(${JSON.stringify(`${BASE}sandbox/runner.js`)});`;
     const url = URL.createObjectURL(new Blob([script], { type: "text/javascript" }));
     worker = new Worker(url);
@@ -66,7 +83,7 @@
       event.preventDefault();
       crashed(event.message || "the sandbox's Python stopped");
     });
-    worker.postMessage({ type: "boot", base: BASE, fontList });
+    worker.postMessage({ type: "boot", base: BASE, fontList, snapshot, snapshotKey });
   }
 
   function restart() {
@@ -87,6 +104,7 @@
     const detail = String(text).slice(0, 300);
     const noteKey = /memory|allocation|OOM/i.test(text) ? "panel_run_out_of_memory_note" : "panel_run_python_stopped_note";
     finish("crashed", { noteKey, detail });
+    if (!ready) snapshot = null; // a worker that could not boot: the next one starts from scratch
     if (!ready && ++bootFailures >= 2) {
       broken = detail;
       worker?.terminate();
@@ -120,15 +138,32 @@
     if (message.type === "booted") {
       ready = true;
       bootFailures = 0;
-      send({ type: "ready", ms: Number(message.ms) || 0 });
+      heapBytes = Number(message.heapBytes) || 0;
+      booted = { ms: Number(message.ms) || 0, how: message.how === "snapshot" ? "snapshot" : "fresh" };
+      send({ type: "ready", ...booted, heapBytes });
       return;
     }
     if (message.type === "failed") {
       crashed(isText(message.text) ? message.text : "unknown error");
       return;
     }
+    if (message.type === "snapshot" && !ready && !snapshotTaken && message.bytes instanceof Uint8Array && isText(message.key)) {
+      snapshotTaken = true;
+      snapshot = message.bytes;
+      snapshotKey = message.key.slice(0, 200);
+      send({ type: "snapshot", bytes: snapshot, key: snapshotKey });
+      return;
+    }
+    if (message.type === "prepared") {
+      heapBytes = Number(message.heapBytes) || heapBytes;
+      const importsMs = message.importsMs && typeof message.importsMs === "object" ? message.importsMs : {};
+      const times = { wheelsMs: Number(message.wheelsMs) || 0, importsMs: Object.fromEntries(Object.entries(importsMs).map(([k, v]) => [String(k).slice(0, 40), Number(v) || 0])) };
+      send({ type: "prepared", heapBytes, ...times });
+      return;
+    }
     if (message.type === "fontlist" && isText(message.text) && message.text.length <= FONT_LIST_MAX_CHARS) {
       fontList ||= message.text;
+      send({ type: "fontlist", text: message.text });
       return;
     }
     if (!current || message.id !== current.id) return;
@@ -168,6 +203,7 @@
       if (current) return send({ type: "done", id, status: "busy", ms: 0 });
       if (broken) return send({ type: "done", id, status: "crashed", ms: 0, noteKey: "panel_run_python_cannot_start_note", detail: broken });
       current = { id, timeoutMs, started: 0, timer: 0 };
+      if (!worker) startWorker();
       if (!ready) send({ type: "starting", id });
       worker.postMessage({ type: "run", id, code, limit, files });
       return;
@@ -178,7 +214,24 @@
       restart();
       return;
     }
-    if (message.type === "ping") return send({ type: ready ? "ready" : "booting" });
+    if (message.type === "prepare") {
+      if (!isText(message.code) || message.code.length > MAX_PREPARE_CHARS) return refuse("bad prepare");
+      if (broken) return;
+      if (!worker) startWorker();
+      worker.postMessage({ type: "prepare", code: message.code });
+      return;
+    }
+    if (message.type === "boot") {
+      if (worker || broken) return;
+      if (message.snapshot instanceof Uint8Array && message.snapshot.length <= MAX_SNAPSHOT_BYTES && isText(message.snapshotKey)) {
+        snapshot = message.snapshot;
+        snapshotKey = message.snapshotKey.slice(0, 200);
+      }
+      if (isText(message.fontList) && message.fontList.length <= FONT_LIST_MAX_CHARS) fontList ||= message.fontList;
+      startWorker();
+      return;
+    }
+    if (message.type === "ping") return send({ type: "pong", ready, ...booted, heapBytes });
     refuse("unknown type");
   }
 
@@ -186,6 +239,4 @@
     if (event.source !== window.parent || event.origin !== PANEL_ORIGIN) return;
     fromPanel(event.data);
   });
-
-  startWorker();
 })();

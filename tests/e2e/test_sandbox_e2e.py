@@ -184,6 +184,7 @@ def status_of(output) -> str:
 
 
 STATUS_STARTS_JS = "(start) => [...document.querySelectorAll('.code-run-status')].some((n) => n.textContent.startsWith(start))"
+STATUS_MATCHES_JS = "(pattern) => [...document.querySelectorAll('.code-run-status')].some((n) => new RegExp(pattern).test(n.textContent))"
 STATUS_IS_JS = (
     "(text) => [...document.querySelectorAll('.code-run-status')].some((n) => n.textContent === text)"
 )
@@ -197,12 +198,17 @@ def test_a_pandas_and_matplotlib_block_gives_a_table_and_a_real_png_that_are_sto
     # says it again in the new language when the language changes while pandas loads (cold: seconds).
     page.wait_for_function(STATUS_STARTS_JS, arg="Loading ", timeout=RUN_TIMEOUT_MS)
     loading = page.locator(".code-run-status").text_content()
-    assert re.fullmatch(r"Loading (\w+, )*pandas(, \w+)*…", loading), loading
+    # From the first whole second on, the wait is counted: "Loading pandas, matplotlib… 3 s".
+    assert re.fullmatch(r"Loading (\w+, )*pandas(, \w+)*…( \d+ s)?", loading), loading
+    page.wait_for_function(STATUS_MATCHES_JS, arg=r"^Loading .*… \d+ s$", timeout=RUN_TIMEOUT_MS)
+    packages = loading.removeprefix("Loading ").split("…")[0]
     try:
         margin.storage_set({"uiLanguage": "ru"})
         # The whole status, as text: the bubbles are built again in the new language, and until
         # the next frame lays out the new bubble (content-visibility: auto) innerText says "".
-        page.wait_for_function(STATUS_IS_JS, arg=loading.replace("Loading", "Загрузка"), timeout=20_000)
+        page.wait_for_function(
+            STATUS_MATCHES_JS, arg=f"^Загрузка {re.escape(packages)}…( \\d+ с)?$", timeout=20_000
+        )
     finally:
         margin.storage_set({"uiLanguage": "auto"})
     output = code_block.locator("xpath=following-sibling::div[contains(@class,'code-run')][1]")
@@ -328,7 +334,7 @@ def test_stop_ends_a_run(sandboxed):
     # The stopped worker was replaced: the next run says it waits for the fresh worker's Python,
     # and its final line counts that wait as loading.
     block(page, "hello").get_by_role("button", name="Run").click()
-    page.wait_for_function(STATUS_IS_JS, arg="Starting Python…", timeout=20_000)
+    page.wait_for_function(STATUS_STARTS_JS, arg="Starting Python…", timeout=20_000)
     hello = block(page, "hello").locator("xpath=following-sibling::div[contains(@class,'code-run')][1]")
     page.wait_for_function(
         "(node) => node.dataset.status", arg=hello.element_handle(), timeout=RUN_TIMEOUT_MS

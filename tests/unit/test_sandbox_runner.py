@@ -141,3 +141,48 @@ def test_a_missing_value_reads_as_pandas_writes_it_never_lowercase_nan():
     assert runner._cell(None) == "None"
     assert runner._cell(1.5) == "1.5" and runner._cell("nan") == "nan"  # a text "nan" is the text
     assert runner._cell(float("inf")) == "inf" and runner._cell(0) == "0"
+
+
+def test_warming_draws_one_figure_to_png_and_leaves_none_open(monkeypatch):
+    """Rule 8, with a stand-in pyplot that records what is done (CPython has no matplotlib here)."""
+    assert runner.warm_plotting() == []  # no pyplot imported: nothing to warm
+
+    class Figure:
+        def __init__(self, log):
+            self.log = log
+
+        def add_subplot(self):
+            log = self.log
+
+            class Axes:
+                def plot(self, *args, **kwargs):
+                    log.append("plot")
+
+                def set_title(self, text):
+                    log.append("title")
+
+                def legend(self):
+                    log.append("legend")
+
+            return Axes()
+
+        def savefig(self, buffer, format):
+            self.log.append(f"savefig {format}")
+
+    class Pyplot:
+        def __init__(self):
+            self.log: list[str] = []
+            self.open: list[Figure] = []
+
+        def figure(self):
+            self.open.append(Figure(self.log))
+            return self.open[-1]
+
+        def close(self, figure):
+            self.open.remove(figure)
+
+    plt = Pyplot()
+    monkeypatch.setitem(sys.modules, "matplotlib.pyplot", plt)
+    monkeypatch.delitem(sys.modules, "pandas", raising=False)
+    assert runner.warm_plotting() == ["matplotlib"]
+    assert plt.log == ["plot", "title", "legend", "savefig png"] and plt.open == []
