@@ -21,6 +21,7 @@ import { t, setWords } from "../shared/i18n.js";
 import { ui, state, events } from "./state.js";
 import { paintRun, runForTool, stopToolRun } from "./code_runs.js";
 import { register } from "./registry.js";
+import { initMcpCalls, liveMcpCall, storedMcpCall } from "./mcp_calls.js";
 
 const OUTCOME_KEYS = {
   declined: "panel_tool_declined",
@@ -57,6 +58,7 @@ function note(box, key, ...args) {
 
 function onToolCall({ call, files, slot, reply, settled }) {
   if (!call || typeof call !== "object") return;
+  if (call.mcp && typeof call.mcp === "object") return liveMcpCall({ call, slot, reply, settled }); // the user's MCP tools
   const code = typeof call.code === "string" ? call.code : "";
   const box = callBox(code, "panel_tool_wants_to_run");
   slot.replaceChildren(box);
@@ -117,6 +119,7 @@ function onToolCall({ call, files, slot, reply, settled }) {
 // --- Stored rounds (rule 4) ----------------------------------------------------------------------
 
 function storedCall(call) {
+  if (call.mcp && typeof call.mcp === "object") return storedMcpCall(call);
   const ran = call.outcome === "ran" && call.run && typeof call.run === "object";
   const box = callBox(typeof call.code === "string" ? call.code : "", ran ? "panel_tool_ran" : "panel_tool_not_run_title");
   if (ran) {
@@ -158,6 +161,7 @@ function scan(node) {
 }
 
 export function init() {
+  initMcpCalls();
   events.addEventListener("tool-call", (event) => onToolCall(event.detail));
   new MutationObserver((mutations) => {
     for (const mutation of mutations) for (const node of mutation.addedNodes) scan(node);

@@ -22,7 +22,9 @@
 //    catalogue keys (data-i18n…), which words.js relabels where they stand.
 // 9. A `tool_call` event (the model's run_python call, py/margin/sandbox/tool_turn.py) is handed to
 //    tool_calls.js as "tool-call" with a slot in the streaming bubble and a `reply` that answers
-//    on this turn's port; the answer goes on streaming after the slot.
+//    on this turn's port; the answer goes on streaming after the slot. A call of the user's MCP
+//    tools comes the same way (its `call.mcp`), and its result later as `tool_done`, handed on
+//    as "tool-done" (mcp_calls.js).
 
 import { CONTRACT } from "../generated/contract.js";
 import { el } from "../shared/ui_common.js";
@@ -123,6 +125,10 @@ function onTurnEvent(turn, message) {
       break;
     case "tool_call":
       startToolCall(turn, message);
+      break;
+    case "tool_done":
+      // The result of a call of the user's MCP tools (py/margin/tools/turn_tools.py): mcp_calls.js paints it.
+      emit("tool-done", { callId: message.callId, call: message.call });
       break;
     case "done":
     case "stopped":

@@ -45,7 +45,7 @@ from ..base.sse import SSEEvent
 from ..base.wire_json import NotJSON, decode, decode_or_none, member
 from ..images.data_urls import parse_data_url
 from ..platform.ports import HttpRequest, Platform, Transport
-from ..sandbox.tool_loop import PARAMETERS, RUN_PYTHON, CallPieces, result_text
+from ..sandbox.tool_loop import CallPieces, result_text
 from ..storage.history import Record
 from . import (
     DEFAULT_BASE_URLS,
@@ -334,7 +334,10 @@ async def list_models(platform: Platform, provider: dict[str, Any]) -> list[str]
 
 def anthropic_tools(offer: ToolOffer) -> dict[str, Any]:
     body: dict[str, Any] = {
-        "tools": [{"name": RUN_PYTHON, "description": offer.description, "input_schema": PARAMETERS}]
+        "tools": [
+            {"name": t.name, "description": t.description, "input_schema": t.parameters}
+            for t in offer.tools()
+        ]
     }
     if offer.forbid:
         body["tool_choice"] = {"type": "none"}

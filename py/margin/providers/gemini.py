@@ -46,7 +46,7 @@ from ..base.sentences import Sentence, sentence
 from ..base.sse import SSEEvent
 from ..base.wire_json import NotJSON, bad_reply, decode, decode_or_none, item_of, kind_name, member
 from ..platform.ports import HttpRequest, Platform, Transport
-from ..sandbox.tool_loop import PARAMETERS, RUN_PYTHON, ToolCall, result_text
+from ..sandbox.tool_loop import RUN_PYTHON, ToolCall, result_text
 from ..storage.history import Record
 from . import (
     extract_error_message,
@@ -363,7 +363,12 @@ def gemini_tools(offer: ToolOffer) -> dict[str, Any]:
         "tools": [
             {
                 "functionDeclarations": [
-                    {"name": RUN_PYTHON, "description": offer.description, "parameters": PARAMETERS}
+                    {
+                        "name": t.name,
+                        "description": t.description,
+                        ("parameters" if t.name == RUN_PYTHON else "parametersJsonSchema"): t.parameters,
+                    }
+                    for t in offer.tools()
                 ]
             }
         ]

@@ -41,7 +41,7 @@ from ..base.sentences import Sentence, sentence
 from ..base.sse import SSEEvent
 from ..base.wire_json import NotJSON, Source, bad_reply, decode, item_of, kind_name, member
 from ..platform.ports import HttpRequest, Platform, Transport
-from ..sandbox.tool_loop import PARAMETERS, RUN_PYTHON, CallPieces, refuses_tools, result_text
+from ..sandbox.tool_loop import CallPieces, refuses_tools, result_text
 from ..storage.history import Record
 from . import extract_error_message, host_of, http_error, normalize_base_url, quote, stream_cut, streaming
 from .overflow import ContextOverflowError, context_overflow, too_long_for
@@ -309,11 +309,14 @@ async def list_models(platform: Platform, provider: dict[str, Any]) -> list[str]
 
 
 def openai_tools(offer: ToolOffer) -> dict[str, Any]:
-    tool = {
-        "type": "function",
-        "function": {"name": RUN_PYTHON, "description": offer.description, "parameters": PARAMETERS},
-    }
-    body: dict[str, Any] = {"tools": [tool]}
+    tools = [
+        {
+            "type": "function",
+            "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+        }
+        for t in offer.tools()
+    ]
+    body: dict[str, Any] = {"tools": tools}
     if offer.forbid:
         body["tool_choice"] = "none"
     return body

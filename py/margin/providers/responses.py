@@ -39,7 +39,7 @@ from ..base.sentences import sentence
 from ..base.sse import SSEEvent
 from ..base.wire_json import decode_or_none, member
 from ..platform.ports import HttpRequest, Platform, Transport
-from ..sandbox.tool_loop import PARAMETERS, RUN_PYTHON, CallPieces, result_text
+from ..sandbox.tool_loop import CallPieces, result_text
 from ..storage.history import Record
 from . import DEFAULT_BASE_URLS, host_of, http_error, normalize_base_url, part_text, streaming
 from . import openai as openai_provider
@@ -277,12 +277,8 @@ async def list_models(platform: Platform, provider: dict[str, Any]) -> list[str]
 def responses_tools(offer: ToolOffer) -> dict[str, Any]:
     body: dict[str, Any] = {
         "tools": [
-            {
-                "type": "function",
-                "name": RUN_PYTHON,
-                "description": offer.description,
-                "parameters": PARAMETERS,
-            }
+            {"type": "function", "name": t.name, "description": t.description, "parameters": t.parameters}
+            for t in offer.tools()
         ]
     }
     if offer.forbid:

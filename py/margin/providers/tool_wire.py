@@ -4,7 +4,10 @@ What every provider shares is here; each provider's own shape (its `*_tools`, it
 stream's call pieces) is in its module (margin.providers.openai, anthropic, gemini, responses).
 
 Rules:
-1. `ToolOffer(description, forbid)` is what a request offers: the tool with that description;
+1. `ToolOffer(description, forbid, others)` is what a request offers: `run_python` with that
+   description (none when `description` is None: the setting is off), then `others`, the
+   user's MCP tools (margin.tools.turn_tools: each name, description and JSON schema, the names
+   already valid for every provider; Gemini gets their schema as `parametersJsonSchema`);
    `forbid` (the bound is reached, tool_loop rule 2) keeps the tool defined but forbids calling
    it (OpenAI and Responses `tool_choice: "none"`, Anthropic `{"type": "none"}`, Gemini
    `functionCallingConfig.mode: "NONE"`): a history holding calls must still define the tool.
@@ -24,6 +27,9 @@ Rules:
    where the API wants an object (Anthropic's `input`, Gemini's `args`).
 3. A request that offers no tool sends no call: each round goes as text (tool_loop
    `rounds_as_text`) before the answer's text (`flatten`), so the model still knows what ran.
+   Likewise an earlier answer whose rounds call a tool this request does not offer (`run_python`
+   turned off, an MCP tool unticked or its server removed) goes as text (`flatten_unoffered`): a
+   provider may refuse a call of a tool it was not given.
 4. Reading a stream: OpenAI's `delta.tool_calls[]` pieces (by `index`: `id` and `function.name`
    once, `function.arguments` in pieces), Anthropic's `content_block_start` `tool_use` then
    `input_json_delta` pieces (by block index), Gemini's whole `functionCall` parts, Responses'
@@ -38,14 +44,29 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ..sandbox.tool_loop import rounds_as_text
+from ..sandbox.tool_loop import PARAMETERS, RUN_PYTHON, rounds_as_text
 from ..storage.history import Record
 
 
 @dataclass(frozen=True)
-class ToolOffer:
+class OfferedTool:
+    """Rule 1: one tool besides run_python, as every provider's wire offers it."""
+
+    name: str
     description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolOffer:
+    description: str | None
     forbid: bool = False
+    others: tuple[OfferedTool, ...] = ()
+
+    def tools(self) -> list[OfferedTool]:
+        """Rule 1: every tool offered, run_python first."""
+        own = [OfferedTool(RUN_PYTHON, self.description, PARAMETERS)] if self.description is not None else []
+        return [*own, *self.others]
 
 
 Offer = ToolOffer | None  # what a request offers: the tool, or nothing
@@ -68,6 +89,15 @@ def flatten(records: list[Record]) -> list[Record]:
         text = "\n\n".join(t for t in (rounds_as_text(rounds), record.text) if t)
         fields = {k: v for k, v in record.fields.items() if k != "toolRounds"}
         out.append(Record(record.role, text, fields))
+    return out
+
+
+def flatten_unoffered(records: list[Record], offered: set[str]) -> list[Record]:
+    """Rule 3, per record: those whose rounds call a tool not in `offered` go as text."""
+    out = []
+    for record in records:
+        names = {c.get("name") for r in rounds_of(record) for c in r.get("calls", [])}
+        out.append(flatten([record])[0] if names - offered else record)
     return out
 
 

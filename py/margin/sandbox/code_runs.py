@@ -104,6 +104,20 @@ def _text(value: Any, limit: int, what: str) -> str:
     return cap_text(value, limit)
 
 
+def unreadable_result(what: str) -> MarginError:
+    """A stored tool round (margin.sandbox.tool_loop, margin.sandbox.mcp_results) that is not as a
+    fresh one is written: `bad_payload`, naming the part."""
+    return MarginError.said("bad_payload", "py_error_run_result_unreadable", what)
+
+
+def exact_text(value: Any, limit: int, what: str) -> str:
+    """A stored round's text, read back as it is: a string of at most `limit` characters, never cut
+    (a longer one was not written by Margin), else `unreadable_result`."""
+    if not isinstance(value, str) or len(value) > limit:
+        raise unreadable_result(what)
+    return value
+
+
 def _cell(value: Any) -> str:
     if not isinstance(value, str):
         raise _bad("a table cell")

@@ -23,13 +23,15 @@ Rules:
    it), "declined" (the user pressed "Don't run"), "refused" (rule 3 or 2), "stopped" (Stop, or
    the panel went away, before a result came), "failed" (the panel could not run it: its note).
 5. What is stored: the answer record's `toolRounds`, a list of at most MAX_CALLS + 1 rounds
-   `{text, calls: [{id, name, arguments, code, outcome, run, note, signature?}]}`;
+   `{text, calls: [{id, name, arguments, code, outcome, run, note, signature?, mcp?}]}` (`mcp`: a
+   call of one of the user's MCP tools, margin.sandbox.mcp_results; its `code` is "");
    `text` is what the model wrote before its calls, the record's `content` what it wrote after
    the last round. `is_tool_rounds` accepts only what `clean_round` would keep unchanged
    (margin.storage.stored_values' RECORD_FIELDS check), so a stored round is never larger or of another
    shape than a fresh one.
 6. What the model is sent back for a call (`result_text`) is the run's compact form
    (`code_runs.run_text`) or a sentence for the outcome: never pixels, never the whole output.
+   For an MCP call, the result's text (mcp_results rule 4) or a sentence for the outcome.
 7. A server that refuses a request with the tool (a 400 or 422 naming tools, `refuses_tools`: a
    local model without tool calling) is asked again without it, once; the provider is then
    marked `supportsTools: false` and offered no tool again (margin.settings.options rule 5). The OpenAI
@@ -45,7 +47,8 @@ from typing import Any
 
 from ..base.errors import MarginError
 from ..i18n.catalogue import Words
-from . import code_runs
+from . import code_runs, mcp_results
+from .code_runs import exact_text, unreadable_result
 
 RUN_PYTHON = "run_python"
 MODES = ("off", "ask", "auto")
@@ -236,7 +239,12 @@ class LoopState:
 
 
 def stored_call(
-    call: ToolCall, code: str, outcome: str, run: dict[str, Any] | None, note: str
+    call: ToolCall,
+    code: str,
+    outcome: str,
+    run: dict[str, Any] | None,
+    note: str,
+    mcp: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     kept: dict[str, Any] = {
         "id": call.id[:ID_CHARS],
@@ -249,42 +257,36 @@ def stored_call(
     }
     if call.signature:
         kept["signature"] = call.signature[:SIGNATURE_CHARS]
+    if mcp is not None:  # a call of one of the user's MCP tools (margin.sandbox.mcp_results)
+        kept["mcp"] = mcp
     return kept
-
-
-def _bad(what: str) -> MarginError:
-    return MarginError.said("bad_payload", "py_error_run_result_unreadable", what)
-
-
-def _text(value: Any, limit: int, what: str) -> str:
-    if not isinstance(value, str) or len(value) > limit:
-        raise _bad(what)
-    return value
 
 
 def clean_call(value: Any) -> dict[str, Any]:
     if not isinstance(value, dict) or value.get("outcome") not in OUTCOMES:
-        raise _bad("a call")
+        raise unreadable_result("a call")
     run = value.get("run")
     kept: dict[str, Any] = {
-        "id": _text(value.get("id"), ID_CHARS, "id"),
-        "name": _text(value.get("name"), 80, "name"),
-        "arguments": _text(value.get("arguments"), ARGUMENTS_CHARS, "arguments"),
-        "code": _text(value.get("code"), code_runs.CODE_CHARS, "code"),
+        "id": exact_text(value.get("id"), ID_CHARS, "id"),
+        "name": exact_text(value.get("name"), 80, "name"),
+        "arguments": exact_text(value.get("arguments"), ARGUMENTS_CHARS, "arguments"),
+        "code": exact_text(value.get("code"), code_runs.CODE_CHARS, "code"),
         "outcome": value["outcome"],
         "run": None if run is None else code_runs.clean_run(run),
-        "note": _text(value.get("note", ""), NOTE_CHARS, "note"),
+        "note": exact_text(value.get("note", ""), NOTE_CHARS, "note"),
     }
     if "signature" in value:
-        kept["signature"] = _text(value["signature"], SIGNATURE_CHARS, "signature")
+        kept["signature"] = exact_text(value["signature"], SIGNATURE_CHARS, "signature")
+    if "mcp" in value:
+        kept["mcp"] = mcp_results.clean_mcp(value["mcp"])
     return kept
 
 
 def clean_round(value: Any) -> dict[str, Any]:
     if not isinstance(value, dict) or not isinstance(value.get("calls"), list) or not value["calls"]:
-        raise _bad("a round")
+        raise unreadable_result("a round")
     return {
-        "text": _text(value.get("text", ""), 2 * 1024 * 1024, "text"),
+        "text": exact_text(value.get("text", ""), 2 * 1024 * 1024, "text"),
         "calls": [clean_call(c) for c in value["calls"][:MAX_ROUND_CALLS]],
     }
 
@@ -308,11 +310,30 @@ OUTCOME_TEXT = {
 
 def result_text(call: dict[str, Any]) -> str:
     outcome = call["outcome"]
+    if isinstance(call.get("mcp"), dict):
+        return _mcp_result(call)
     if outcome == "ran" and call.get("run"):
         return _run_result(call["run"])
     if outcome in OUTCOME_TEXT:
         return OUTCOME_TEXT[outcome]
     return call.get("note") or "The code could not be run."
+
+
+MCP_OUTCOME_TEXT = {
+    "declined": (
+        "The user declined this tool call: the tool was not called. Do not call it again unless asked."
+    ),
+    "stopped": "The tool call was stopped before the tool answered.",
+}
+
+
+def _mcp_result(call: dict[str, Any]) -> str:
+    result = call["mcp"].get("result")
+    if call["outcome"] == "ran" and result:
+        return mcp_results.result_text(result)
+    if call["outcome"] in MCP_OUTCOME_TEXT:
+        return MCP_OUTCOME_TEXT[call["outcome"]]
+    return call.get("note") or "The tool could not be called."
 
 
 def _run_result(run: dict[str, Any]) -> str:
@@ -328,7 +349,7 @@ def round_as_text(round_: dict[str, Any]) -> str:
     parts = [round_["text"]] if round_["text"] else []
     for call in round_["calls"]:
         parts.append(f"```python\n{call['code']}\n```" if call["code"] else f"[{call['name']} call]")
-        parts.append(f"[{RUN_PYTHON} result]\n{result_text(call)}")
+        parts.append(f"[{call['name'] if call.get('mcp') else RUN_PYTHON} result]\n{result_text(call)}")
     return "\n\n".join(parts)
 
 

@@ -22,13 +22,17 @@ Rules:
 5. Before a call goes to the panel and after its result, `on_progress` keeps the answer so far
    (margin.turn.unsaved_answers rule 6): if the worker stops while the panel runs the code, the
    rounds already run, and this call as "stopped", are not lost.
+6. A call of another tool than `run_python` that `others` (`OtherTools`: the user's MCP tools,
+   margin.tools.turn_tools) knows is theirs: they store it, pre-filled "stopped" (rule 4), and
+   run it (asking the user over the same port) within the same bound (tool_loop rule 2). With
+   `run_python` off, a `run_python` call is refused like an unknown tool.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 from ..base.errors import MarginError
 from ..base.sentences import sentence
@@ -38,6 +42,16 @@ from . import code_runs
 from .tool_loop import MAX_ROUND_CALLS, LoopState, ToolCall, limit_note, read_call, stored_call
 
 Receive = Callable[[], Awaitable[Any]]
+
+
+class OtherTools(Protocol):
+    """Rule 6: the tools of a turn that are not `run_python`."""
+
+    def handles(self, name: str) -> bool: ...
+
+    def placeholder(self, call: ToolCall) -> dict[str, Any]: ...
+
+    async def run(self, call: ToolCall, runner: ToolRunner) -> dict[str, Any]: ...
 
 
 def _result(message: Any, call_id: str, words: Words) -> tuple[str, dict[str, Any] | None, str] | None:
@@ -80,6 +94,7 @@ class ToolRunner:
         self.words = words  # the model language's: a call's reasons are read by the model and the user
         # Keeps the answer so far where a stopped worker cannot lose it (margin.turn.chat rule 12).
         self.on_progress: Callable[[], Awaitable[None]] | None = None
+        self.others: OtherTools | None = None  # rule 6
 
     async def _progress(self) -> None:
         if self.on_progress is not None:
@@ -88,11 +103,38 @@ class ToolRunner:
     async def run_round(self, text: str, calls: list[ToolCall]) -> None:
         """Rules 1-4; raises Stopped when the turn is stopped while a call waits."""
         calls = calls[:MAX_ROUND_CALLS]
-        stored = [stored_call(c, read_call(c, self.words).code, "stopped", None, "") for c in calls]
+        others = self.others
+        stored = [
+            others.placeholder(c)
+            if others is not None and others.handles(c.name)
+            else stored_call(c, read_call(c, self.words).code, "stopped", None, "")
+            for c in calls
+        ]
         self.state.rounds.append({"text": text, "calls": stored})
         for position, call in enumerate(calls):
+            if others is not None and others.handles(call.name):  # rule 6
+                if not self.state.take_turn():
+                    self.state.forbidden = True
+                    stored[position] = {
+                        **stored[position],
+                        "outcome": "refused",
+                        "note": limit_note(self.words),
+                    }
+                    self.emit(
+                        {
+                            "event": "tool_call",
+                            "call": {"id": call.id, "code": "", "refusal": stored[position]["note"]},
+                        }
+                    )
+                    continue
+                await self._progress()
+                stored[position] = await others.run(call, self)
+                await self._progress()
+                continue
             reading = read_call(call, self.words)
             refusal = reading.refusal
+            if not refusal and self.mode == "off":  # rule 6: run_python is not offered
+                refusal = self.words.text("py_tool_not_offered", call.name[:80])
             if not refusal and not self.state.take_turn():
                 refusal = limit_note(self.words)
                 self.state.forbidden = True

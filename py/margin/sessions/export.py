@@ -34,7 +34,7 @@ from typing import Any
 
 from ..base.errors import MarginError
 from ..base.sentences import Sentence, say, sentence
-from ..sandbox import code_runs
+from ..sandbox import code_runs, mcp_results
 from ..storage.history import Record
 from .index import IndexEntry, shown_name
 
@@ -103,6 +103,9 @@ def _tool_round_lines(record: Record) -> list[str]:
         if round_["text"]:
             lines += [round_["text"], ""]
         for call in round_["calls"]:
+            if isinstance(call.get("mcp"), dict):  # one of the user's MCP tools (margin.sandbox.mcp_results)
+                lines += _mcp_call_lines(call)
+                continue
             lines += [f"_{_label(sentence('py_export_model_ran'))}_", "", *_fenced(call["code"], "python")]
             if call["outcome"] == "ran" and call["run"]:
                 lines += _run_lines(sentence("py_export_output"), call["run"])
@@ -115,6 +118,21 @@ def _tool_round_lines(record: Record) -> list[str]:
                 )
                 lines += [f"_{say(said)}_", ""]
     return lines
+
+
+def _mcp_call_lines(call: dict[str, Any]) -> list[str]:
+    mcp = call["mcp"]
+    lines = [f"_{say(sentence('py_export_model_called', mcp['tool'], mcp['serverName']))}_", ""]
+    lines += _fenced(call["arguments"], "json")
+    if call["outcome"] == "ran" and mcp["result"]:
+        return lines + _fenced(mcp_results.result_text(mcp["result"]), "text")
+    outcome = _word(_OUTCOME_KEYS, call["outcome"])
+    said = (
+        sentence("py_export_not_run_note", outcome, call["note"])
+        if call["note"]
+        else sentence("py_export_not_run", outcome)
+    )
+    return [*lines, f"_{say(said)}_", ""]
 
 
 def _block_run_lines(record: Record) -> list[str]:

@@ -58,7 +58,9 @@ Rules:
    sent again with the round (the model's text, its calls, their results) after the question,
    until the model answers in text or the bound is reached (tool_loop rule 2). Every round is
    stored with the answer (`toolRounds`), whether it is done, stopped or failed; the deltas of
-   every request stream as one answer. Without the tool, stored rounds are sent as text. Until
+   every request stream as one answer. Without the tool, stored rounds are sent as text. The
+   user's MCP tools (margin.tools.turn_tools) are offered and called in the same loop, each call
+   asked for first unless the user always allows that tool. Until
    the answer is stored, the rounds so far are kept in chrome.storage.session before and after
    each call (margin.turn.unsaved_answers rule 6), so a worker that stops mid-call loses none of them.
 13. A turn that leaves images unseen (failed, stopped, or its answer not stored) has the
@@ -91,14 +93,15 @@ from ..platform.ports import Platform
 from ..providers import provider_module
 from ..providers import usage as token_usage
 from ..providers.image_refusal import ImagesRefusedError, images_not_seen_sentence
-from ..providers.tool_wire import ToolOffer, flatten
+from ..providers.tool_wire import ToolOffer, flatten, flatten_unoffered
 from ..sandbox import tool_loop
 from ..sandbox.tool_turn import Receive, ToolRunner
 from ..settings import options
 from ..storage import versions
 from ..storage.history import Record, for_edit, for_regenerate, read_history, user_record, write_history
-from ..storage.keys import RUN_PYTHON_MODE, lock_for, set_turn_running
+from ..storage.keys import CODE_TIME_LIMIT, RUN_PYTHON_MODE, lock_for, set_turn_running
 from ..storage.keys import turn_running as turn_running  # rule 7; re-exported
+from ..tools.turn_tools import TurnTools, offer_tools
 from . import agent as agent_turn
 from . import explain, rescue, slimming, unsaved_answers
 
@@ -229,6 +232,7 @@ class _Turn:
         self.language = "en"  # the model language of the turn (run), for its notices
         self.tool_mode = "off"
         self.loop = tool_loop.LoopState()
+        self.tools: TurnTools | None = None  # the user's MCP tools (rule 12)
         self.progress: dict[str, Any] | None = None  # the kept answer so far (rule 12)
         self.stamped = False  # the answer was stored with the `imagesSeen` stamp (rule 4)
         self.parked: list[Record] = []  # what the turn left with unseen images (rule 13)
@@ -246,6 +250,8 @@ class _Turn:
         language = options.model_language(settings, self.platform.browser_language)
         self.language = language
         self.tool_mode = tool_loop.tool_mode(settings.get(RUN_PYTHON_MODE))
+        with contextlib.suppress(StorageError):  # unreadable servers: the turn goes on without them
+            self.tools = await TurnTools.load(self.platform, settings.get(CODE_TIME_LIMIT))
         text_only = provider.get("supportsImages") is False  # rule 10
         outcome, failure, stream = await self._attempt(provider, question, language, text_only=text_only)
         if isinstance(failure, ImagesRefusedError) and not self.delta_sent and not text_only:
@@ -297,23 +303,29 @@ class _Turn:
             )
             module = provider_module(provider["type"])
             offers = tool_loop.offers_tools(self.tool_mode, provider)  # rule 12
+            others = self.tools.offered() if self.tools is not None and offer_tools(provider) else ()
             files = sandbox_files.conversation_files(records) if offers else []
-            if not offers:
+            if not (offers or others):
                 request_records = flatten(request_records)
+            else:  # tool_wire rule 3: a past call of a tool not offered now goes as text
+                offered = {t.name for t in others} | ({tool_loop.RUN_PYTHON} if offers else set())
+                request_records = flatten_unoffered(request_records, offered)
             while True:
-                offer = ToolOffer(tool_loop.description(sandbox_files.listing(files)), self.loop.forbidden)
+                described = tool_loop.description(sandbox_files.listing(files)) if offers else None
+                offer = ToolOffer(described, self.loop.forbidden, others)
                 try:
                     stream = await race(
-                        self._open(module, provider, request_records, offer if offers else None), self.stop
+                        self._open(module, provider, request_records, offer if offers or others else None),
+                        self.stop,
                     )
                 except ProviderError as error:
-                    if not (offers and not self.loop.rounds and tool_loop.refused_tools(error)):
+                    if not ((offers or others) and not self.loop.rounds and tool_loop.refused_tools(error)):
                         raise
                     # tool_loop rule 7, for a provider module that does not retry by itself
                     stream = await race(self._open(module, provider, request_records, None), self.stop)
                     stream.tools_unsupported = True
                 if getattr(stream, "tools_unsupported", False):  # tool_loop rule 7: sent without the tool
-                    offers = False
+                    offers, others = False, ()
                     with contextlib.suppress(StorageError):  # only an optimisation is lost
                         await options.mark_tools_unsupported(self.platform, provider["id"])
                 while True:
@@ -325,7 +337,7 @@ class _Turn:
                         self.emit({"event": "delta", "text": piece})
                     if self.stop.is_set():
                         raise Stopped()
-                calls = stream.tool_calls if offers else []
+                calls = stream.tool_calls if offers or others else []
                 if not self.loop.allowed(calls):
                     break
                 self.delta_sent = True  # a retry would run the calls again (rules 8 and 10)
@@ -343,6 +355,7 @@ class _Turn:
                     catalogue.words(language),
                 )
                 runner.on_progress = lambda: self._keep_progress(records, provider)
+                runner.others = self.tools if others else None
                 await runner.run_round(text, calls)
             return Outcome.DONE, None, stream
         except Stopped:
