@@ -21,7 +21,7 @@
 // Globals: __marginExtract() (async, the page), __marginProbe() (cheap, "is it still the same
 // page?"), __marginSeek(videoSrc, videoIndex, seconds), __marginReadAsPage(url, maxBytes,
 // timeoutMs) (async, rule 3), and the pure helpers __marginJsonAt(text, startIndex) and
-// __marginYouTubeFromScripts(scriptTexts, pageUrl).
+// __marginYouTubeFromScripts(scriptTexts, pageUrl); __marginSelection() (the selected text).
 
 (() => {
   "use strict";
@@ -29,6 +29,7 @@
   const MAX_VIDEOS = 20;
   const MAX_TRACKS = 20;
   const MAX_CUES = 20000;
+  const SELECTION_MAX_CHARS = 200000; // what a saved prompt's {{selection}} takes (py/margin/turn/explain.py's bound)
   const MIN_ARTICLE_CHARS = 200; // Readability's text must be at least this long to be used
   const MAX_SHADOW_SCAN = 30000; // elements looked at for open shadow roots (cheap pages only)
   const STRIPPED = "script,style,noscript,template,svg,iframe";
@@ -488,4 +489,6 @@
   globalThis.__marginExtract = extract;
   globalThis.__marginProbe = probe;
   globalThis.__marginSeek = seek;
+  // What the user selected in the page, for a saved prompt's {{selection}} (py/margin/page/selection.py).
+  globalThis.__marginSelection = () => String(globalThis.getSelection?.() ?? "").slice(0, SELECTION_MAX_CHARS);
 })();

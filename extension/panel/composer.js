@@ -13,6 +13,8 @@
 //    Cancel and Esc give the focus back to where the edit began (the bubble's "Edit").
 // 4. The Send button follows `state.turnState` ("turn-state"): "Send" while idle, "Stop" while a
 //    turn runs, disabled while it is stopping. A new turn starts only while idle.
+// 5. ArrowUp in an empty box (no attachment, not editing, idle) edits the last question, through
+//    its bubble's "Edit", as chat apps do.
 
 import { CONTRACT } from "../generated/contract.js";
 import { call, el, svg } from "../shared/ui_common.js";
@@ -70,6 +72,12 @@ function onMessageKeydown(event) {
   } else if (event.key === "Escape" && state.editing) {
     event.preventDefault();
     cancelEdit();
+  } else if (event.key === "ArrowUp" && !ui.message.value && !state.attachments.length && !state.editing && state.turnState === "idle" && !event.shiftKey && !event.altKey && !event.ctrlKey && !event.metaKey) {
+    const edit = [...ui.history.querySelectorAll('button[data-action="edit"]')].at(-1); // rule 5
+    if (edit) {
+      event.preventDefault();
+      edit.click();
+    }
   }
 }
 

@@ -10,9 +10,12 @@
 //    only on a user's click. sidePanel.open() needs the click's user gesture, so it is called
 //    before anything is awaited.
 // 4. The panel picks the request up from chrome.storage.session and runs the turn.
+// 5. A saved prompt's item (worker/prompt_menu.js) is clicked the same way; its request carries
+//    the prompt's id (py/margin/turn/explain.py, rule 5).
 
 import * as i18n from '../shared/i18n.js';
 import { python } from './boot.js';
+import { promptIdOf, promptsWritten, rebuildMenu as rebuildWithPrompts } from './prompt_menu.js';
 
 const EXPLAIN_MENU_ID = 'margin-explain';
 
@@ -20,15 +23,26 @@ export const retitleMenu = () =>
   chrome.contextMenus.update(EXPLAIN_MENU_ID, { title: i18n.t('bg_explain') }, () => void chrome.runtime.lastError);
 
 // Rule 1.
-export function createMenu() {
+export function createMenu(done = () => {}) {
   chrome.contextMenus.create({ id: EXPLAIN_MENU_ID, title: i18n.t('bg_explain'), contexts: ['selection'] }, () => {
     if (chrome.runtime.lastError) retitleMenu();
+    done();
   });
 }
 
+// Explain and the saved prompts' items (rule 5), at install and when the language changes.
+export const rebuildMenu = () => rebuildWithPrompts(createMenu);
+// At install: Explain at once, the prompts once Python answers (it boots at install anyway).
+export function installMenu() {
+  createMenu();
+  return rebuildMenu();
+}
+export const followPromptWrites = (items) => promptsWritten(items, createMenu);
+
 // chrome.contextMenus.onClicked's listener (rule 3).
 export function onExplainClicked(info, tab) {
-  if (info.menuItemId !== EXPLAIN_MENU_ID) return;
+  const promptId = promptIdOf(info.menuItemId);
+  if (info.menuItemId !== EXPLAIN_MENU_ID && promptId === null) return;
   const where = tab?.windowId !== undefined && tab.windowId >= 0 ? { windowId: tab.windowId } : { tabId: tab?.id };
   try {
     chrome.sidePanel.open(where).catch((error) => console.warn('Margin: could not open the side panel', error));
@@ -43,6 +57,7 @@ export function onExplainClicked(info, tab) {
     srcUrl: info.srcUrl || '',
     title: tab?.title || '',
   };
+  if (promptId !== null) request.promptId = promptId; // rule 5
   // Rule 4.
   return python()
     .then(({ worker }) => worker.explain_queue_json(JSON.stringify(request)))

@@ -19,6 +19,10 @@ Rules:
    (margin.page.pdf, rule 4; Chrome's own viewer already gives the unified characters, other
    viewers need not). A click there that brought no text is still queued, so the panel opens and
    says what to do instead (`py_error_pdf_selection`: attach the whole PDF).
+5. A saved prompt in the menu (margin.settings.prompts, worker/prompt_menu.js) runs as Explain
+   does: the request carries its `promptId`, and the question is the prompt's text instead of
+   `EXPLAIN_QUESTION_KEY`, its `{{selection}}` and `{{page}}` the words for the selection card
+   above it and its page, `{{language}}` Margin's language. A prompt deleted since is `prompt_gone`.
 """
 
 from __future__ import annotations
@@ -32,12 +36,16 @@ from ..i18n import catalogue
 from ..page import pdf
 from ..page.context import selection_record
 from ..platform.ports import Platform
+from ..settings import prompts
 from ..settings.options import model_language, read_options
 from ..storage.history import Record, user_record
 from ..storage.keys import EXPLAIN_REQUEST
 
 # The question, in the words of the model language (margin.i18n.catalogue).
 EXPLAIN_QUESTION_KEY = "py_explain_question"
+# What a menu prompt's placeholders become: the card above the question holds the selection (rule 5).
+SELECTION_WORDS_KEY = "py_prompt_selection_ref"
+PAGE_WORDS_KEY = "py_prompt_page_ref"
 REQUEST_MAX_AGE_MS = 5 * 60 * 1000
 QUEUED_SELECTION_MAX_CHARS = 200_000
 # Chrome's PDF viewer is this component extension's frame (rule 4).
@@ -72,6 +80,8 @@ async def queue(platform: Platform, info: dict[str, Any]) -> dict[str, Any]:
         "title": title,
         "at": clock.now_ms(),
     }
+    if isinstance(info.get("promptId"), str):  # rule 5
+        request["promptId"] = info["promptId"]
     await platform.session.set({EXPLAIN_REQUEST: request})
     return request
 
@@ -111,4 +121,19 @@ async def take_request(platform: Platform, request_id: Any) -> list[Record]:
         captured_at=now,
         language=language,
     )
-    return [attachment, user_record(words.text(EXPLAIN_QUESTION_KEY), createdAt=now)]
+    return [attachment, user_record(await _question(platform, request, words), createdAt=now)]
+
+
+async def _question(platform: Platform, request: dict[str, Any], words: catalogue.Words) -> str:
+    """Explain's question, or the saved prompt's text filled (rule 5)."""
+    if "promptId" not in request:
+        return words.text(EXPLAIN_QUESTION_KEY)
+    prompt = await prompts.find_prompt(platform, request["promptId"])
+    if prompt is None:
+        raise MarginError.said("prompt_gone", "py_error_prompt_gone")
+    values = {
+        "selection": words.text(SELECTION_WORDS_KEY),
+        "page": words.text(PAGE_WORDS_KEY),
+        "language": prompts.language_name(words),
+    }
+    return prompts.fill(prompt["text"], values)
