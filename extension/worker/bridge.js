@@ -14,6 +14,7 @@
 // tabs.js           the active web tab, the window's web tabs, waking a tab, screenshots, the page script, tab focus/open, purge listeners
 // catalogue.js      the browser's UI language, one locale's catalogue
 // packages.js       Pyodide's packages, loaded late
+// crypto.js         WebCrypto for sync: PBKDF2 and AES-GCM
 // port_registry.js  the open ports of turns, summary passes and backups: an event posted on one
 
 export {
@@ -28,5 +29,6 @@ export { httpOpen, httpRead, httpAbort } from './http.js';
 export { activeWebTab, windowWebTabs, captureVisibleTab, tabsGet, tabsWake, tabsRun, tabsFocus, tabsOpen, tabsWatch } from './tabs.js';
 export { uiLanguage, catalogue } from './catalogue.js';
 export { loadPackage } from './packages.js';
+export { cryptoDeriveKey, cryptoSeal, cryptoUnseal } from './crypto.js';
 // Python's name for posting an event on any work's port (port_registry.js rule 2).
 export { postPortEvent as postTurnEvent } from './port_registry.js';

@@ -18,6 +18,7 @@
 import { CONTRACT } from '../generated/contract.js';
 import * as i18n from '../shared/i18n.js';
 import { python } from './boot.js';
+import { syncSoon } from './sync.js';
 
 const EXTENSION_ORIGIN = new URL(chrome.runtime.getURL('/')).origin;
 const KNOWN_REQUESTS = new Set(CONTRACT.messages);
@@ -89,7 +90,9 @@ async function handleRequest(message, sender) {
     console.error('Margin: Python failed to start', error);
     return failure('python_boot_failed', i18n.t('bg_error_boot', error.message));
   }
-  return JSON.parse(replyJson);
+  const reply = JSON.parse(replyJson);
+  if (type === 'session.new' && reply.ok) syncSoon(); // worker/sync.js rule 3
+  return reply;
 }
 
 // chrome.runtime.onMessage's listener (registered by background.js). Rule 4.

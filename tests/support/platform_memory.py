@@ -20,6 +20,8 @@ It keeps chrome.storage's semantics that the core relies on:
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field, replace
@@ -27,7 +29,16 @@ from typing import Any
 
 from margin.base import wire
 from margin.base.errors import StorageError
-from margin.platform.ports import HttpRequest, Platform, ScriptError, TransportError, WebTab, storage_refused
+from margin.platform.ports import (
+    CryptoRefused,
+    HttpRequest,
+    Platform,
+    ScriptError,
+    Transport,
+    TransportError,
+    WebTab,
+    storage_refused,
+)
 
 # Measured in Chromium 156 (docs/storage-model.md, "Reading stored values"): chrome.storage.set keeps a
 # value's first 100 levels of nesting, the root being level 1; what lies deeper is silently dropped
@@ -312,9 +323,44 @@ class MemoryTabs:
         self.watches.append((dict(tab_urls), clear_stale))
 
 
+class MemoryCrypto:
+    """WebCrypto's PBKDF2-SHA256 and AES-256-GCM (margin.platform.ports rule 6), with hashlib and
+    the `cryptography` package: the same bytes as the worker's crypto.subtle. `derivations` counts
+    the key derivations (each costs what the iteration count says)."""
+
+    def __init__(self) -> None:
+        self.derivations = 0
+
+    async def derive_key(self, passphrase: str, salt_b64: str, iterations: int) -> str:
+        self.derivations += 1
+        key = hashlib.pbkdf2_hmac("sha256", passphrase.encode(), base64.b64decode(salt_b64), iterations, 32)
+        return base64.b64encode(key).decode()
+
+    async def seal(self, key_b64: str, nonce_b64: str, plaintext: str, aad: str) -> str:
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+        aes = AESGCM(base64.b64decode(key_b64))
+        sealed = aes.encrypt(
+            base64.b64decode(nonce_b64), plaintext.encode("utf-8", "surrogatepass"), aad.encode()
+        )
+        return base64.b64encode(sealed).decode()
+
+    async def unseal(self, key_b64: str, nonce_b64: str, sealed_b64: str, aad: str) -> str:
+        from cryptography.exceptions import InvalidTag
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+        try:
+            aes = AESGCM(base64.b64decode(key_b64))
+            sealed = base64.b64decode(sealed_b64, validate=True)
+            opened = aes.decrypt(base64.b64decode(nonce_b64), sealed, aad.encode())
+            return opened.decode("utf-8")
+        except (InvalidTag, ValueError) as error:
+            raise CryptoRefused(str(error) or "tag mismatch") from None
+
+
 def memory_platform(
     local: dict[str, Any] | None = None,
-    transport: ScriptedTransport | None = None,
+    transport: Transport | None = None,
     tabs: MemoryTabs | None = None,
     **kwargs: Any,
 ) -> Platform:
@@ -323,4 +369,5 @@ def memory_platform(
         session=MemoryStorageArea(),
         transport=transport or ScriptedTransport(),
         tabs=tabs or MemoryTabs(),
+        crypto=MemoryCrypto(),
     )

@@ -23,6 +23,7 @@ USES: dict[str, str] = {
     "sidePanel": r"chrome\.sidePanel\.",
     "scripting": r"chrome\.scripting\.executeScript\(",
     "contextMenus": r"chrome\.contextMenus\.",
+    "alarms": r"chrome\.alarms\.onAlarm\.addListener\(",
 }
 # host access: the page script, screenshots, and every provider's endpoint
 HOST_USES = (

@@ -16,7 +16,15 @@ from typing import Any
 import margin_bridge  # registered by the service worker: pyodide.registerJsModule("margin_bridge", bridge)
 
 from ..base import wire
-from .ports import HttpRequest, Platform, ScriptError, TransportError, WebTab, storage_refused
+from .ports import (
+    CryptoRefused,
+    HttpRequest,
+    Platform,
+    ScriptError,
+    TransportError,
+    WebTab,
+    storage_refused,
+)
 
 
 def _utf8(text: str) -> bytes:
@@ -194,6 +202,27 @@ async def sha256_hex(text: str) -> str:
     return str(await _call("sha256Hex", _utf8(text)))
 
 
+class WebCrypto:
+    """crypto.subtle through the bridge (extension/worker/crypto.js; margin.platform.ports rule 6).
+    Bulk text goes as UTF-8 bytes and comes back in pieces, like storage's."""
+
+    async def derive_key(self, passphrase: str, salt_b64: str, iterations: int) -> str:
+        return str(await self._call("cryptoDeriveKey", _utf8(passphrase), salt_b64, int(iterations)))
+
+    async def seal(self, key_b64: str, nonce_b64: str, plaintext: str, aad: str) -> str:
+        return str(await self._call("cryptoSeal", key_b64, nonce_b64, _utf8(plaintext), _utf8(aad)))
+
+    async def unseal(self, key_b64: str, nonce_b64: str, sealed_b64: str, aad: str) -> str:
+        return str(await self._call("cryptoUnseal", key_b64, nonce_b64, _utf8(sealed_b64), _utf8(aad)))
+
+    @staticmethod
+    async def _call(name: str, *args: Any) -> Any:
+        try:
+            return await _call(name, *args)
+        except _BridgeFailure as failure:
+            raise CryptoRefused(failure.message) from None
+
+
 async def read_catalogue(locale: str) -> str:
     return str(await _call("catalogue", locale))
 
@@ -218,5 +247,6 @@ def browser_platform() -> Platform:
         load_package=load_package,
         read_catalogue=read_catalogue,
         sha256_hex=sha256_hex,
+        crypto=WebCrypto(),
         browser_language=str(margin_bridge.uiLanguage()),
     )

@@ -18,6 +18,8 @@ API key, to an address the user never typed): a 3xx answer with a Location is th
 request follows one: a file a page names is read by the page itself (docs/security.md).
 Rule 5: the ports the panel opens to the worker are named here (a turn's, a summary pass's, a
 backup's), with the most characters one port message carries; `margin.app.api` re-exports them.
+Rule 6: encryption (sync's, margin.sync.crypto) is the platform's `crypto`: WebCrypto in the
+worker, never a Python implementation of AES there; keys and ciphertexts cross as base64 text.
 
 `margin.platform.browser` implements these over the JS bridge; `platform_memory` implements them in
 memory for CPython tests and benchmarks.
@@ -181,6 +183,40 @@ class Tabs(Protocol):
         ...
 
 
+class CryptoRefused(Exception):
+    """AES-GCM refused to open a sealed text: a wrong key, a damaged or truncated text, or another
+    text's associated data (the authentication tag did not match)."""
+
+
+class Crypto(Protocol):
+    """Rule 6: WebCrypto's PBKDF2-SHA256 and AES-256-GCM, for sync (margin.sync.crypto). Bytes
+    cross as base64 text; the envelope around them is made in Python."""
+
+    async def derive_key(self, passphrase: str, salt_b64: str, iterations: int) -> str:
+        """PBKDF2-SHA256 of the passphrase: a 256-bit key, as base64."""
+        ...
+
+    async def seal(self, key_b64: str, nonce_b64: str, plaintext: str, aad: str) -> str:
+        """AES-256-GCM of the text's UTF-8 bytes with a 96-bit nonce and associated data: the
+        ciphertext and its tag, as base64."""
+        ...
+
+    async def unseal(self, key_b64: str, nonce_b64: str, sealed_b64: str, aad: str) -> str:
+        """The text `seal` sealed. Raises `CryptoRefused` when the tag does not match."""
+        ...
+
+
+class _NoCrypto:
+    async def derive_key(self, passphrase: str, salt_b64: str, iterations: int) -> str:
+        raise CryptoRefused("no crypto on this platform")
+
+    async def seal(self, key_b64: str, nonce_b64: str, plaintext: str, aad: str) -> str:
+        raise CryptoRefused("no crypto on this platform")
+
+    async def unseal(self, key_b64: str, nonce_b64: str, sealed_b64: str, aad: str) -> str:
+        raise CryptoRefused("no crypto on this platform")
+
+
 async def _already_installed(name: str) -> None:
     """Under CPython every package is installed already."""
 
@@ -215,3 +251,5 @@ class Platform:
     # The sha256 (hex) of a text's UTF-8 bytes: hashlib here; the browser's native crypto.subtle
     # in the worker (a 3 MB data URL: ~15 ms in Pyodide's hashlib, a few ms natively).
     sha256_hex: Callable[[str], Awaitable[str]] = field(default=_hashlib_sha256_hex)
+    # Rule 6: WebCrypto in the worker; `cryptography` in the memory twin; none by default.
+    crypto: Crypto = field(default_factory=_NoCrypto)

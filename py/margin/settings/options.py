@@ -253,6 +253,13 @@ async def handle_save(platform: Platform, payload: dict) -> dict[str, Any]:
         return await _save_locked(platform, payload)
 
 
+async def save_while_locked(platform: Platform, payload: dict) -> dict[str, Any]:
+    """`options.save` for a caller that holds `lock_for(local)` already: margin.sync.settings
+    saves the settings that came from another machine through the same checks."""
+    await ensure_spoken(platform)
+    return await _save_locked(platform, payload)
+
+
 async def _save_locked(platform: Platform, payload: dict) -> dict[str, Any]:
     raw_providers = payload.get("providers")
     if not isinstance(raw_providers, list):
