@@ -327,6 +327,7 @@ METRIC_MODULES = (
     "bench_slimming",
     "bench_streams",
     "bench_sandbox",
+    "bench_sync",
 )
 
 

@@ -20,8 +20,10 @@
 // worker/routing.js        requests from the pages: trust tiers, arrival order
 // worker/ports.js          work started on a port: turns, summary passes, backups
 // worker/explain_menu.js   the "Explain with Margin" context menu
+// worker/prompt_menu.js    the saved prompts' items in that menu
 // worker/restore.js        what a new instance picks up: site caches, an unfinished import
 // worker/digest_copy.js    the digests' search copy in IndexedDB, for the panel's search worker
+// worker/sync.js           sync's alarms: periodic, soon after a save, kept across browser restarts
 
 // Pyodide's asm script must be imported statically and first: service workers forbid import()
 // and late importScripts (docs/architecture.md), so loadPyodide must not try to fetch it itself.
@@ -29,11 +31,12 @@ import './pyodide/pyodide.asm.js';
 import * as i18n from './shared/i18n.js';
 import { python } from './worker/boot.js';
 import { restartDigestCopy, startDigestCopy } from './worker/digest_copy.js';
-import { createMenu, onExplainClicked, retitleMenu } from './worker/explain_menu.js';
+import { followPromptWrites, installMenu, onExplainClicked, rebuildMenu, retitleMenu } from './worker/explain_menu.js';
 import { onConnect } from './worker/ports.js';
 import { recoverBackupImport, followTabEvents, restoreSiteCaches } from './worker/restore.js';
 import { onMessage } from './worker/routing.js';
 import { onLocalWrite, writeSearchCopyEpoch } from './worker/storage.js';
+import { keepSyncAlarm, onAlarm } from './worker/sync.js';
 
 // The digests' IndexedDB copy for the panel's search worker is kept from here (and storage.js).
 startDigestCopy({ writeEpoch: writeSearchCopyEpoch });
@@ -46,9 +49,12 @@ globalThis.marginPython = () => python();
 // only ever written by this worker, so it follows its own writes (storage.js `onLocalWrite`), with
 // no storage.onChanged listener, which would be handed every `history`.
 const languageReady = i18n.start({ follow: false });
-onLocalWrite(i18n.settingWritten);
+onLocalWrite((items) => {
+  i18n.settingWritten(items);
+  followPromptWrites(items); // the saved prompts' menu items (worker/prompt_menu.js)
+});
 languageReady.then(retitleMenu);
-i18n.onLanguageChange(retitleMenu);
+i18n.onLanguageChange(rebuildMenu);
 
 // A new worker instance picks up what the previous one left (worker/restore.js).
 followTabEvents();
@@ -60,13 +66,16 @@ recoverBackupImport();
 chrome.runtime.onMessage.addListener(onMessage);
 chrome.runtime.onConnect.addListener(onConnect);
 chrome.contextMenus.onClicked.addListener(onExplainClicked);
+// Sync runs on its alarms only (worker/sync.js): nothing here follows browsing.
+chrome.alarms.onAlarm.addListener(onAlarm);
+chrome.runtime.onStartup.addListener(keepSyncAlarm);
 // Native menus cannot be clicked from a test: the tests call the same handler.
 globalThis.marginExplainClicked = onExplainClicked;
 
 chrome.runtime.onInstalled.addListener((details) => {
   // A version that did not keep the search copy may have written digests since it was made.
   if (details?.reason === 'update') restartDigestCopy();
-  languageReady.then(createMenu);
+  languageReady.then(installMenu);
   // Boot Python once now, so its memory snapshot exists before the panel is first opened (the
   // first boot of a version takes seconds; later cold starts restore the snapshot in ~0.3 s).
   python().catch((error) => console.error('Margin: Python failed to start', error));

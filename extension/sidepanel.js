@@ -49,6 +49,9 @@
 // panel/code_runs.js     "Run" on an answer's Python blocks, in the code sandbox; their output
 // panel/tool_calls.js    the model's run_python calls: shown, run in the sandbox, answered
 // panel/usage.js         an answer's usage line (pure)
+// panel/prompt_picker.js "/" in the message box: the saved prompts' listbox, a pick filled by Python
+// panel/read_aloud.js    "Read aloud" on each answer (panel/speech_text.js: the words said, pure)
+// panel/voice_input.js   "Voice input" beside Send: dictation, the microphone page, the refusal
 // panel/markdown*.js     Markdown: the lazy loader, the libraries' renderer, the sanitizer's policy
 // panel/stream_render.js a streaming answer's Markdown in linear time (pure)
 // panel/render_cache.js  the kept render: the newest answers' sanitized HTML, for the next first paint
@@ -78,6 +81,9 @@ import "./panel/versions.js";
 import "./panel/explain.js";
 import "./panel/code_runs.js";
 import "./panel/tool_calls.js";
+import "./panel/prompt_picker.js";
+import "./panel/read_aloud.js";
+import "./panel/voice_input.js";
 
 const PING_GRACE_MS = 250;
 const KEPT_FRAME_WAIT_MS = 250;

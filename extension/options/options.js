@@ -27,6 +27,9 @@
 import { CONTRACT } from "../generated/contract.js";
 import { call, el, svg } from "../shared/ui_common.js";
 import { fillPrices, formPrices, pricesProblem } from "./prices.js";
+import "./prompts.js"; // the "Prompts" section
+import "./sync.js"; // the "Sync" section
+import "./tools.js"; // the "Tools" section (MCP servers)
 import * as i18n from "../shared/i18n.js";
 
 const { t } = i18n;
@@ -88,6 +91,7 @@ function show(kind, sentence, area) {
     for (const role of ["status", "alert"]) {
       const on = role === kind && block.dataset.area === area;
       const line = block.querySelector(`[role=${role}]`);
+      if (!line) continue; // a block may hold only one of the two
       line.textContent = on ? sentence : "";
       line.parentElement.hidden = !on;
     }

@@ -21,6 +21,7 @@
 //   "live-changed" {}                 the streaming bubble came or went (the empty state follows)
 //   "answer-unsaved" {unsaved}        a turn's answer could not be stored: keep it "Not saved" (unsaved.js)
 //   "unsaved-changed" {}              `state.unsaved` changed (conversation.js repaints)
+//   "tool-done"    {callId, call}     a call of the user's MCP tools has its result (mcp_calls.js paints it)
 
 import { CONTRACT } from "../generated/contract.js";
 import { svg } from "../shared/ui_common.js";

@@ -75,6 +75,9 @@ const ICONS = {
   video: '<rect x="3" y="5" width="18" height="14" rx="2"/><path d="M10 9.5v5l4.5-2.5z"/>',
   quote: '<path d="M7 7h4v4H8a1 1 0 0 0-1 1v3M14 7h4v4h-3a1 1 0 0 0-1 1v3"/>',
   play: '<path d="M8 5.5v13l10.5-6.5z"/>',
+  speaker: '<path d="M4 9.5h3.5L12 6v12l-4.5-3.5H4z"/><path d="M15.5 9a4 4 0 0 1 0 6M18 6.5a7.5 7.5 0 0 1 0 11"/>',
+  "speaker-stop": '<path d="M4 9.5h3.5L12 6v12l-4.5-3.5H4z"/><rect x="15" y="9.5" width="5" height="5" rx="1"/>',
+  mic: '<rect x="9" y="3.5" width="6" height="11" rx="3"/><path d="M5.5 11.5a6.5 6.5 0 0 0 13 0M12 18v3"/>',
 };
 
 const iconCache = new Map();

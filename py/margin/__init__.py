@@ -13,10 +13,12 @@ never from one below it, and no import (even one inside a function) closes a cyc
 - storage/    chrome.storage's keys, reading what it holds, and the one flat history
 - images/     images in records: data URLs, Pillow, originals, the bound, figures, screenshots
 - providers/  each provider's wire, stream, tool calls and usage; errors, overflow, plain http
-- settings/   the options page's settings: providers, language, thresholds
+- tools/      the user's MCP servers: the protocol, a session, the stored servers, a turn's calls
+- settings/   the options page's settings: providers, language, thresholds, saved prompts
 - page/       what the user attaches: a tab's page, its video and captions, a data file
 - sessions/   saved sessions: the index, its entries and migrations, search, export
 - backup/     a whole backup as one streamed file: reading, checking, importing, exporting
+- sync/       saved sessions on every machine: encrypted objects, a manifest, merges, WebDAV
 - turn/       a chat turn and what it needs: slimming, rescue, agent turns, unsaved answers
 - app/        the running worker, the message API and the JS contract
 """

@@ -111,11 +111,15 @@ def launch(
     headless: bool = True,
     lang: str | None = None,
     file_access: bool = False,
+    warm_sandbox: bool = False,
 ) -> Launched:
     """Chromium with the extension loaded and a fresh profile; waits for the service worker.
     `lang` ("ja", "ru", ...) is the browser's UI language, what chrome.i18n answers in.
     `file_access`: the user turned on "Allow access to file URLs" for Margin (written into the
-    fresh profile's preferences, as the switch in chrome://extensions does)."""
+    fresh profile's preferences, as the switch in chrome://extensions does).
+    `warm_sandbox`: let the panel warm the code sandbox in the background (panel/code_runs.js); off,
+    every test would pay a whole Pyodide boot per fresh profile. A page turns it back on with the
+    init script `globalThis.__marginSandboxWarmup = true` (tests/e2e/test_sandbox_warmup_e2e.py)."""
     dist_dir = Path(dist_dir).resolve()
     if not (dist_dir / "manifest.json").is_file():
         raise FileNotFoundError(f"no built extension at {dist_dir} (run python3 build.py)")
@@ -140,6 +144,8 @@ def launch(
         env={**os.environ, "LANGUAGE": lang, "LANG": f"{lang}.UTF-8"} if lang else None,
     )
     context.add_init_script(CSP_LISTENER_JS)
+    if not warm_sandbox:
+        context.add_init_script("globalThis.__marginSandboxWarmup = false")
     lines: list[str] = []
     page_errors: list[str] = []
     csp_violations: list[str] = []
@@ -246,7 +252,7 @@ class Margin:
     def open_options(self) -> Page:
         page = self.context.new_page()
         page.goto(self.url("options.html"))
-        page.get_by_role("button", name="Save").wait_for(state="visible", timeout=PAGE_TIMEOUT_MS)
+        page.get_by_role("button", name="Save", exact=True).wait_for(state="visible", timeout=PAGE_TIMEOUT_MS)
         # The saved settings fill the form once they arrive: typing before that would be lost.
         page.locator("body[data-ready]").wait_for(state="attached", timeout=COLD_TIMEOUT_MS)
         return page
@@ -402,7 +408,7 @@ class Margin:
             provider_type=provider_type,
             system_prompt=system_prompt,
         )
-        page.get_by_role("button", name="Save").click()
+        page.get_by_role("button", name="Save", exact=True).click()
         poll(
             lambda: (
                 any(

@@ -210,7 +210,7 @@ def test_the_plain_http_checkbox_shows_only_when_a_key_could_be_read(margin: Mar
         page.get_by_role("button", name="Add provider").click()
         margin.fill_provider_form(page, base_url=url, api_key=api_key, model="m", name=name)
         assert not box.is_visible()
-        page.get_by_role("button", name="Save").click()
+        page.get_by_role("button", name="Save", exact=True).click()
         expect(page.get_by_role("status").filter(has_text=f"Saved “{name}”")).to_be_visible()
     stored = margin.storage_get(["providers"])["providers"]
     assert [(p["name"], p.get("allowPlainHttpKey", False)) for p in stored] == [
@@ -226,7 +226,7 @@ def test_feedback_is_said_under_what_was_asked_and_covers_no_field(margin: Margi
     page.set_viewport_size({"width": 900, "height": 700})
     saved = page.get_by_role("status").filter(has_text="Saved “My fake”")
     expect(saved).to_be_visible()
-    save_box = page.get_by_role("button", name="Save").bounding_box()
+    save_box = page.get_by_role("button", name="Save", exact=True).bounding_box()
     saved_box = saved.bounding_box()
     assert save_box and saved_box and saved_box["y"] >= save_box["y"] + save_box["height"], (
         saved_box,
@@ -236,12 +236,13 @@ def test_feedback_is_said_under_what_was_asked_and_covers_no_field(margin: Margi
 
     # A problem goes under the buttons too, as an alert, and the confirmation is gone.
     margin.model_field(page).fill("")
-    page.get_by_role("button", name="Save").click()
+    page.get_by_role("button", name="Save", exact=True).click()
     alert = page.get_by_role("alert").filter(has_text=re.compile(r"\S"))
     expect(alert).to_have_text(re.compile("model", re.I))
     expect(saved).to_be_hidden()
     alert_box = alert.bounding_box()
-    save_box = page.get_by_role("button", name="Save").bounding_box()  # the click scrolled the page
+    # The click scrolled the page.
+    save_box = page.get_by_role("button", name="Save", exact=True).bounding_box()
     assert alert_box and save_box and alert_box["y"] >= save_box["y"] + save_box["height"]
 
     # A setting says its own, under its list; one message at a time.

@@ -137,7 +137,7 @@ def test_the_model_field_offers_the_servers_models(margin: Margin, provider_conf
 
         # A typed name that is not in the list is still saved.
         margin.model_field(page).fill("my-own-model")
-        page.get_by_role("button", name="Save").click()
+        page.get_by_role("button", name="Save", exact=True).click()
         poll(
             lambda: any(
                 p.get("model") == "my-own-model"
@@ -161,7 +161,7 @@ def test_a_failed_model_list_is_a_sentence_and_saving_still_works(margin: Margin
     )
     assert "type the model" in sentence
     margin.model_field(page).fill("fake-model")
-    page.get_by_role("button", name="Save").click()
+    page.get_by_role("button", name="Save", exact=True).click()
     poll(lambda: margin.storage_get(["providers"]).get("providers"), timeout=30, message="saving was blocked")
 
 

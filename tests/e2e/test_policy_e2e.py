@@ -35,7 +35,7 @@ def test_a_save_then_a_send_on_a_cold_worker_answers_with_the_saved_provider(
         assert not margin.worker_running()
 
         # As a user does: Save, then straight to the panel and send.
-        options.get_by_role("button", name="Save").click()
+        options.get_by_role("button", name="Save", exact=True).click()
         margin.send(panel, f"Question {round_}")
         margin.wait_answer(panel)
 
@@ -50,14 +50,14 @@ def test_a_key_over_plain_http_to_another_machine_is_refused_until_confirmed(mar
     margin.fill_provider_form(options, base_url="http://10.0.0.5:8080/v1", api_key=API_KEY, model="m")
     box = options.get_by_role("checkbox", name="Send the API key over plain HTTP")
     assert box.is_visible() and not box.is_checked()
-    options.get_by_role("button", name="Save").click()
+    options.get_by_role("button", name="Save", exact=True).click()
     alert = margin.wait_alert(options)
     assert "the API key would be sent over plain http:// to 10.0.0.5" in alert, alert
     assert "Send the API key over plain HTTP" in alert
     assert _provider_ids(margin) == []
 
     box.check()
-    options.get_by_role("button", name="Save").click()
+    options.get_by_role("button", name="Save", exact=True).click()
     poll(lambda: _provider_ids(margin), timeout=20, message="the confirmed provider was not saved")
     (saved,) = _provider_ids(margin)
     assert saved["allowPlainHttpKey"] is True and saved["baseUrl"] == "http://10.0.0.5:8080/v1"
@@ -69,7 +69,7 @@ def test_a_key_over_plain_http_to_another_machine_is_refused_until_confirmed(mar
     margin.fill_provider_form(
         options, base_url="http://localhost:11434/v1", api_key=API_KEY, model="m", name="Local"
     )
-    options.get_by_role("button", name="Save").click()
+    options.get_by_role("button", name="Save", exact=True).click()
     poll(lambda: len(_provider_ids(margin)) == 2, timeout=20, message="the local provider was not saved")
 
 

@@ -258,9 +258,9 @@ def test_a_change_of_language_relabels_the_waiting_call_and_its_run_where_they_s
         expect(box.get_by_role("button", name="Не запускать", exact=True)).to_be_visible()
         box.get_by_role("button", name="Запустить", exact=True).click()
         status = box.get_by_role("status")
-        expect(status).to_have_text(re.compile("^(Запуск Python…|Выполняется…)$"))
+        expect(status).to_have_text(re.compile(r"^(Запуск Python…( \d+ с)?|Выполняется…)$"))
         margin.storage_set({"uiLanguage": "auto"})
-        expect(status).to_have_text(re.compile("^(Starting Python…|Running…)$"))
+        expect(status).to_have_text(re.compile(r"^(Starting Python…( \d+ s)?|Running…)$"))
         expect(box).to_contain_text("Running the model's code…")
     finally:
         margin.storage_set({"uiLanguage": "auto"})

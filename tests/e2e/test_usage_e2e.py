@@ -38,7 +38,7 @@ def test_prices_from_the_options_page_add_the_estimated_cost(margin: Margin, fak
     margin.fill_provider_form(options, base_url=fake_provider.base_url, api_key=API_KEY, model="fake-model")
     options.get_by_role("textbox", name="Input price (per 1M tokens)", exact=True).fill("2.5")
     options.get_by_role("textbox", name="Output price (per 1M tokens)", exact=True).fill("10")
-    options.get_by_role("button", name="Save").click()
+    options.get_by_role("button", name="Save", exact=True).click()
     poll(
         lambda: (margin.storage_get(["providers"]).get("providers") or [{}])[0].get("prices"),
         timeout=30,
@@ -49,7 +49,7 @@ def test_prices_from_the_options_page_add_the_estimated_cost(margin: Margin, fak
 
     # A price that is not a number is a sentence, and nothing is saved.
     options.get_by_role("textbox", name="Cached input price (per 1M tokens)", exact=True).fill("cheap")
-    options.get_by_role("button", name="Save").click()
+    options.get_by_role("button", name="Save", exact=True).click()
     alert = options.get_by_role("alert")
     poll(
         lambda: "Cached input price" in alert.inner_text(), timeout=10, message="no sentence for a bad price"

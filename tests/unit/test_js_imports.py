@@ -353,12 +353,15 @@ def test_every_feature_registers_itself_in_a_stated_order(imported_panel):
             "header",
             "code-runs",
             "tool-calls",
+            "prompt-picker",
+            "read-aloud",
+            "voice-input",
         ]
     )
     assert wire.index("unsaved") > wire.index("conversation")
     assert wire.index("versions") > wire.index("conversation")
     assert wire.index("tool-calls") > wire.index("code-runs")
-    assert phases["painted"] == ["explain", "sessions-preload"]
+    assert phases["painted"] == ["explain", "sessions-preload", "code-runs-warmup"]
     # Every module with an init() is a registered feature (model_menu.js is the header's part).
     with_init = {Path(m).name for m, names in imported_panel["modules"].items() if "init" in names}
     registered = {name.replace("-", "_") + ".js" for names in phases.values() for name in names}

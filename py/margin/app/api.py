@@ -39,6 +39,9 @@ ROUTES: dict[str, str] = {
     "provider.test": "margin.settings.options:handle_test",
     "provider.models": "margin.settings.options:handle_models",
     "options.activate": "margin.settings.options:handle_activate",
+    "prompts.list": "margin.settings.prompts:handle_list",
+    "prompts.save": "margin.settings.prompts:handle_save",
+    "prompts.fill": "margin.page.selection:handle_fill",
     "images.bound": "margin.images.bound:handle_bound",
     "images.original": "margin.images.originals:handle_original",
     "tab.screenshot": "margin.images.screenshot:handle_screenshot",
@@ -61,6 +64,15 @@ ROUTES: dict[str, str] = {
     "history.save_answer": "margin.turn.unsaved_answers:handle_save_answer",
     "code.save_run": "margin.turn.saved_runs:handle_save_run",
     "answer.choose_version": "margin.turn.answer_versions:handle_choose_version",
+    "sync.enable": "margin.sync.setup:handle_enable",
+    "sync.disable": "margin.sync.setup:handle_disable",
+    "sync.status": "margin.sync.setup:handle_status",
+    "sync.now": "margin.sync.engine:handle_now",
+    "tools.list": "margin.tools.servers:handle_list",
+    "tools.add": "margin.tools.servers:handle_add",
+    "tools.remove": "margin.tools.servers:handle_remove",
+    "tools.set": "margin.tools.servers:handle_set",
+    "tools.refresh": "margin.tools.servers:handle_refresh",
 }
 
 # Requests a content script (untrusted page context) may make.

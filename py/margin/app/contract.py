@@ -19,11 +19,13 @@ from ..images.parts import SCREENSHOT_NAME_PREFIX
 from ..page.data_files import MAX_FILE_BYTES as DATA_FILE_MAX_BYTES
 from ..providers import SYSTEM_PROMPT_MAX_CHARS, provider_types_for_js
 from ..sandbox.code_runs import limits_for_js as code_run_limits
+from ..sandbox.tool_loop import TOOL_PROVIDER_TYPES
 from ..sessions.actions import UNDO_MS
 from ..sessions.entries import UNTITLED
 from ..sessions.search import PREVIEW_LENGTH
 from ..storage import keys as storage
 from ..storage.history import PAGE_CONTEXT_PREFIX
+from ..sync.engine import PERIOD_MINUTES as SYNC_PERIOD_MINUTES
 from ..turn.slimming import AGING_MIN_CHARS, AGING_MIN_USER_TURNS
 from .api import (
     BACKUP_PORT_NAME,
@@ -58,7 +60,14 @@ def for_js(wheel_filename: str) -> dict[str, Any]:
             "systemPromptMaxChars": SYSTEM_PROMPT_MAX_CHARS,
             "portChunkChars": PORT_CHUNK_CHARS,
         },
-        "codeRuns": code_run_limits(),
+        # The panel warms the code sandbox when the model may run Python (panel/sandbox_warmup.js).
+        "codeRuns": {**code_run_limits(), "toolProviderTypes": list(TOOL_PROVIDER_TYPES)},
+        # Sync's alarms (extension/worker/sync.js): the periodic one and the one after a save.
+        "sync": {
+            "alarm": "margin.sync",
+            "soonAlarm": "margin.sync.soon",
+            "periodMinutes": SYNC_PERIOD_MINUTES,
+        },
         "wheel": wheel_filename,
     }
 

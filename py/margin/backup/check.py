@@ -14,6 +14,8 @@ Rules:
 4. Providers are checked like the options form checks them (`normalize_provider`); one that is
    not valid is left out and named in the import's message, never stored: a stored junk provider
    would make every later `options.save` fail. The file's `activeProviderId` is never read.
+5. Saved prompts (`settings.prompts`, margin.settings.prompts) are read as storage reads them: an
+   entry Margin cannot read is left out; a value that is not a list refuses the file.
 """
 
 from __future__ import annotations
@@ -26,8 +28,10 @@ from ..base.sentences import Sentence, say, sentence
 from ..providers import normalize_provider
 from ..sessions import index as s
 from ..settings.options import valid_language, valid_threshold
+from ..settings.prompts import read_prompts
 from ..storage.history import Record, parse_history
-from ..storage.keys import SUMMARIZE_ABOVE_CHARS, UI_LANGUAGE
+from ..storage.keys import MCP_SERVERS, SUMMARIZE_ABOVE_CHARS, UI_LANGUAGE
+from ..tools.servers import servers_from_backup
 
 # The largest time JavaScript's Date can hold (ms): a larger "date" was not written by Margin.
 MAX_TIME_MS = 8.64e15
@@ -61,6 +65,10 @@ class Settings:
     refused: list[str] = field(default_factory=list)
     ui_language: str | None = None
     summarize_above_chars: int | None = None
+    # The file's saved prompts (rule 5), None when it carries none.
+    prompts: list[dict[str, Any]] | None = None
+    # The file's MCP servers (margin.tools.servers rule 6).
+    mcp_servers: list[dict[str, Any]] = field(default_factory=list)
 
 
 def check_records(raw: Any, where: Sentence) -> list[Record]:
@@ -177,4 +185,9 @@ def check_settings(value: Any) -> Settings:
     if threshold is not None and not s.is_number(threshold):
         raise _bad("py_error_backup_problem_summarize")
     settings.summarize_above_chars = threshold if valid_threshold(threshold) else None
+    saved_prompts = value.get("prompts")
+    if saved_prompts is not None and not isinstance(saved_prompts, list):
+        raise _bad("py_error_backup_problem_settings")
+    settings.prompts = None if saved_prompts is None else read_prompts(saved_prompts).value
+    settings.mcp_servers = servers_from_backup(value.get(MCP_SERVERS))
     return settings

@@ -15,6 +15,8 @@ Rules:
    stored, with `damaged: "unreadable"`: the file says what Margin could not read, and still
    carries it. The importer skips what the file marks damaged (margin.backup.check, rule 3).
 4. API keys are blanked ("") unless the user asked to include them.
+5. The saved prompts go with the settings (`settings.prompts`) once the user saved any: built-ins
+   as their ids, the user's own with their words (margin.settings.prompts rule 1).
 """
 
 from __future__ import annotations
@@ -28,16 +30,20 @@ from ..images import originals as image_originals
 from ..platform.ports import PORT_CHUNK_CHARS, Platform
 from ..sessions import index as s
 from ..sessions.search import sort_entries
+from ..settings.prompts import read_prompts
 from ..storage.history import parse_history
 from ..storage.keys import (
     HISTORY,
     HISTORY_SESSION_ID,
+    MCP_SERVERS,
+    PROMPTS,
     PROVIDERS,
     SUMMARIZE_ABOVE_CHARS,
     UI_LANGUAGE,
     get_all,
     lock_for,
 )
+from ..tools import servers as mcp_servers
 from .importer import FORMAT, VERSION
 
 WINDOW = 4
@@ -90,7 +96,7 @@ class _ChunkedOut:
             self.acked = ack
 
 
-def _settings(light: dict[str, Any], include_api_keys: bool) -> dict[str, Any]:
+def _settings(light: dict[str, Any], include_api_keys: bool, saved_prompts: Any) -> dict[str, Any]:
     providers = []
     for provider in light[PROVIDERS] if isinstance(light[PROVIDERS], list) else []:
         if isinstance(provider, dict):
@@ -98,11 +104,14 @@ def _settings(light: dict[str, Any], include_api_keys: bool) -> dict[str, Any]:
             if not include_api_keys and "apiKey" in provider:
                 provider["apiKey"] = ""
             providers.append(provider)
-    return {
+    settings = {
         "providers": providers,
         UI_LANGUAGE: light[UI_LANGUAGE],
         SUMMARIZE_ABOVE_CHARS: light[SUMMARIZE_ABOVE_CHARS],
     }
+    if saved_prompts is not None:  # rule 5
+        settings[PROMPTS] = read_prompts(saved_prompts).value
+    return settings
 
 
 def _unreadable(raw: Any) -> bool:
@@ -125,7 +134,7 @@ async def export_backup(
     area = platform.local
     async with lock_for(area):
         entries = sort_entries(await (await s.read_session_index(area)).entries())
-        current = await area.get([HISTORY, HISTORY_SESSION_ID])
+        current = await area.get([HISTORY, HISTORY_SESSION_ID, PROMPTS, MCP_SERVERS])
         # The open conversation's thumbnails get their originals back: the file holds what the
         # user sent, never a reference to a key it does not carry (margin.images.originals).
         current[HISTORY] = await image_originals.inline(area, current.get(HISTORY, []))
@@ -151,7 +160,10 @@ async def export_backup(
         "format": FORMAT,
         "version": VERSION,
         "exportedAt": exported_at,
-        "settings": _settings(light, include_api_keys),
+        "settings": {
+            **_settings(light, include_api_keys, current.get(PROMPTS)),
+            **mcp_servers.for_backup(current.get(MCP_SERVERS), include_api_keys),  # headers as API keys
+        },
         "current": current_part,
     }
     await out.write(wire.dumps(head, root="backup")[:-1] + ', "sessions": [')

@@ -28,6 +28,10 @@ Rules:
    defaults; `activeProviderId` is never taken from a file. A profile that had no provider uses
    the first one added (margin.settings.options, rule 3): the message names it and its host.
 6. The whole import holds the storage lock (`lock_for`), so no other write interleaves with it.
+7. Saved prompts (margin.settings.prompts): a profile that never saved any takes the file's list
+   whole (its order, hidden built-ins, menu marks); otherwise the file's own prompts are added at
+   the end, except one we have by id or by the same name and text. Ours are never changed (what
+   we could not read is parked first).
 """
 
 from __future__ import annotations
@@ -41,12 +45,15 @@ from ..base.errors import MarginError
 from ..base.sentences import Number, Sentence, plural, say, sentence
 from ..platform.ports import StorageArea
 from ..sessions import index as s
+from ..settings.prompts import read_prompts
 from ..storage.history import parked_unreadable, parse_history
 from ..storage.keys import (
     BACKUP_IMPORT_STAGING,
     HISTORY,
     HISTORY_SESSION_ID,
+    MCP_SERVERS,
     OPTION_DEFAULTS,
+    PROMPTS,
     PROVIDERS,
     SESSION_BODY_PREFIX,
     SESSION_DIGEST_PREFIX,
@@ -58,6 +65,8 @@ from ..storage.keys import (
     session_digest_key,
     session_entry_key,
 )
+from ..storage.stored_values import park
+from ..tools.servers import merged_servers
 from .check import MAX_TIME_MS, Incoming, Settings, check_current, check_session, check_settings
 from .reader import CHOOSE_OURS, BackupReader, Read, bad, not_a_backup
 
@@ -305,11 +314,36 @@ async def _settings(
     local_default = light[SUMMARIZE_ABOVE_CHARS] == OPTION_DEFAULTS[SUMMARIZE_ABOVE_CHARS]
     if local_default and settings.summarize_above_chars is not None:
         extra[SUMMARIZE_ABOVE_CHARS] = settings.summarize_above_chars
+    if settings.prompts is not None:
+        ours = (await area.get([PROMPTS])).get(PROMPTS)
+        merged = merged_prompts(ours, settings.prompts)
+        if merged is not None:
+            extra[PROMPTS] = merged
+            extra.update(park(PROMPTS, read_prompts(ours)))
+    if settings.mcp_servers:  # margin.tools.servers rule 6
+        servers = merged_servers((await area.get([MCP_SERVERS])).get(MCP_SERVERS), settings.mcp_servers)
+        if servers is not None:
+            extra[MCP_SERVERS] = servers
     first = None
     if incoming and not local:
         host = urlsplit(incoming[0]["baseUrl"]).hostname
         first = sentence("py_notice_import_provider", incoming[0]["name"], host)
     return len(incoming), first
+
+
+def merged_prompts(ours: Any, theirs: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+    """Rule 7: the prompts after the import, or None when nothing changes."""
+    if ours is None:
+        return theirs
+    kept = read_prompts(ours).value
+    known_ids = {p["id"] for p in kept}
+    known_words = {(p.get("name"), p.get("text")) for p in kept if not p.get("builtin")}
+    incoming = [
+        p
+        for p in theirs
+        if not p.get("builtin") and p["id"] not in known_ids and (p["name"], p["text"]) not in known_words
+    ]
+    return [*kept, *incoming] if incoming else None
 
 
 def _message(staging: _Staging, providers: int, refused: list[str], first_of_none: Sentence | None) -> str:

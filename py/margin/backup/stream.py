@@ -3,7 +3,7 @@ file that streams between the worker and the panel over a port, in both directio
 
 File format (version 1, JSON; files of earlier exports read the same):
     {format: "margin-backup", version: 1, exportedAt,
-     settings: {providers, uiLanguage, summarizeAboveChars},
+     settings: {providers, uiLanguage, summarizeAboveChars, prompts?},
      current: {history, historySessionId},
      sessions: [{...index entry, history}]}          # history = the body's records, verbatim
 `format` and `version` come before `sessions`; the other members may come in any order. API keys

@@ -11,6 +11,8 @@ importing a backup file) are in margin.base.sentences_english_backup.
 """
 
 from .sentences_english_backup import BACKUP_ENGLISH
+from .sentences_english_sync import SYNC_ENGLISH
+from .sentences_english_tools import TOOLS_ENGLISH
 
 ENGLISH: dict[str, str] = {
     # margin.base.errors: images
@@ -336,6 +338,19 @@ ENGLISH: dict[str, str] = {
         "That Explain request was already answered or is too old. Select the text again and choose "
         "Explain with Margin."
     ),
+    # margin.settings.prompts, margin.page.selection
+    "py_error_prompts_missing": (
+        "Margin got no list of prompts to save. Reload the options page and try again."
+    ),
+    "py_error_prompt_unreadable": "Prompt $1 cannot be read. Reload the options page and try again.",
+    "py_error_prompt_name_missing": "Prompt $1 has no name. Give it a name.",
+    "py_error_prompt_name_long": "The name “$1” is too long: a prompt's name has at most $2 characters.",
+    "py_error_prompt_text_missing": "The prompt “$1” has no text. Write what Margin should ask.",
+    "py_error_prompt_text_long": "The prompt “$1” is too long: a prompt's text has at most $2 characters.",
+    "py_error_prompts_too_many": "Margin keeps at most $1 prompts. Delete one before adding another.",
+    "py_error_prompt_gone": (
+        "This prompt no longer exists: it was deleted in the options page. Choose another one."
+    ),
     # margin.page.summaries
     "py_error_summary_empty": "The model sent back an empty summary.",
     "py_error_summary_cut": "The model's summary was cut off before its end.",
@@ -519,4 +534,6 @@ ENGLISH: dict[str, str] = {
         "instead of http://, or a missing /v1)."
     ),
     **BACKUP_ENGLISH,
+    **TOOLS_ENGLISH,
+    **SYNC_ENGLISH,
 }

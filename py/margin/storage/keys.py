@@ -69,6 +69,21 @@ BACKUP_IMPORT_STAGING = "backupImportStaging"
 # The search copy's epoch (a random id), written by the JS bridge only (extension/digest_copy.js):
 # the IndexedDB copy of the digests is valid only while its own epoch equals this one.
 SEARCH_COPY_EPOCH = "searchCopyEpoch"
+# The user's MCP servers and their tools (margin.tools.servers): read by address only (rule 3),
+# never by get_all, so no page is sent their Authorization headers.
+MCP_SERVERS = "mcpServers"
+# The saved prompts, in the user's order (margin.settings.prompts); read by address only.
+PROMPTS = "prompts"
+# When each saved prompt was last edited here or on another machine ({id: ms}), so that sync keeps
+# the later of two edits (margin.settings.prompts rule 6, margin.sync.settings); by address only.
+PROMPTS_EDITED = "promptsEdited"
+# Sync (margin.sync): its settings and derived key, the manifest this device last agreed with,
+# and how the last run ended; read by address only, never in GET_ALL_KEYS (nor in a backup).
+SYNC_CONFIG = "syncConfig"
+SYNC_BASE = "syncBase"
+SYNC_STATUS = "syncStatus"
+# In chrome.storage.session: a running sync's progress ({done, total}), for the options page.
+SYNC_PROGRESS = "syncProgress"
 
 DEFAULTS: dict[str, Any] = {
     # The one global, flat conversation: [{role, content, ...}] (margin.storage.history).
@@ -173,6 +188,9 @@ def contract_for_js() -> dict[str, Any]:
             "uiLanguage": UI_LANGUAGE,
             "backupImportStaging": BACKUP_IMPORT_STAGING,
             "searchCopyEpoch": SEARCH_COPY_EPOCH,
+            "syncConfig": SYNC_CONFIG,
+            "syncStatus": SYNC_STATUS,
+            "prompts": PROMPTS,
         },
         "sessionBodyPrefix": SESSION_BODY_PREFIX,
         "sessionDigestPrefix": SESSION_DIGEST_PREFIX,
@@ -183,6 +201,7 @@ def contract_for_js() -> dict[str, Any]:
             "siteCacheIndex": SITE_CACHE_INDEX,
             "explainRequest": EXPLAIN_REQUEST,
             "unsavedAnswers": UNSAVED_ANSWERS,
+            "syncProgress": SYNC_PROGRESS,
         },
         "getAllKeys": list(GET_ALL_KEYS),
     }
