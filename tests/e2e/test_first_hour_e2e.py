@@ -248,7 +248,7 @@ def test_feedback_is_said_under_what_was_asked_and_covers_no_field(margin: Margi
     # A setting says its own, under its list; one message at a time.
     summarize = page.get_by_role("combobox", name="Summarize long pages")
     summarize.select_option("20000")
-    said = page.get_by_role("status").filter(has_text=re.compile(r"\S"))
+    said = page.locator(".messages").get_by_role("status").filter(has_text=re.compile(r"\S"))
     expect(said).to_have_count(1)
     said_box, list_box = said.bounding_box(), summarize.bounding_box()
     assert said_box and list_box and said_box["y"] >= list_box["y"] + list_box["height"]

@@ -4,6 +4,7 @@ screenshots of both (tests/artifacts/i18n-options-*.png) are looked at for cut-o
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -66,7 +67,9 @@ def test_the_browsers_language_and_then_the_setting_decide(japanese: Margin):
     # The setting, chosen in the page: everything follows at once, no restart.
     page.get_by_role("combobox", name="Margin の表示言語").select_option("ru")
     page.get_by_role("heading", name="Настройки", level=1).wait_for(timeout=COLD_TIMEOUT_MS)
-    assert page.get_by_role("status").inner_text() == "Язык сохранён."
+    assert page.locator(".messages").get_by_role("status").filter(
+        has_text=re.compile(r"\S")
+    ).inner_text() == ("Язык сохранён.")
     assert japanese.storage_get("uiLanguage")["uiLanguage"] == "ru"
     assert page.evaluate("document.documentElement.lang") == "ru"
     assert page.title() == "Margin — Настройки"

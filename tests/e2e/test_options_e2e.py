@@ -11,10 +11,11 @@ from playwright.sync_api import expect
 
 
 def announced(page) -> str:
-    """The text of the page's live feedback (status or alert), once there is some."""
-    feedback = page.locator("[role=status], [role=alert], output, [aria-live]").filter(
-        has_text=re.compile(r"\S")
-    )
+    """The text of the page's live feedback (status or alert), once there is some; the Sync
+    section's standing state ("Sync is off.") is not feedback."""
+    feedback = page.locator(
+        "[role=status]:not(#sync-status), [role=alert], output, [aria-live]:not(#sync-status)"
+    ).filter(has_text=re.compile(r"\S"))
     return poll(
         lambda: feedback.count() and " ".join(t.strip() for t in feedback.all_inner_texts() if t.strip()),
         timeout=30,
