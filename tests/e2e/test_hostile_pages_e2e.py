@@ -121,7 +121,13 @@ def test_the_csp_listener_reports_a_violation_in_an_extension_page(playwright_in
     try:
         page = Margin(launched).open_panel()
         page.evaluate("() => new DOMParser().parseFromString('<img src=x onerror=\"1\">', 'text/html')")
-        poll(lambda: launched.csp_violations or None, timeout=30, message="no violation was reported")
+        # The report reaches the test as a console event, which Playwright's sync API delivers only
+        # while it is called: each try waits in the page (a bare sleep never saw it arrive).
+        poll(
+            lambda: page.wait_for_timeout(200) or launched.csp_violations or None,
+            timeout=60,
+            message="no violation was reported",
+        )
         assert CSP_REPORT_PREFIX in launched.csp_violations[0]
         assert "script-src-attr" in launched.csp_violations[0]
     finally:

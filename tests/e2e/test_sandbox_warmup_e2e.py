@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from harness import COLD_TIMEOUT_MS, Margin
+from playwright.sync_api import expect
 
 PROVIDER = {
     "id": "warmup-provider",
@@ -57,7 +58,7 @@ def test_no_warm_up_without_a_python_block_and_with_python_off_until_a_block_is_
     page = open_and_decide(margin, requests)
     assert sandbox_state(page) == "cold"
     assert page.locator("iframe.code-sandbox").count() == 0
-    assert page.locator(".code-block").count() == 2  # the blocks are there, none of them Python
+    expect(page.locator(".code-block")).to_have_count(2)  # the blocks are there, none of them Python
     assert not [url for url in requests if "/pyodide/" in url or "/sandbox/" in url]
 
     # An answer with a Python block arrives: the sandbox warms, though Python is still off for the model.
