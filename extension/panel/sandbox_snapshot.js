@@ -14,6 +14,8 @@
 // 3. Only a snapshot of at most MAX_BYTES (a Uint8Array, with its key), a text of at most
 //    MAX_FONT_LIST_CHARS, is kept or handed over.
 
+import { inStore } from "../shared/idb_store.js";
+
 const DB_NAME = "margin-sandbox";
 const STORE = "snapshots";
 const KEY = "python";
@@ -21,28 +23,7 @@ const FONT_LIST_KEY = "fontlist";
 export const MAX_BYTES = 256 * 1024 * 1024;
 const MAX_FONT_LIST_CHARS = 2_000_000; // runner.py's FONT_LIST_MAX_CHARS
 
-function open() {
-  return new Promise((resolve, reject) => {
-    const request = indexedDB.open(DB_NAME, 1);
-    request.onupgradeneeded = () => request.result.createObjectStore(STORE);
-    request.onsuccess = () => resolve(request.result);
-    request.onerror = () => reject(request.error);
-  });
-}
-
-async function transaction(mode, body) {
-  const db = await open();
-  try {
-    return await new Promise((resolve, reject) => {
-      const tx = db.transaction(STORE, mode);
-      const request = body(tx.objectStore(STORE));
-      tx.oncomplete = () => resolve(request?.result);
-      tx.onabort = tx.onerror = () => reject(tx.error ?? new Error("snapshot transaction aborted"));
-    });
-  } finally {
-    db.close();
-  }
-}
+const transaction = (mode, body) => inStore(DB_NAME, STORE, mode, body);
 
 const fits = (bytes) => bytes instanceof Uint8Array && bytes.length > 0 && bytes.length <= MAX_BYTES;
 

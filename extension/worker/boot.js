@@ -20,6 +20,7 @@ import { loadPyodide } from '../pyodide/pyodide.mjs';
 import { CONTRACT } from '../generated/contract.js';
 import * as bridge from './bridge.js';
 import { attachPyodide } from './packages.js';
+import { inStore } from '../shared/idb_store.js';
 
 let booting = null;
 
@@ -138,25 +139,9 @@ async function snapshotKeyFor(wheel) {
 
 // Memory snapshots live in IndexedDB (chrome.storage holds JSON only). Rule 4.
 const snapshots = {
-  open() {
-    return new Promise((resolve, reject) => {
-      const request = indexedDB.open('margin-python', 1);
-      request.onupgradeneeded = () => request.result.createObjectStore('snapshots');
-      request.onsuccess = () => resolve(request.result);
-      request.onerror = () => reject(request.error);
-    });
-  },
   async run(mode, body) {
     try {
-      const db = await this.open();
-      return await new Promise((resolve, reject) => {
-        const tx = db.transaction('snapshots', mode);
-        const result = body(tx.objectStore('snapshots'));
-        tx.oncomplete = () => { db.close(); resolve(result?.result); };
-        // A transaction that aborts (quota exceeded, for one) may fire no error event: without
-        // onabort this promise, and with it the boot that awaits a snapshot write, would never settle.
-        tx.onabort = tx.onerror = () => { db.close(); reject(tx.error ?? new Error('snapshot transaction aborted')); };
-      });
+      return await inStore('margin-python', 'snapshots', mode, body);
     } catch (error) {
       console.warn('Margin: snapshot store unavailable', error);
       return undefined;
