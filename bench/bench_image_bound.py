@@ -78,7 +78,7 @@ STORE_AHEAD_JS = """async () => {
     const {pyodide} = await marginPython();
     const seconds = await pyodide.runPythonAsync(`
 import time
-from margin import image_bound
+from margin.images import bound as image_bound
 from margin.storage.history import read_history
 from margin.platform.browser import browser_platform
 _platform = browser_platform()
