@@ -27,7 +27,11 @@ Rules:
    in, and three requests through the extension's protocol handler came first (README.md
    "Measured"). The extension pages' CSP restricts scripts, not styles; a stylesheet with a url()
    or an @import is refused (inlined, its relative URLs would be the page's).
-6. esbuild's native binary comes from its platform's npm package, pinned in package-lock.json and
+6. The page's two classic scripts (`CLASSIC_SCRIPTS`, at the end of <body>) are one file in dist,
+   panel/first_frame.js with event_handlers.js's text before its own: the parser fetched the
+   second only after running the first, ~5 ms before the kept frame could start (docs/performance.md
+   "First paint"). Each is a self-contained IIFE, so joined they run as they ran apart.
+7. esbuild's native binary comes from its platform's npm package, pinned in package-lock.json and
    checked against the lock's sha512 like every download (fetch.npm_binary). Its output is
    deterministic (chunk names are hashes of their content).
 """
@@ -52,6 +56,7 @@ LAZY_ENTRIES = ("panel/markdown.js", "panel/sessions/drawer.js")  # what the pan
 PAGE = "sidepanel.html"
 SCRIPT_TAG = f'<script type="module" src="{ENTRY}"></script>'
 INLINED_STYLESHEETS = ("shared/theme.css", "panel/sidepanel.css", "panel/sessions/drawer.css")
+CLASSIC_SCRIPTS = ("panel/event_handlers.js", "panel/first_frame.js")  # joined into the last (rule 6)
 WORK = ".bundle"  # esbuild's output folder inside dist, emptied into dist's root, then removed
 
 MODULE_SCRIPT = re.compile(r"""<script\b[^>]*\btype=["']module["'][^>]*>""")
@@ -140,7 +145,7 @@ def static_chunks(meta: dict[str, Any]) -> list[str]:
 
 
 def bundle_panel(dist: Path, esbuild: Path) -> list[str]:
-    """Rules 1-4 on a dist whose files are in place; returns the files written at its root."""
+    """Rules 1-6 on a dist whose files are in place; returns the files written at its root."""
     page = dist / PAGE
     html = page.read_text(encoding="utf-8")
     check_page(html)
@@ -169,6 +174,7 @@ def bundle_panel(dist: Path, esbuild: Path) -> list[str]:
         shutil.rmtree(work, ignore_errors=True)
     preloads = "".join(f'<link rel="modulepreload" href="{name}">\n  ' for name in chunks)
     html = inline_stylesheets(html.replace(SCRIPT_TAG, preloads + SCRIPT_TAG), dist)
+    html = join_classic_scripts(html, dist)
     page.write_text(html, encoding="utf-8")
     return written
 
@@ -187,3 +193,20 @@ def inline_stylesheets(html: str, dist: Path) -> str:
             )
         html = html.replace(tag, f"<style>/* {name} */\n{css}</style>")
     return html
+
+
+def join_classic_scripts(html: str, dist: Path) -> str:
+    """Rule 6: CLASSIC_SCRIPTS, loaded one after the other by the page, become its last one."""
+    tags = [f'<script src="{name}"></script>' for name in CLASSIC_SCRIPTS]
+    together = "\n  ".join(tags)
+    if html.count(together) != 1:
+        raise BuildError(
+            f"{PAGE} must load {', '.join(CLASSIC_SCRIPTS)} in this order, next to each other "
+            "(bundle.py rule 6)."
+        )
+    texts = [(dist / name).read_text(encoding="utf-8") for name in CLASSIC_SCRIPTS]
+    joined = "".join(
+        f"// {name}\n{text.rstrip()}\n;\n" for name, text in zip(CLASSIC_SCRIPTS, texts, strict=True)
+    )
+    (dist / CLASSIC_SCRIPTS[-1]).write_text(joined, encoding="utf-8")
+    return html.replace(together, tags[-1])

@@ -1,8 +1,8 @@
 // Event-handler attributes (`onerror=`, `onload=` …) taken out of HTML text before anything parses
 // it. Needs nothing else; a classic script and a module alike (no import or export): the kept
 // first frame (first_frame.js, a classic script that runs before any module) loads it with a
-// <script> before its own, Markdown (markdown.js) imports it; both call
-// `globalThis.marginWithoutEventHandlers(html)`.
+// <script> before its own (one file in dist: buildsteps/bundle.py rule 6), Markdown (markdown.js)
+// imports it; both call `globalThis.marginWithoutEventHandlers(html)`.
 //
 // Why: Chromium reports a `script-src-attr` CSP violation for every inline handler it parses, even
 // in an inert document (DOMParser, a <template>, createHTMLDocument: measured in Chromium 156), and

@@ -48,6 +48,8 @@ PAGE = """<!doctype html>
   <link rel="stylesheet" href="panel/sessions/drawer.css">
 </head><body>
   <script type="module" src="sidepanel.js"></script>
+  <script src="panel/event_handlers.js"></script>
+  <script src="panel/first_frame.js"></script>
 </body></html>
 """
 
@@ -72,6 +74,7 @@ FILES = {
     "vendor/lib.js": "export default 'vendor';\n",
     "panel/sessions/drawer.js": 'import { shared } from "../../shared.js";\nexport const opened = shared();\n',
     **{name: f".{Path(name).stem} {{ color: red; }}\n" for name in bundle.INLINED_STYLESHEETS},
+    **{name: f"globalThis.{Path(name).stem} = 1;\n" for name in bundle.CLASSIC_SCRIPTS},
 }
 
 
@@ -198,6 +201,25 @@ def test_the_page_stylesheets_are_inlined_and_one_that_would_change_meaning_stop
     (tmp_path / "shared/theme.css").write_text(".theme {}", encoding="utf-8")
     with pytest.raises(BuildError, match=r"must link panel/sidepanel\.css once"):
         bundle.inline_stylesheets(page.replace('href="panel/sidepanel.css"', 'href="other.css"'), tmp_path)
+
+
+def test_the_two_classic_scripts_are_one_file_in_the_order_the_page_ran_them(tmp_path):
+    page = "<body>\n  " + "\n  ".join(f'<script src="{name}"></script>' for name in bundle.CLASSIC_SCRIPTS)
+    for name in bundle.CLASSIC_SCRIPTS:
+        source = (REPO / "extension" / name).read_text(encoding="utf-8")
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(source, encoding="utf-8")
+    joined_page = bundle.join_classic_scripts(page, tmp_path)
+    assert joined_page.count("<script") == 1 and 'src="panel/first_frame.js"' in joined_page
+    joined = (tmp_path / "panel/first_frame.js").read_text(encoding="utf-8")
+    assert joined.index("function withoutEventHandlers") < joined.index("function showKeptFrame")
+    if shutil.which("node"):  # it still parses as one classic script
+        check = subprocess.run(
+            ["node", "--check", str(tmp_path / "panel/first_frame.js")], capture_output=True
+        )
+        assert check.returncode == 0, check.stderr
+    with pytest.raises(BuildError, match=r"must load panel/event_handlers\.js, panel/first_frame\.js"):
+        bundle.join_classic_scripts(page.replace("event_handlers", "other"), tmp_path)
 
 
 def test_a_bundled_vendor_file_stops_the_build(tmp_path):
