@@ -15,6 +15,10 @@
 //    then names with a word that begins with it, then names that hold it, each in the user's order.
 // 4. A pick that needs the page (`{{page}}`) attaches the active tab as "Attach page" does; one
 //    whose `{{selection}}` found nothing selected says so; the text is the user's either way.
+// 5. What the user types while Python fills the prompt (a cold start takes a moment) is kept: the
+//    prompt's text takes the place of the "/filter" it was picked with and the words typed after
+//    it follow it; a filter edited meanwhile is replaced; other text goes after the prompt's, a
+//    blank line between (`withPicked`).
 
 import { call, el } from "../shared/ui_common.js";
 import { t } from "../shared/i18n.js";
@@ -125,14 +129,25 @@ function move(by) {
   paint(filterOf(ui.message.value) ?? "");
 }
 
+// Rule 5: the box's text once `filled` arrives, from what it held at the pick and holds now.
+export function withPicked(filled, atPick, now) {
+  if (now.startsWith(atPick)) return filled + now.slice(atPick.length);
+  if (now.startsWith("/") || !now.trim()) return filled;
+  return `${filled}\n\n${now}`;
+}
+
 async function pick(prompt) {
   close();
+  const atPick = ui.message.value;
   try {
     const filled = await call("prompts.fill", { id: prompt.id });
-    ui.message.value = filled.text;
+    const typedSince = ui.message.value !== atPick;
+    close(); // typing meanwhile may have opened the list again
+    ui.message.value = withPicked(filled.text, atPick, ui.message.value);
     autosize();
     ui.message.focus();
-    ui.message.setSelectionRange(filled.text.length, filled.text.length);
+    const caret = typedSince ? ui.message.value.length : filled.text.length;
+    ui.message.setSelectionRange(caret, caret);
     if (filled.attachPage) document.getElementById("attach-page")?.click(); // rule 4
     if (filled.selectionMissing) showAlert(() => t("panel_prompt_no_selection", "{{selection}}"));
   } catch (error) {

@@ -123,6 +123,23 @@ def test_slash_picks_a_prompt_that_is_sent_and_arrow_up_edits_the_last_question(
     assert box.input_value() == ""
 
 
+def test_words_typed_while_a_picked_prompt_is_filled_are_kept(configured_margin: Margin):
+    margin = configured_margin
+    panel = margin.open_panel()
+    box = margin.message_box(panel)
+    box.press_sequentially("/tig")
+    panel.get_by_role("listbox", name="Prompts").wait_for(timeout=COLD_TIMEOUT_MS)
+    # The fill waits for Python's cold start: the user goes on typing meanwhile.
+    margin.stop_service_worker()
+    box.press("Enter")
+    box.press_sequentially(" for a tweet")
+    assert box.input_value() == "/tig for a tweet"  # typed before the prompt's text arrived
+    text = "Rewrite this shorter and clearer, keeping its meaning."
+    poll(lambda: box.input_value() == f"{text} for a tweet", timeout=COLD_TIMEOUT_MS / 1000)
+    assert panel.get_by_role("listbox", name="Prompts").is_hidden()
+    assert panel.evaluate("document.activeElement.selectionStart") == len(f"{text} for a tweet")
+
+
 def test_a_prompt_in_the_right_click_menu_runs_on_the_selection(
     configured_margin: Margin, fake_provider: FakeProvider, web: WebPages
 ):
