@@ -18,7 +18,8 @@
 // 5. What the user types while Python fills the prompt (a cold start takes a moment) is kept: the
 //    prompt's text takes the place of the "/filter" it was picked with and the words typed after
 //    it follow it; a filter edited meanwhile is replaced; other text goes after the prompt's, a
-//    blank line between (`withPicked`).
+//    blank line between (`withPicked`). Until it arrives, Enter does not send (the box does not
+//    hold the prompt yet); Shift+Enter still starts a new line.
 
 import { call, el } from "../shared/ui_common.js";
 import { t } from "../shared/i18n.js";
@@ -34,6 +35,7 @@ let prompts = null; // the visible prompts while the list is open
 let shown = []; // the prompts the filter lets through
 let active = 0;
 let loading = null;
+let filling = false; // rule 5: a pick's prompts.fill is on its way
 
 const fold = (text) => text.normalize("NFKD").replace(/\p{M}/gu, "").toLowerCase();
 
@@ -139,6 +141,7 @@ export function withPicked(filled, atPick, now) {
 async function pick(prompt) {
   close();
   const atPick = ui.message.value;
+  filling = true;
   try {
     const filled = await call("prompts.fill", { id: prompt.id });
     const typedSince = ui.message.value !== atPick;
@@ -152,11 +155,18 @@ async function pick(prompt) {
     if (filled.selectionMissing) showAlert(() => t("panel_prompt_no_selection", "{{selection}}"));
   } catch (error) {
     showAlert(error.message);
+  } finally {
+    filling = false;
   }
 }
 
 // Rule 2: before the composer's own keydown listener.
 function onKeydown(event) {
+  if (filling && event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+    event.preventDefault(); // rule 5
+    event.stopImmediatePropagation();
+    return;
+  }
   if (!isOpen() || event.isComposing) return;
   const handled = { ArrowDown: () => move(1), ArrowUp: () => move(-1), Escape: close, Enter: () => shown[active] && pick(shown[active]) }[event.key];
   if (!handled || (event.key === "Enter" && (event.shiftKey || !shown.length))) return;
