@@ -9,8 +9,8 @@
 //    Tab or a click outside closes it.
 // 3. The menu is rebuilt from `state.providers` each time it opens, so it never shows a stale list.
 // 4. The menu is as wide as its longest item, up to the panel's width: it opens under the chip and
-//    moves left as far as it must to stay inside the panel, so an item is cut only when the panel
-//    itself is too narrow for it.
+//    moves left as far as it must to stay inside the panel; an item the panel is too narrow for
+//    wraps onto more lines, never cut.
 
 import { call, el, openOptions } from "../shared/ui_common.js";
 import { t } from "../shared/i18n.js";

@@ -459,18 +459,20 @@ def test_the_model_menu_shows_a_long_item_whole(margin: Margin):
         {"type": "options.save", "payload": {"providers": providers, "activeProviderId": "a"}}
     )
     assert reply.get("ok"), reply
-    # 360 px has room for the item whole; 300 px (narrower than Chrome lets a side panel be) has
-    # not: the menu then takes the panel's whole width, and only then is the item cut.
-    for width, room in ((400, True), (360, True), (300, False)):
+    # 360 px has room for the item on one line; 300 px (narrower than Chrome lets a side panel be)
+    # has not: the menu then takes the panel's whole width and the item wraps. It is never cut.
+    for width, one_line in ((400, True), (360, True), (300, False)):
         panel = open_panel(margin, width)
         panel.get_by_role("button", name=re.compile(r"^Switch model: ")).click()
         item = panel.get_by_role("menuitemradio", name="My local model — test-model-7b-instruct", exact=True)
         expect(item).to_be_visible()
-        cut = item.evaluate("e => e.scrollWidth > e.clientWidth")
+        assert not item.evaluate("e => e.scrollWidth > e.clientWidth"), width
+        manage = panel.get_by_role("menuitem", name="Manage providers…").bounding_box()
+        box = item.bounding_box()
+        assert box and manage and (box["height"] > manage["height"] * 1.5) != one_line, (width, box, manage)
         menu = panel.get_by_role("menu", name="Switch model").bounding_box()
         assert menu and menu["x"] >= 0 and menu["x"] + menu["width"] <= width, (width, menu)
-        assert cut != room, width
-        if cut:
+        if not one_line:
             assert menu["width"] >= width - 16, (width, menu)
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         panel.screenshot(path=str(ARTIFACTS / f"first-hour-model-menu-{width}.png"))
