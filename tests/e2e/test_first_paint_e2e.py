@@ -310,6 +310,9 @@ def test_the_first_frame_holds_the_newest_bubbles_and_the_older_ones_come_withou
     older ones go in above them once it is drawn, the view pinned to the bottom, and the panel
     ends with the DOM a one-shot render gives."""
     margin.storage_set({"history": LONG})
+    # Python up first: a fresh profile's install-time boot shows "Starting Python…" above the
+    # conversation, and its bar coming or going mid-measurement moved the newest bubble by its height.
+    assert margin.send_message({"type": "app.ping", "payload": {}})["ok"]
     page = margin.launched.context.new_page()
     page.add_init_script(FRAMES)
     page.goto(margin.url("sidepanel.html"))
