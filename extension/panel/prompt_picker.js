@@ -21,8 +21,8 @@
 //    blank line between (`withPicked`). Until it arrives, Enter does not send (the box does not
 //    hold the prompt yet); Shift+Enter still starts a new line.
 
-import { call, el } from "../shared/ui_common.js";
-import { t } from "../shared/i18n.js";
+import { call, el } from "../common/ui_common.js";
+import { t } from "../common/i18n.js";
 import { ui, announce, showAlert } from "./state.js";
 import { autosize } from "./composer.js";
 import { register } from "./registry.js";
@@ -144,13 +144,12 @@ async function pick(prompt) {
   filling = true;
   try {
     const filled = await call("prompts.fill", { id: prompt.id });
-    const typedSince = ui.message.value !== atPick;
     close(); // typing meanwhile may have opened the list again
     ui.message.value = withPicked(filled.text, atPick, ui.message.value);
     autosize();
     ui.message.focus();
-    const caret = typedSince ? ui.message.value.length : filled.text.length;
-    ui.message.setSelectionRange(caret, caret);
+    const end = ui.message.value.length; // after the prompt, and after what was typed since
+    ui.message.setSelectionRange(end, end);
     if (filled.attachPage) document.getElementById("attach-page")?.click(); // rule 4
     if (filled.selectionMissing) showAlert(() => t("panel_prompt_no_selection", "{{selection}}"));
   } catch (error) {
