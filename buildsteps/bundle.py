@@ -9,7 +9,7 @@ Rules:
    dist (generated/contract.js included). What it imports with import() stays lazy: each such
    module is an entry of its own (LAZY_ENTRIES), bundled at its own path, and what the entries
    share is split into chunks (`--splitting`), so no module ever runs twice in the page
-   (shared/i18n.js holds the page's language) and `import("./panel/sessions/drawer.js")` from the
+   (common/i18n.js holds the page's language) and `import("./panel/sessions/drawer.js")` from the
    page (a test, the bench) gets the panel's own instance. A lazy import that is not in
    LAZY_ENTRIES stops the build.
 2. vendor/ is never bundled: the verified files are imported as they are (external), from any
@@ -55,7 +55,7 @@ ENTRY = "sidepanel.js"
 LAZY_ENTRIES = ("panel/markdown.js", "panel/sessions/drawer.js")  # what the panel imports with import()
 PAGE = "sidepanel.html"
 SCRIPT_TAG = f'<script type="module" src="{ENTRY}"></script>'
-INLINED_STYLESHEETS = ("shared/theme.css", "panel/sidepanel.css", "panel/sessions/drawer.css")
+INLINED_STYLESHEETS = ("common/theme.css", "panel/sidepanel.css", "panel/sessions/drawer.css")
 CLASSIC_SCRIPTS = ("panel/event_handlers.js", "panel/first_frame.js")  # joined into the last (rule 6)
 WORK = ".bundle"  # esbuild's output folder inside dist, emptied into dist's root, then removed
 

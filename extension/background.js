@@ -28,7 +28,7 @@
 // Pyodide's asm script must be imported statically and first: service workers forbid import()
 // and late importScripts (docs/architecture.md), so loadPyodide must not try to fetch it itself.
 import './pyodide/pyodide.asm.js';
-import * as i18n from './shared/i18n.js';
+import * as i18n from './common/i18n.js';
 import { python } from './worker/boot.js';
 import { restartDigestCopy, startDigestCopy } from './worker/digest_copy.js';
 import { followPromptWrites, installMenu, onExplainClicked, rebuildMenu, retitleMenu } from './worker/explain_menu.js';

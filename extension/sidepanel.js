@@ -62,8 +62,8 @@
 
 // panel/early_read.js first: in the bundle (buildsteps/bundle.py) its reads start before the rest runs.
 import { FIRST_PAINT_KEYS } from "./panel/early_read.js";
-import { call } from "./shared/ui_common.js";
-import * as i18n from "./shared/i18n.js";
+import { call } from "./common/ui_common.js";
+import * as i18n from "./common/i18n.js";
 import { start } from "./panel/registry.js";
 import { KEYS, moduleStartedAt, ui, state, showAlert } from "./panel/state.js";
 import * as composer from "./panel/composer.js";

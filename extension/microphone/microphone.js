@@ -3,7 +3,7 @@
 // The permission is the extension's origin's, so the panel has it from then on. The stream is
 // stopped at once: nothing is recorded here.
 
-import * as i18n from "../shared/i18n.js";
+import * as i18n from "../common/i18n.js";
 
 await i18n.start();
 i18n.translatePage();

@@ -25,12 +25,12 @@
 //    another machine over http:// without it (`key_over_http`), and the sentence says so.
 
 import { CONTRACT } from "../generated/contract.js";
-import { call, el, svg } from "../shared/ui_common.js";
+import { call, el, svg } from "../common/ui_common.js";
 import { fillPrices, formPrices, pricesProblem } from "./prices.js";
 import "./prompts.js"; // the "Prompts" section
 import "./sync.js"; // the "Sync" section
 import "./tools.js"; // the "Tools" section (MCP servers)
-import * as i18n from "../shared/i18n.js";
+import * as i18n from "../common/i18n.js";
 
 const { t } = i18n;
 await i18n.start();

@@ -2,7 +2,7 @@
 // provider's `prices` ({input?, cachedInput?, output?}); an empty field is no price. Python checks
 // them again when saving (margin.providers.usage.clean_prices).
 
-import { t } from "../shared/i18n.js";
+import { t } from "../common/i18n.js";
 
 const FIELDS = [
   ["input", "price-input", "options_price_input_name"],

@@ -12,8 +12,8 @@
 //    the moved prompt's button.
 // 4. A failure is Python's sentence in the section's role=alert; nothing in the form is lost.
 
-import { call, el } from "../shared/ui_common.js";
-import * as i18n from "../shared/i18n.js";
+import { call, el } from "../common/ui_common.js";
+import * as i18n from "../common/i18n.js";
 
 const { t } = i18n;
 await i18n.start();

@@ -14,8 +14,8 @@
 //    is never stored anywhere (Python keeps the key derived from it).
 
 import { CONTRACT } from "../generated/contract.js";
-import { call } from "../shared/ui_common.js";
-import * as i18n from "../shared/i18n.js";
+import { call } from "../common/ui_common.js";
+import * as i18n from "../common/i18n.js";
 
 await i18n.start();
 

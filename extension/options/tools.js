@@ -14,8 +14,8 @@
 //    object, py/margin/tools/servers.py rule 4) are named after "Add server" or "Refresh tools".
 // 4. Messages follow options.js rule 4: one at a time, in this section's `[data-area="tools"]`.
 // 5. Tool names and descriptions come from the server: they are text (textContent), never HTML.
-import { call, el } from "../shared/ui_common.js";
-import * as i18n from "../shared/i18n.js";
+import { call, el } from "../common/ui_common.js";
+import * as i18n from "../common/i18n.js";
 
 const { t, setWords } = i18n;
 await i18n.start();

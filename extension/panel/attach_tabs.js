@@ -20,8 +20,8 @@
 //    (the worker's error code, said in the panel's words); the others are attached all the same.
 //    A PDF reading the user cancelled is not a failure. The outcome is announced once.
 
-import { call, el, svg } from "../shared/ui_common.js";
-import { t, tPlural, locale, tagOf } from "../shared/i18n.js";
+import { call, el, svg } from "../common/ui_common.js";
+import { t, tPlural, locale, tagOf } from "../common/i18n.js";
 import { $, ui, events, showAlert, clearAlert, announce } from "./state.js";
 import { startSummary } from "./summaries.js";
 import { attachTab } from "./pdf_attach.js";

@@ -18,8 +18,8 @@
 //    summary pass changes.
 
 import { CONTRACT } from "../generated/contract.js";
-import { call, el, svg } from "../shared/ui_common.js";
-import { t, tPlural, formatNumber, formatSize } from "../shared/i18n.js";
+import { call, el, svg } from "../common/ui_common.js";
+import { t, tPlural, formatNumber, formatSize } from "../common/i18n.js";
 import { $, ui, state, events, recordText, showAlert, clearAlert, announce } from "./state.js";
 import { agedIndices, summaryOf } from "./slimming.js";
 import { summaryKey, summaryProgress, startSummary, cancelSummary } from "./summaries.js";

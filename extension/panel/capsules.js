@@ -7,8 +7,8 @@
 // 2. Timestamps in code (inline or blocks), in links and in existing buttons stay plain text.
 // 3. What counts as a timestamp is `findTimecodes` (timecodes.js, tested against a corpus).
 
-import { el, svg } from "../shared/ui_common.js";
-import { t } from "../shared/i18n.js";
+import { el, svg } from "../common/ui_common.js";
+import { t } from "../common/i18n.js";
 import { findTimecodes } from "./timecodes.js";
 
 const SKIP = "pre, code, a, button, kbd, samp";

@@ -37,8 +37,8 @@
 //    says where it stands: "cold" (decided not to warm), "warm" (warming), "prepared" (Python up,
 //    every module sent loaded); absent before the decision.
 import { CONTRACT } from "../generated/contract.js";
-import { call, el } from "../shared/ui_common.js";
-import { t, setAttributeWords, setWords } from "../shared/i18n.js";
+import { call, el } from "../common/ui_common.js";
+import { t, setAttributeWords, setWords } from "../common/i18n.js";
 import { ui, state } from "./state.js";
 import { register } from "./registry.js";
 import { importedModules, mayRunPython, prepareCode } from "./sandbox_warmup.js";

@@ -17,8 +17,8 @@
 //    its bubble's "Edit", as chat apps do.
 
 import { CONTRACT } from "../generated/contract.js";
-import { call, el, svg } from "../shared/ui_common.js";
-import { t, formatNumber } from "../shared/i18n.js";
+import { call, el, svg } from "../common/ui_common.js";
+import { t, formatNumber } from "../common/i18n.js";
 import { $, ui, state, events, recordText, recordImages, recordSignature, showAlert } from "./state.js";
 import { startTurn, stopTurn } from "./turn.js";
 import { isDataFile, attachDataFiles } from "./data_files.js";

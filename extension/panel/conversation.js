@@ -32,8 +32,8 @@
 //    one-shot paint gives (tests/e2e/test_first_paint_e2e.py). Building and styling 200 bubbles
 //    held the first frame for ~40 + ~30 ms; the ones above the view are not in it anyway.
 
-import { call, el, svg, copyText, idle } from "../shared/ui_common.js";
-import { t, formatNumber } from "../shared/i18n.js";
+import { call, el, svg, copyText, idle } from "../common/ui_common.js";
+import { t, formatNumber } from "../common/i18n.js";
 import { markdownModule, loadMarkdown } from "./markdown_lite.js";
 import { cachedFragment, keepRenders, recordKey, MAX_ENTRIES, MAX_ENTRY_CHARS } from "./render_cache.js";
 import { keepSoon as keepFirstFrame } from "./kept_frame.js";

@@ -10,8 +10,8 @@
 // 3. Dropped or pasted files that are data files come here too (composer.js asks `isDataFile`).
 
 import { CONTRACT } from "../generated/contract.js";
-import { call, svg } from "../shared/ui_common.js";
-import { t, formatNumber } from "../shared/i18n.js";
+import { call, svg } from "../common/ui_common.js";
+import { t, formatNumber } from "../common/i18n.js";
 import { $, ui, events, showAlert, clearAlert, announce } from "./state.js";
 import { register } from "./registry.js";
 

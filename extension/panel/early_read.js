@@ -11,7 +11,7 @@
 //    the modules have run.
 
 import { CONTRACT } from "../generated/contract.js";
-import { start as startLanguage } from "../shared/i18n.js";
+import { start as startLanguage } from "../common/i18n.js";
 
 const KEYS = CONTRACT.storage.keys;
 export const FIRST_PAINT_KEYS = [KEYS.history, KEYS.providers, KEYS.activeProviderId];

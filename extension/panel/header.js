@@ -13,8 +13,8 @@
 //    answer whose conversation changed meanwhile).
 // 4. `init()` wires the buttons and Esc; `preloadSessionsIndex()` starts after the first paint.
 
-import { call, idle, svg, openOptions } from "../shared/ui_common.js";
-import { t } from "../shared/i18n.js";
+import { call, idle, svg, openOptions } from "../common/ui_common.js";
+import { t } from "../common/i18n.js";
 import { $, ui, state, events, scrollToBottom, announce, showAlert } from "./state.js";
 import { updateEmptyState } from "./conversation.js";
 import { cancelEdit } from "./composer.js";

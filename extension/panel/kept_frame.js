@@ -19,7 +19,7 @@
 //    stale, and the first paint is the panel's own.
 // 4. A storage that throws (full, disabled) means no frame kept, never an error.
 
-import { idle } from "../shared/ui_common.js";
+import { idle } from "../common/ui_common.js";
 import { hash53 } from "./render_cache.js";
 import { recordSignature, state, ui } from "./state.js";
 import { usageLine } from "./usage.js";

@@ -30,7 +30,7 @@
 
 import { Marked } from "../vendor/marked.esm.js";
 import DOMPurify from "../vendor/purify.es.mjs";
-import { idle } from "../shared/ui_common.js";
+import { idle } from "../common/ui_common.js";
 import { ALLOWED_TAGS, ALLOWED_ATTR, SAFE_LINK, SAFE_IMAGE, keptClasses, decorate } from "./markdown_policy.js";
 import { createStreamSplit } from "./stream_render.js";
 import "./event_handlers.js"; // globalThis.marginWithoutEventHandlers (it is a classic script too)

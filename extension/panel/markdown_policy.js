@@ -8,7 +8,7 @@
 // 2. `decorate` adds what the render adds after sanitizing (code block head with "Copy code", the
 //    table scroller); it is applied to a fresh render and to a kept one alike, so both look the same.
 
-import { t } from "../shared/i18n.js";
+import { t } from "../common/i18n.js";
 
 export const ALLOWED_TAGS = [
   "a", "p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "strong", "b", "em", "i", "del", "s",

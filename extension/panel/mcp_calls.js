@@ -14,8 +14,8 @@
 //    (textContent); an image is shown only as a data URL of a picture type (markdown_policy.js
 //    SAFE_IMAGE). Nothing in a result can press a button or start a call.
 // 4. When the turn ends while a call waits, its buttons go and the card says it stopped.
-import { el } from "../shared/ui_common.js";
-import { t, setWords, formatNumber } from "../shared/i18n.js";
+import { el } from "../common/ui_common.js";
+import { t, setWords, formatNumber } from "../common/i18n.js";
 import { events } from "./state.js";
 import { markdownModule, loadMarkdown } from "./markdown_lite.js";
 import { SAFE_IMAGE } from "./markdown_policy.js";

@@ -12,8 +12,8 @@
 //    moves left as far as it must to stay inside the panel; an item the panel is too narrow for
 //    wraps onto more lines, never cut.
 
-import { call, el, openOptions } from "../shared/ui_common.js";
-import { t } from "../shared/i18n.js";
+import { call, el, openOptions } from "../common/ui_common.js";
+import { t } from "../common/i18n.js";
 import { ui, state, announce, showAlert } from "./state.js";
 
 const menu = () => document.getElementById("model-menu");

@@ -14,11 +14,11 @@
 //    error with code "cancelled" and stores nothing; callers stay quiet about it.
 // 4. Several PDFs may be read at once (Attach tabs): each has its own worker and card.
 
-import { call, el, svg } from "../shared/ui_common.js";
-import { t } from "../shared/i18n.js";
+import { call, el, svg } from "../common/ui_common.js";
+import { t } from "../common/i18n.js";
 import { $, announce } from "./state.js";
 
-// Thrown like shared/ui_common.js's errors: a `.code` and a sentence.
+// Thrown like common/ui_common.js's errors: a `.code` and a sentence.
 class ReadError extends Error {
   constructor(code, message) {
     super(message);

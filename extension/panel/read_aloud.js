@@ -11,8 +11,8 @@
 // 3. The words are the stored record's Markdown, in the language its script shows, else Margin's
 //    language (speech_text.js rule 3).
 
-import { el, svg } from "../shared/ui_common.js";
-import { t, language } from "../shared/i18n.js";
+import { el, svg } from "../common/ui_common.js";
+import { t, language } from "../common/i18n.js";
 import { ui, state, events, recordText } from "./state.js";
 import { speechChunks, speechLanguage, speechText } from "./speech_text.js";
 import { register } from "./registry.js";

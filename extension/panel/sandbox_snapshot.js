@@ -14,7 +14,7 @@
 // 3. Only a snapshot of at most MAX_BYTES (a Uint8Array, with its key), a text of at most
 //    MAX_FONT_LIST_CHARS, is kept or handed over.
 
-import { inStore } from "../shared/idb_store.js";
+import { inStore } from "../common/idb_store.js";
 
 const DB_NAME = "margin-sandbox";
 const STORE = "snapshots";

@@ -24,7 +24,7 @@
 //   "tool-done"    {callId, call}     a call of the user's MCP tools has its result (mcp_calls.js paints it)
 
 import { CONTRACT } from "../generated/contract.js";
-import { svg } from "../shared/ui_common.js";
+import { svg } from "../common/ui_common.js";
 import { register } from "./registry.js";
 
 export const KEYS = CONTRACT.storage.keys;

@@ -17,7 +17,7 @@
 // 6. Nothing here registers a listener at import time: a pass's listeners are its port's.
 
 import { CONTRACT } from "../generated/contract.js";
-import { t } from "../shared/i18n.js";
+import { t } from "../common/i18n.js";
 import { emit, announce, showAlert } from "./state.js";
 
 const KEEPALIVE_MS = 20_000;

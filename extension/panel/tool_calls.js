@@ -16,8 +16,8 @@
 // 5. Code and output are text, always (textContent); nothing the model sent is parsed as HTML.
 // 6. A live call's words carry their catalogue keys (data-i18n…): a change of language relabels
 //    them where they stand (words.js), as the streaming bubble is not built again.
-import { el } from "../shared/ui_common.js";
-import { t, setWords } from "../shared/i18n.js";
+import { el } from "../common/ui_common.js";
+import { t, setWords } from "../common/i18n.js";
 import { ui, state, events } from "./state.js";
 import { paintRun, runForTool, stopToolRun } from "./code_runs.js";
 import { register } from "./registry.js";

@@ -27,10 +27,10 @@
 //    as "tool-done" (mcp_calls.js).
 
 import { CONTRACT } from "../generated/contract.js";
-import { el } from "../shared/ui_common.js";
-import { t } from "../shared/i18n.js";
+import { el } from "../common/ui_common.js";
+import { t } from "../common/i18n.js";
 import { markdownModule, loadMarkdown } from "./markdown_lite.js";
-import { postInPieces } from "../shared/port_chunks.js";
+import { postInPieces } from "../common/port_chunks.js";
 import { ui, state, emit, setTurnState, scrollToBottom, showAlert, clearAlert } from "./state.js";
 import { register } from "./registry.js";
 

@@ -20,8 +20,8 @@
 //    its code runs painted (tool_calls.js `roundsNode`) before its text.
 
 import { CONTRACT } from "../generated/contract.js";
-import { call, el, copyText } from "../shared/ui_common.js";
-import { t } from "../shared/i18n.js";
+import { call, el, copyText } from "../common/ui_common.js";
+import { t } from "../common/i18n.js";
 import { markdownModule, loadMarkdown } from "./markdown_lite.js";
 import { ui, state, events, emit, announce, showAlert, clearAlert, recordText } from "./state.js";
 import { isAttachment } from "./attachments.js";

@@ -9,7 +9,7 @@
 
 // 5. Words and numbers are the chosen language's (i18n.js): "1 234 вход", "$0.0031" as "0,0031 $".
 
-import { t, language } from "../shared/i18n.js";
+import { t, language } from "../common/i18n.js";
 
 // Made at first use (a page's first Intl object loads ICU data), again when the language changed.
 let formats = null;

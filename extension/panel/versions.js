@@ -16,8 +16,8 @@
 // 5. `versionsKey(record)` goes into the bubble's signature (conversation.js), so a change of the
 //    versions alone builds the bubble again.
 
-import { call, el, svg } from "../shared/ui_common.js";
-import { t, formatNumber } from "../shared/i18n.js";
+import { call, el, svg } from "../common/ui_common.js";
+import { t, formatNumber } from "../common/i18n.js";
 import { ui, state, events, announce, showAlert, clearAlert } from "./state.js";
 import { register } from "./registry.js";
 

@@ -12,8 +12,8 @@
 //    is put after what the box held when dictation began, interim words shown as they come and
 //    replaced by the final ones. Recognition speaks Margin's language.
 
-import { svg } from "../shared/ui_common.js";
-import { t, language } from "../shared/i18n.js";
+import { svg } from "../common/ui_common.js";
+import { t, language } from "../common/i18n.js";
 import { $, ui, events, announce, showAlert } from "./state.js";
 import { autosize } from "./composer.js";
 import { register } from "./registry.js";

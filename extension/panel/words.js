@@ -11,8 +11,8 @@
 // 3. A tip names the controls it speaks of with their own messages (`<strong>` Attach page, …),
 //    so the tip and the button always agree; `$1`, `$2`, … in the tip's message mark where.
 
-import * as i18n from "../shared/i18n.js";
-import { el } from "../shared/ui_common.js";
+import * as i18n from "../common/i18n.js";
+import { el } from "../common/ui_common.js";
 import { $, emit } from "./state.js";
 import { register } from "./registry.js";
 

@@ -20,7 +20,7 @@ import { loadPyodide } from '../pyodide/pyodide.mjs';
 import { CONTRACT } from '../generated/contract.js';
 import * as bridge from './bridge.js';
 import { attachPyodide } from './packages.js';
-import { inStore } from '../shared/idb_store.js';
+import { inStore } from '../common/idb_store.js';
 
 let booting = null;
 

@@ -3,7 +3,7 @@
 //
 // Rules:
 // 1. Python's words for requests come from the same files as the pages' (_locales/<locale>/
-//    messages.json, read as text; shared/i18n.js reads them for the pages).
+//    messages.json, read as text; common/i18n.js reads them for the pages).
 // 2. `uiLanguage` is synchronous and never throws: "en" when the browser cannot say.
 
 import { failed, reply } from './wire.js';

@@ -1,4 +1,4 @@
-// The service worker's half of the search copy (extension/shared/copy_store.js): it keeps the
+// The service worker's half of the search copy (extension/common/copy_store.js): it keeps the
 // IndexedDB copy of every `sessionDigest_<id>` in step with chrome.storage.local, so the side
 // panel's search worker can read the digests off the panel's main thread.
 //
@@ -27,7 +27,7 @@
 //      globalThis.marginSearchCopy.settled() -> Promise (the tests and the bench wait on it).
 
 import { CONTRACT } from "../generated/contract.js";
-import { copyEpoch, copyIds, openCopy, resetCopy, writeCopy } from "../shared/copy_store.js";
+import { copyEpoch, copyIds, openCopy, resetCopy, writeCopy } from "../common/copy_store.js";
 
 const PREFIX = CONTRACT.storage.sessionDigestPrefix;
 const EPOCH_KEY = CONTRACT.storage.keys.searchCopyEpoch;

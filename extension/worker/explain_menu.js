@@ -4,7 +4,7 @@
 // Rules:
 // 1. The item is created once per install (Chrome keeps it between worker starts): `createMenu`
 //    on onInstalled; a "duplicate id" after an update that kept the item brings its title up to date.
-// 2. Its title follows the language setting (extension/shared/i18n.js): Chrome's i18n cannot switch
+// 2. Its title follows the language setting (extension/common/i18n.js): Chrome's i18n cannot switch
 //    at run time. A start brings it up to the setting; a change while the worker runs, at once.
 // 3. The click listener is registered at top level by background.js like every other, and fires
 //    only on a user's click. sidePanel.open() needs the click's user gesture, so it is called
@@ -13,7 +13,7 @@
 // 5. A saved prompt's item (worker/prompt_menu.js) is clicked the same way; its request carries
 //    the prompt's id (py/margin/turn/explain.py, rule 5).
 
-import * as i18n from '../shared/i18n.js';
+import * as i18n from '../common/i18n.js';
 import { python } from './boot.js';
 import { promptIdOf, promptsWritten, rebuildMenu as rebuildWithPrompts } from './prompt_menu.js';
 

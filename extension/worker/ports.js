@@ -5,7 +5,7 @@
 // Rules:
 // 1. Only the extension's own pages may open a port (routing.js rule 1), and only of a known name.
 // 2. A start message too large for one port message (a turn with several big images) comes in
-//    pieces (extension/shared/port_chunks.js); the work starts once all of them arrived, in
+//    pieces (extension/common/port_chunks.js); the work starts once all of them arrived, in
 //    arrival order (routing.js rule 3).
 // 3. Closing the port is a stop too. Only work that started and has not finished can be stopped;
 //    Python remembers a stop that arrives before the work's task runs.
@@ -15,8 +15,8 @@
 //    Python failing to start, as one error event.
 
 import { CONTRACT } from '../generated/contract.js';
-import { joinPieces } from '../shared/port_chunks.js';
-import * as i18n from '../shared/i18n.js';
+import { joinPieces } from '../common/port_chunks.js';
+import * as i18n from '../common/i18n.js';
 import { python } from './boot.js';
 import { openPorts, postPortEvent } from './port_registry.js';
 import { BootFailed, inArrivalOrder, senderTier } from './routing.js';

@@ -16,7 +16,7 @@
 // 4. A reply is always sent: a failure of the worker itself is {ok: false, error: internal}.
 
 import { CONTRACT } from '../generated/contract.js';
-import * as i18n from '../shared/i18n.js';
+import * as i18n from '../common/i18n.js';
 import { python } from './boot.js';
 import { syncSoon } from './sync.js';
 

@@ -288,7 +288,7 @@ def test_a_turn_start_larger_than_one_message_reaches_python_whole(configured_ma
     # not an image, which it can only say once the whole start arrived and parsed.
     outcome = page.evaluate(
         """async () => {
-            const { postInPieces } = await import('./shared/port_chunks.js');
+            const { postInPieces } = await import('./common/port_chunks.js');
             const { CONTRACT } = await import('./generated/contract.js');
             const junk = 'data:image/png;base64,' + 'QUJD'.repeat(25_000_000 / 4);
             const port = chrome.runtime.connect({ name: CONTRACT.turnPort });

@@ -43,7 +43,7 @@ needs_esbuild = pytest.mark.skipif(
 
 PAGE = """<!doctype html>
 <html><head>
-  <link rel="stylesheet" href="shared/theme.css">
+  <link rel="stylesheet" href="common/theme.css">
   <link rel="stylesheet" href="panel/sidepanel.css">
   <link rel="stylesheet" href="panel/sessions/drawer.css">
 </head><body>
@@ -195,10 +195,10 @@ def test_the_page_stylesheets_are_inlined_and_one_that_would_change_meaning_stop
     assert inlined.count("<style>") == len(bundle.INLINED_STYLESHEETS)
     assert ".sidepanel { color: red; }" in inlined
     for css in ('.a { background: url("x.png"); }', '@import "other.css";', "/* </style><script> */"):
-        (tmp_path / "shared/theme.css").write_text(css, encoding="utf-8")
+        (tmp_path / "common/theme.css").write_text(css, encoding="utf-8")
         with pytest.raises(BuildError, match=r"theme\.css has a url"):
             bundle.inline_stylesheets(page, tmp_path)
-    (tmp_path / "shared/theme.css").write_text(".theme {}", encoding="utf-8")
+    (tmp_path / "common/theme.css").write_text(".theme {}", encoding="utf-8")
     with pytest.raises(BuildError, match=r"must link panel/sidepanel\.css once"):
         bundle.inline_stylesheets(page.replace('href="panel/sidepanel.css"', 'href="other.css"'), tmp_path)
 

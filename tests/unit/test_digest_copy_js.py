@@ -100,7 +100,7 @@ def run_copy(tmp_path, script, data=None):
         "../generated/contract.js": render_js("margin-test.whl"),
         "wire.js": (EXTENSION / "worker" / "wire.js").read_text(encoding="utf-8"),
         "digest_copy.js": (EXTENSION / "worker" / "digest_copy.js").read_text(encoding="utf-8"),
-        "../shared/copy_store.js": (EXTENSION / "shared" / "copy_store.js").read_text(encoding="utf-8"),
+        "../common/copy_store.js": (EXTENSION / "common" / "copy_store.js").read_text(encoding="utf-8"),
     }
     (tmp_path / "worker").mkdir()
     storage = EXTENSION / "worker" / "storage.js"

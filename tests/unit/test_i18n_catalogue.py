@@ -37,10 +37,10 @@ CONVERTED = [
     "extension/options.html",
     "extension/options/options.js",
     "extension/options/prices.js",
-    "extension/shared/i18n.js",
+    "extension/common/i18n.js",
     "extension/background.js",
     *(f"extension/worker/{name}.js" for name in ("boot", "routing", "ports", "explain_menu", "restore")),
-    "extension/shared/ui_common.js",
+    "extension/common/ui_common.js",
     "extension/sidepanel.html",
     "extension/sidepanel.js",
     # markdown.js renders and sanitizes: its strings are tag and attribute names, not words.

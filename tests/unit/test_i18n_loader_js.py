@@ -1,4 +1,4 @@
-"""extension/shared/i18n.js in node, against the real catalogue: Chrome's substitution exactly as Python
+"""extension/common/i18n.js in node, against the real catalogue: Chrome's substitution exactly as Python
 does it (margin.i18n.catalogue), the same locale resolution, the setting's locale fetched when Chrome
 answers in another one, plurals and Intl formats in that language, and a change followed live."""
 
@@ -12,7 +12,7 @@ from helpers import run_js_module
 from margin.i18n import catalogue
 
 REPO = Path(__file__).resolve().parents[2]
-MODULE = REPO / "extension" / "shared" / "i18n.js"
+MODULE = REPO / "extension" / "common" / "i18n.js"
 LOCALES_DIR = REPO / "extension" / "_locales"
 CONTRACT_STUB = 'export const CONTRACT = { storage: { keys: { uiLanguage: "uiLanguage" } } };\n'
 
@@ -110,9 +110,9 @@ def test_the_loader_speaks_the_settings_language_and_follows_it(tmp_path):
         "",
         "EN",
     ]
-    (tmp_path / "shared").mkdir()
+    (tmp_path / "common").mkdir()
     out = run_js_module(
-        tmp_path / "shared",
+        tmp_path / "common",
         MODULE,
         "i18n",
         SCRIPT,
@@ -197,9 +197,9 @@ console.log(JSON.stringify(out));
 
 def test_the_service_worker_follows_its_own_writes_of_the_setting_without_a_storage_listener(tmp_path):
     files = {p.name: (p / "messages.json").read_text(encoding="utf-8") for p in LOCALES_DIR.iterdir()}
-    (tmp_path / "shared").mkdir()
+    (tmp_path / "common").mkdir()
     out = run_js_module(
-        tmp_path / "shared",
+        tmp_path / "common",
         MODULE,
         "i18n",
         WORKER_SCRIPT,

@@ -1,4 +1,4 @@
-"""extension/shared/port_chunks.js in node: a message too large for one port message goes in pieces that
+"""extension/common/port_chunks.js in node: a message too large for one port message goes in pieces that
 are each within the limit, never cut a surrogate pair, and join back to the exact message."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from helpers import run_js_module
 
 from margin.app import api, contract
 
-MODULE = Path(__file__).resolve().parents[2] / "extension" / "shared" / "port_chunks.js"
+MODULE = Path(__file__).resolve().parents[2] / "extension" / "common" / "port_chunks.js"
 
 SCRIPT = """
 const posted = [];
@@ -42,9 +42,9 @@ def test_a_large_start_goes_in_pieces_within_the_limit_and_joins_back_exactly(tm
         "../generated/contract.js": contract.render_js("margin-0-py3-none-any.whl"),
         "../package.json": '{"type": "module"}',
     }
-    (tmp_path / "shared").mkdir()
+    (tmp_path / "common").mkdir()
     out = run_js_module(
-        tmp_path / "shared", MODULE, "chunks", SCRIPT, {"text": text, "quads": limit // 2}, extra_files=extra
+        tmp_path / "common", MODULE, "chunks", SCRIPT, {"text": text, "quads": limit // 2}, extra_files=extra
     )
     assert out["limit"] == limit
     pieces = out["pieces"]

@@ -18,7 +18,7 @@ export const python = async () => ({ worker: { dispatch_json: async (name) => JS
     ? { ok: true, value: { prompts: globalThis.stored[globalThis.language] } }
     : { ok: false, error: { message: 'not stubbed' } }) } });
 """,
-    "shared/i18n.js": "export const t = (key) => globalThis.words[globalThis.language][key];\n",
+    "common/i18n.js": "export const t = (key) => globalThis.words[globalThis.language][key];\n",
 }
 
 SCRIPT = """

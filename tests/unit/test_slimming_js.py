@@ -22,7 +22,7 @@ MODULE = ROOT / "extension" / "panel" / "slimming.js"
 LIMIT = slimming.AGING_MIN_CHARS
 
 SCRIPT = """
-const { render } = await import("../shared/i18n.js");
+const { render } = await import("../common/i18n.js");
 const say = (key, ...subs) => render(input.messages[key], subs);
 const out = input.conversations.map((records) => ({
   aged: slimming.agedIndices(records, say),
@@ -123,7 +123,7 @@ def run_panel_rule(tmp_path: Path, data: list[list[Any]], locale: str = "en") ->
     (tmp_path / "panel").mkdir()
     extra = {
         "../generated/contract.js": contract.render_js("margin-0-py3-none-any.whl"),
-        "../shared/i18n.js": (ROOT / "extension" / "shared" / "i18n.js").read_text(encoding="utf-8"),
+        "../common/i18n.js": (ROOT / "extension" / "common" / "i18n.js").read_text(encoding="utf-8"),
         "../package.json": '{"type": "module"}',
     }
     messages = json.loads(

@@ -10,8 +10,8 @@
 //   Both reject with an Error carrying `.code` and a `.message` a user can read.
 
 import { CONTRACT } from "../../generated/contract.js";
-import { PIECE_CHARS, splitText } from "../../shared/port_chunks.js";
-import { t } from "../../shared/i18n.js";
+import { PIECE_CHARS, splitText } from "../../common/port_chunks.js";
+import { t } from "../../common/i18n.js";
 
 const workerGone = () => t("sessions_backup_worker_gone");
 

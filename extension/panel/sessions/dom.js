@@ -8,7 +8,7 @@
 //      refreshDates(root) -> each such <time> under `root` says it again for now ("4 minutes ago")
 //      download({filename, mimeType, text}) saves a file through a temporary link
 
-import { t, formatDate, formatRelative } from "../../shared/i18n.js";
+import { t, formatDate, formatRelative } from "../../common/i18n.js";
 
 export function el(tag, props = {}, ...children) {
   const node = document.createElement(tag);

@@ -41,7 +41,7 @@
 // rule 6), so after a change of language the next search uses the new word.
 
 import { CONTRACT } from "../../generated/contract.js";
-import { t, tPlural, formatNumber, formatSize, onLanguageChange } from "../../shared/i18n.js";
+import { t, tPlural, formatNumber, formatSize, onLanguageChange } from "../../common/i18n.js";
 import { exportBackup as streamExport, importBackup as streamImport } from "./backup.js";
 import { dateElement, download, el, marked, refreshDates } from "./dom.js";
 import {
@@ -50,7 +50,7 @@ import {
 } from "./preload.js";
 import { matchSessions, queryWords, rowFor, searchData } from "./search.js";
 import { currentEntry } from "./current.js";
-import { svg } from "../../shared/ui_common.js";
+import { svg } from "../../common/ui_common.js";
 
 export { preloadSessions, sessionsIndexTimings, useSearchWorker } from "./preload.js";
 

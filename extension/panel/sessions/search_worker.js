@@ -1,5 +1,5 @@
 // The side panel's search worker (a dedicated module Worker of the panel): it reads the digests
-// from the search copy in IndexedDB (extension/shared/copy_store.js), folds and filters them,
+// from the search copy in IndexedDB (extension/common/copy_store.js), folds and filters them,
 // and answers the panel's searches by message, so the panel's main thread only sends the query
 // and paints the rows. The search itself is extension/panel/sessions/search_engine.js.
 //
@@ -22,7 +22,7 @@
 // 3. Folding runs in slices of PREPARE_MS between messages; a search before it is done folds what
 //    it needs itself (slower, never wrong).
 
-import { openCopy, readCopy } from "../../shared/copy_store.js";
+import { openCopy, readCopy } from "../../common/copy_store.js";
 import { createEngine } from "./search_engine.js";
 
 const PREPARE_MS = 12;
