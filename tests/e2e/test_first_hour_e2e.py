@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 from a11y import violations
-from harness import COLD_TIMEOUT_MS, Margin
+from harness import COLD_TIMEOUT_MS, Margin, poll
 from playwright.sync_api import Page, expect
 
 from margin.providers.plain_http import key_exposed
@@ -417,6 +417,8 @@ def test_a_session_row_keeps_its_buttons_on_one_line_in_every_language(margin: M
         pinned = region.get_by_role("listitem").filter(has_text="How rivers carve canyons")
         other = region.get_by_role("listitem").filter(has_text="Lyon")
         for row in (pinned, other):
+            # The drawer rebuilds its rows in the new language: wait until this one has its buttons.
+            poll(lambda row=row: row.evaluate(ROW_LINES_JS)["count"] == 5, timeout=10, message=locale)
             assert row.evaluate(ROW_LINES_JS) == {"count": 5, "lines": 1, "inside": True}, locale
         for key in (
             "sessions_open",
