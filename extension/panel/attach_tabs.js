@@ -197,9 +197,16 @@ async function attachTicked() {
   }
   if (failures.length) showAlert(() => notRead(failures, attached));
   if (attached) announce(tPlural("panel_tabs_attached", attached));
-  if (!document.activeElement || document.activeElement === document.body || button.contains(document.activeElement)) {
-    ui.message.focus();
-  }
+  if (focusWasLost()) ui.message.focus();
+}
+
+// The focus is nowhere the user put it: on the page, on the button (disabled while reading), or
+// still on a control of the closed dialog, where it stays until Chrome's next rendering update
+// (https://html.spec.whatwg.org/multipage/interaction.html#focus-fixup-rule), which a panel in
+// the background does not get.
+function focusWasLost() {
+  const active = document.activeElement;
+  return !active || active === document.body || button.contains(active) || dialog.contains(active);
 }
 
 // Rule 4: one sentence naming every tab that could not be read.
