@@ -63,6 +63,31 @@ def test_a_cold_start_shows_starting_python_then_clears_it(margin: Margin):
     margin.message_box(page).fill("hello")
 
 
+def test_starting_python_comes_and_goes_over_the_conversation_without_moving_a_bubble(margin: Margin):
+    margin.storage_set(
+        {
+            "history": [
+                {"role": r, "content": f"{r.title()} message {i}"}
+                for i in range(12)
+                for r in ("user", "assistant")
+            ]
+        }
+    )
+    margin.stop_service_worker()
+    margin.delete_snapshots()  # a first boot: seconds of "Starting Python…"
+    page = margin.open_panel()
+    newest = margin.bubbles(page).last
+    status = page.get_by_role("status").filter(has_text="Starting Python")
+    status.wait_for(state="visible", timeout=5_000)
+    page.wait_for_timeout(100)  # a frame with the bar drawn
+    while_starting = newest.bounding_box()
+    bar = page.locator("#python-status").bounding_box()
+    status.wait_for(state="hidden", timeout=60_000)
+    page.wait_for_timeout(100)
+    assert newest.bounding_box() == while_starting
+    assert bar["y"] + bar["height"] <= while_starting["y"], "the bar covers the newest message"
+
+
 def test_python_boots_at_install_and_the_next_cold_start_restores_its_memory_snapshot(margin: Margin):
     # The install event starts Python and stores its snapshot before any page asked for anything.
     poll(
