@@ -310,8 +310,8 @@ def test_the_first_frame_holds_the_newest_bubbles_and_the_older_ones_come_withou
     older ones go in above them once it is drawn, the view pinned to the bottom, and the panel
     ends with the DOM a one-shot render gives."""
     margin.storage_set({"history": LONG})
-    # Python up first: a fresh profile's install-time boot shows "Starting Python…" above the
-    # conversation, and its bar coming or going mid-measurement moved the newest bubble by its height.
+    # Python up first: a fresh profile's install-time boot would be measured with the panel (its
+    # "Starting Python…" bar no longer moves a bubble: test_cold_start_e2e.py).
     assert margin.send_message({"type": "app.ping", "payload": {}})["ok"]
     page = margin.launched.context.new_page()
     page.add_init_script(FRAMES)
