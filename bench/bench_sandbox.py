@@ -225,6 +225,11 @@ def _wait_kept_frame(page: Any) -> None:
     page.wait_for_function("() => window.__marginFirstFrameKept > 0", timeout=60_000)
 
 
+# After each open of warming_first_paint: a closed panel's sandbox (a ~100 MB wasm heap) is torn
+# down while the next panel opens, in either half of the measurement.
+SETTLE_S = 0.5
+
+
 def warming_first_paint(bench: Any) -> list[dict[str, Any]]:
     """The panel's first paint over a 200-message history with Python blocks, with the sandbox
     warming after it ÷ with warming turned off (`__marginSandboxWarmup = false`), alternated in
@@ -237,9 +242,10 @@ def warming_first_paint(bench: Any) -> list[dict[str, Any]]:
     page = margin.open_panel()
     _wait_kept_frame(page)
     page.close()
-    # Alternated, in turns of either order (the spread of one open is ±30 % under load); the same
-    # init script in both, its value apart. Nothing of the warm-up runs before the first paint.
-    for turn in range(max(bench.runs, 8)):
+    # Alternated, in turns of either order; the same init script in both, its value apart. Nothing
+    # of the warm-up runs before the first paint. One open spreads from 45 to 130 ms on a quiet
+    # machine: medians of 8 put the ratio anywhere in 0.93-1.18x from run to run, so 16 each.
+    for turn in range(max(bench.runs, 16)):
         for warm in (False, True) if turn % 2 else (True, False):
             page = margin.context.new_page()
             try:
@@ -254,6 +260,7 @@ def warming_first_paint(bench: Any) -> list[dict[str, Any]]:
                 _wait_kept_frame(page)
             finally:
                 page.close()
+            time.sleep(SETTLE_S)
             (warming if warm else cold).append(float(value))
     ratio = median(warming) / median(cold)
     return [
