@@ -38,6 +38,14 @@ def save_prompts(margin: Margin, prompts: list[dict]) -> list[dict]:
     return reply["value"]["prompts"]
 
 
+def type_filter(panel, box, text: str):
+    """Type `text` (a "/filter") into the message box; the "Prompts" list, once it offers an option."""
+    box.press_sequentially(text)
+    listbox = panel.get_by_role("listbox", name="Prompts")
+    listbox.get_by_role("option").first.wait_for(timeout=COLD_TIMEOUT_MS)
+    return listbox
+
+
 def test_the_options_page_saves_orders_and_marks_prompts_for_the_menu(margin: Margin):
     page = margin.open_options()
     section = page.get_by_role("region", name="Prompts")
@@ -83,9 +91,7 @@ def test_slash_picks_a_prompt_that_is_sent_and_arrow_up_edits_the_last_question(
     margin = configured_margin
     panel = margin.open_panel()
     box = margin.message_box(panel)
-    box.press_sequentially("/tig")
-    listbox = panel.get_by_role("listbox", name="Prompts")
-    listbox.wait_for(timeout=COLD_TIMEOUT_MS)
+    listbox = type_filter(panel, box, "/tig")
     options = listbox.get_by_role("option")
     assert options.first.get_attribute("aria-selected") == "true"
     assert "Tighten" in options.first.inner_text()
@@ -129,8 +135,7 @@ def test_words_typed_while_a_picked_prompt_is_filled_are_kept(
     margin = configured_margin
     panel = margin.open_panel()
     box = margin.message_box(panel)
-    box.press_sequentially("/tig")
-    panel.get_by_role("listbox", name="Prompts").wait_for(timeout=COLD_TIMEOUT_MS)
+    type_filter(panel, box, "/tig")
     # The fill waits for Python's cold start: the user goes on typing meanwhile.
     margin.stop_service_worker()
     box.press("Enter")
@@ -175,14 +180,12 @@ def test_a_prompt_in_the_right_click_menu_runs_on_the_selection(
     article.bring_to_front()
     article.evaluate("() => getSelection().selectAllChildren(document.querySelector('h1'))")
     box = margin.message_box(panel)
-    box.press_sequentially("/span")
-    panel.get_by_role("listbox", name="Prompts").get_by_role("option").first.wait_for(timeout=COLD_TIMEOUT_MS)
+    type_filter(panel, box, "/span")
     box.press("Enter")
     poll(lambda: box.input_value() == "Translate How rivers carve canyons into Spanish.", timeout=20)
     box.fill("")
     # "/" with a prompt that holds {{page}}: the active tab is attached, as "Attach page" does.
-    box.press_sequentially("/summarize the")
-    panel.get_by_role("listbox", name="Prompts").get_by_role("option").first.wait_for(timeout=COLD_TIMEOUT_MS)
+    type_filter(panel, box, "/summarize the")
     box.press("Enter")
     poll(lambda: box.input_value() == "Summarize the attached page in five short bullet points.", timeout=20)
     panel.get_by_role("group", name="Attached page: How rivers carve canyons").wait_for(timeout=45_000)
